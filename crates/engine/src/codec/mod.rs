@@ -1,0 +1,82 @@
+//! Codecs: one module per algorithm behind a small trait, as fs/btrfs has one file per
+//! `btrfs_compress_op`. Each algorithm decides how its workspaces are sized ([`Codec`]) and
+//! does the work inside one ([`CodecState`]); the generic manager in `workspace` reuses them.
+
+mod lz4;
+mod lzo;
+mod zlib;
+mod zstd;
+
+use crate::error::Error;
+use crate::spec::Algorithm;
+
+pub use self::zstd::{btrfs_cparams, ZstdParams};
+
+/// Allocation of a workspace failed (the manager treats it as memory pressure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("could not allocate a {bytes}-byte workspace")]
+pub struct AllocError {
+    /// Bytes that were asked for.
+    pub bytes: usize,
+}
+
+/// What an algorithm tells the workspace manager (the sizing half of `btrfs_compress_op`).
+pub trait Codec: Send + Sync + 'static {
+    /// Which algorithm this is.
+    fn algorithm(&self) -> Algorithm;
+
+    /// Number of workspace size classes: 1 unless memory depends on the level (zstd).
+    fn classes(&self) -> usize {
+        1
+    }
+
+    /// The size class that serves `level`; level 0 ("any workspace") maps to class 0.
+    fn class_of(&self, level: i32) -> usize {
+        let _ = level;
+        0
+    }
+
+    /// The highest level a workspace of `class` can compress at.
+    fn class_level(&self, class: usize) -> i32 {
+        let _ = class;
+        self.algorithm().max_level()
+    }
+
+    /// The library's own estimate of the memory a workspace of `class` needs.
+    fn estimate_bytes(&self, class: usize) -> usize;
+
+    /// Create the codec half of a workspace of `class`, given the (monotonic) bytes the manager
+    /// accounts for it. Must not keep allocating afterwards: compress/decompress reuse it.
+    fn alloc(&self, class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError>;
+}
+
+/// The working half of a workspace: compression contexts, dictionaries, hash tables.
+pub trait CodecState: Send {
+    /// Compress `src` into `dst` at `level` (already clamped). `Ok(None)` when it does not fit
+    /// in `dst` — the caller then stores the extent raw.
+    fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error>;
+
+    /// Decompress one extent into `dst`, returning the bytes produced. Never writes past `dst`;
+    /// output that would not fit is [`Error::Oversized`].
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error>;
+}
+
+/// The codec for an algorithm, sized for extents of at most `max_extent` bytes.
+pub fn codec_for(algorithm: Algorithm, max_extent: usize) -> Box<dyn Codec> {
+    match algorithm {
+        Algorithm::Zlib => Box::new(zlib::ZlibCodec),
+        Algorithm::Lzo => Box::new(lzo::LzoCodec),
+        Algorithm::Zstd => Box::new(zstd::ZstdCodec::new(max_extent)),
+        Algorithm::Lz4 => Box::new(lz4::Lz4Codec { hc: false }),
+        Algorithm::Lz4hc => Box::new(lz4::Lz4Codec { hc: true }),
+    }
+}
+
+/// A heap buffer of `bytes` bytes aligned to 8, allocated fallibly (for FFI contexts).
+pub(crate) fn aligned_buffer(bytes: usize) -> Result<Box<[u64]>, AllocError> {
+    let words = bytes.div_ceil(8);
+    let mut v: Vec<u64> = Vec::new();
+    v.try_reserve_exact(words).map_err(|_| AllocError { bytes })?;
+    v.resize(words, 0);
+    Ok(v.into_boxed_slice())
+}

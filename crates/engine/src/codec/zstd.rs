@@ -1,0 +1,240 @@
+//! zstd, written the way fs/btrfs/zstd.c writes it: parameters from `zstd_get_params(level, len)`
+//! with the window capped at 2^17, content size in the header, no checksum.
+//!
+//! Differs from the kernel in keeping a compression and a decompression context side by side
+//! (the kernel re-initialises one arena for either), so a workspace costs their sum, not their
+//! maximum, and in offering levels 16..=22 for userspace use.
+
+use std::ffi::CStr;
+use std::ptr::NonNull;
+
+use zstd_sys as z;
+
+use super::{aligned_buffer, AllocError, Codec, CodecState};
+use crate::error::Error;
+use crate::spec::Algorithm;
+
+/// ZSTD_BTRFS_MAX_WINDOWLOG: btrfs never lets a frame's window exceed one extent.
+pub const MAX_WINDOW_LOG: u32 = 17;
+
+/// The compression parameters btrfs would use for `level` on a `src_len`-byte extent
+/// (zstd_get_btrfs_parameters in fs/btrfs/zstd.c).
+pub fn btrfs_cparams(level: i32, src_len: usize) -> z::ZSTD_compressionParameters {
+    // SAFETY: a pure function of its arguments; no pointers involved.
+    let mut p = unsafe { z::ZSTD_getCParams(level, src_len as u64, 0) };
+    p.windowLog = p.windowLog.min(MAX_WINDOW_LOG);
+    p
+}
+
+/// Memory figures for one zstd level, computed from the library's own estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZstdParams {
+    /// ZSTD_estimateCStreamSize_usingCParams for the btrfs parameters at 128 KiB.
+    pub cstream_bytes: usize,
+    /// ZSTD_estimateDStreamSize(128 KiB): what the kernel's decompression needs.
+    pub dstream_bytes: usize,
+    /// ZSTD_estimateDCtxSize: what wring's one-shot decompression needs.
+    pub dctx_bytes: usize,
+}
+
+impl ZstdParams {
+    /// The estimates for `level` on extents of `max_extent` bytes.
+    pub fn for_level(level: i32, max_extent: usize) -> ZstdParams {
+        let cp = btrfs_cparams(level, max_extent);
+        // SAFETY: the estimate functions only read the parameter struct passed by value.
+        unsafe {
+            ZstdParams {
+                cstream_bytes: z::ZSTD_estimateCStreamSize_usingCParams(cp),
+                dstream_bytes: z::ZSTD_estimateDStreamSize(max_extent),
+                dctx_bytes: z::ZSTD_estimateDCtxSize(),
+            }
+        }
+    }
+
+    /// The kernel's per-level figure: max(cstream, dstream), as zstd_calc_ws_mem_sizes.
+    pub fn kernel_bytes(&self) -> usize {
+        self.cstream_bytes.max(self.dstream_bytes)
+    }
+
+    /// What a wring workspace holds: a compression and a decompression context.
+    pub fn wring_bytes(&self) -> usize {
+        self.cstream_bytes + self.dctx_bytes
+    }
+}
+
+/// zstd's sizing: one size class per positive level; negative levels share level 1's class.
+pub(crate) struct ZstdCodec {
+    max_extent: usize,
+}
+
+impl ZstdCodec {
+    pub(crate) fn new(max_extent: usize) -> ZstdCodec {
+        ZstdCodec { max_extent }
+    }
+}
+
+impl Codec for ZstdCodec {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Zstd
+    }
+
+    fn classes(&self) -> usize {
+        Algorithm::Zstd.max_level() as usize
+    }
+
+    /// clip_level(): levels <= 1 (and 0, "any") use the first class.
+    fn class_of(&self, level: i32) -> usize {
+        (level.max(1) - 1) as usize
+    }
+
+    fn class_level(&self, class: usize) -> i32 {
+        class as i32 + 1
+    }
+
+    fn estimate_bytes(&self, class: usize) -> usize {
+        let level = self.class_level(class);
+        let lowest = if class == 0 { Algorithm::Zstd.min_level() } else { level };
+        (lowest..=level)
+            .filter(|&l| l != 0)
+            .map(|l| ZstdParams::for_level(l, self.max_extent).wring_bytes())
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn alloc(&self, _class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
+        Ok(Box::new(ZstdState::new(bytes)?))
+    }
+}
+
+/// A static compression context and a static decompression context in memory we own:
+/// zstd can never allocate behind our back (ZSTD_initStaticCCtx/DCtx).
+struct ZstdState {
+    cctx: NonNull<z::ZSTD_CCtx>,
+    dctx: NonNull<z::ZSTD_DCtx>,
+    _cmem: Box<[u64]>,
+    _dmem: Box<[u64]>,
+}
+
+// SAFETY: the contexts live in the two boxes owned by this struct and are only touched through
+// `&mut self`, so moving the struct to another thread moves sole access with it.
+unsafe impl Send for ZstdState {}
+
+impl ZstdState {
+    fn new(bytes: usize) -> Result<ZstdState, AllocError> {
+        // SAFETY: pure size computation.
+        let dbytes = unsafe { z::ZSTD_estimateDCtxSize() };
+        let cbytes = bytes.saturating_sub(dbytes);
+        let mut cmem = aligned_buffer(cbytes)?;
+        let mut dmem = aligned_buffer(dbytes)?;
+        // SAFETY: each buffer is 8-byte aligned, at least as large as stated, and outlives the
+        // context placed in it (both are owned by the returned struct and dropped together).
+        let (cctx, dctx) = unsafe {
+            (
+                z::ZSTD_initStaticCCtx(cmem.as_mut_ptr().cast(), cmem.len() * 8),
+                z::ZSTD_initStaticDCtx(dmem.as_mut_ptr().cast(), dmem.len() * 8),
+            )
+        };
+        let fail = AllocError { bytes };
+        Ok(ZstdState {
+            cctx: NonNull::new(cctx).ok_or(fail)?,
+            dctx: NonNull::new(dctx).ok_or(fail)?,
+            _cmem: cmem,
+            _dmem: dmem,
+        })
+    }
+
+    fn set(&mut self, param: z::ZSTD_cParameter, value: i32) -> Result<(), Error> {
+        // SAFETY: cctx is a live context owned by self.
+        check(unsafe { z::ZSTD_CCtx_setParameter(self.cctx.as_ptr(), param, value) }).map(|_| ())
+    }
+
+    fn configure(&mut self, level: i32, src_len: usize) -> Result<(), Error> {
+        use z::ZSTD_cParameter::*;
+        let p = btrfs_cparams(level, src_len);
+        // SAFETY: cctx is a live context owned by self.
+        check(unsafe {
+            z::ZSTD_CCtx_reset(
+                self.cctx.as_ptr(),
+                z::ZSTD_ResetDirective::ZSTD_reset_session_and_parameters,
+            )
+        })?;
+        self.set(ZSTD_c_windowLog, p.windowLog as i32)?;
+        self.set(ZSTD_c_chainLog, p.chainLog as i32)?;
+        self.set(ZSTD_c_hashLog, p.hashLog as i32)?;
+        self.set(ZSTD_c_searchLog, p.searchLog as i32)?;
+        self.set(ZSTD_c_minMatch, p.minMatch as i32)?;
+        self.set(ZSTD_c_targetLength, p.targetLength as i32)?;
+        self.set(ZSTD_c_strategy, p.strategy as i32)?;
+        self.set(ZSTD_c_contentSizeFlag, 1)?;
+        self.set(ZSTD_c_checksumFlag, 0)
+    }
+}
+
+impl CodecState for ZstdState {
+    fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
+        self.configure(level, src.len())?;
+        // SAFETY: pointers and lengths come from live slices; cctx is owned by self.
+        let r = unsafe {
+            z::ZSTD_compress2(
+                self.cctx.as_ptr(),
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                src.len(),
+            )
+        };
+        match check(r) {
+            Ok(n) => Ok(Some(n)),
+            Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        // The extent may carry zero padding up to the sector after the frame: decode one frame.
+        // SAFETY: reads only within `src`.
+        let frame = unsafe { z::ZSTD_findFrameCompressedSize(src.as_ptr().cast(), src.len()) };
+        let frame = check(frame).map_err(|e| corrupt(&e))?;
+        // SAFETY: pointers and lengths come from live slices; dctx is owned by self.
+        let r = unsafe {
+            z::ZSTD_decompressDCtx(
+                self.dctx.as_ptr(),
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                frame,
+            )
+        };
+        match check(r) {
+            Ok(n) => Ok(n),
+            Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => {
+                Err(Error::Oversized { algorithm: Algorithm::Zstd, limit: dst.len() })
+            }
+            Err(e) => Err(corrupt(&e)),
+        }
+    }
+}
+
+fn error_code(r: usize) -> z::ZSTD_ErrorCode {
+    // SAFETY: pure function of the value.
+    unsafe { z::ZSTD_getErrorCode(r) }
+}
+
+/// Turn a zstd return value into a size or an error carrying zstd's message.
+fn check(r: usize) -> Result<usize, Error> {
+    // SAFETY: ZSTD_isError and ZSTD_getErrorName are pure; the name is a static C string.
+    unsafe {
+        if z::ZSTD_isError(r) == 0 {
+            return Ok(r);
+        }
+        let name = CStr::from_ptr(z::ZSTD_getErrorName(r)).to_string_lossy().into_owned();
+        Err(Error::Library { algorithm: Algorithm::Zstd, reason: name })
+    }
+}
+
+fn corrupt(e: &Error) -> Error {
+    match e {
+        Error::Library { reason, .. } => Error::corrupt(Algorithm::Zstd, reason.clone()),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,297 @@
+//! The engine's public face: compress and decompress extents through the workspace managers,
+//! read statistics. Mirrors btrfs_compress_folios()/btrfs_decompress() in fs/btrfs/compression.c
+//! including the rule that compression must save at least one block.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::codec::codec_for;
+use crate::error::Error;
+use crate::heuristic::{heuristic, HeuristicWorkspace};
+use crate::pool::{PageBuf, PagePool, PoolStats};
+use crate::spec::{Algorithm, CompressSpec};
+use crate::sync::{lock, Arc, Mutex};
+use crate::workspace::{default_streams, Manager, ManagerConfig, ManagerStats, DEFAULT_RECLAIM};
+use crate::{BLOCK_SIZE, MAX_EXTENT};
+
+/// How the engine decides whether to try compressing an extent at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Always compress (btrfs's `compress-force`).
+    #[default]
+    Force,
+    /// Run btrfs's heuristic first and skip data it judges incompressible (`compress`).
+    Heuristic,
+    /// OpenZFS-style early abort: before an expensive level, try lz4 and then zstd:1, and give
+    /// up if neither saves a block.
+    EarlyAbort,
+}
+
+/// What became of an extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Compressed into this many bytes at the start of the destination.
+    Compressed(usize),
+    /// Compression was tried and did not save a block: store the extent raw (and, under
+    /// `compress`, btrfs marks the inode NOCOMPRESS).
+    Incompressible,
+    /// The policy decided not to try: store raw, without judging the inode.
+    Skipped,
+}
+
+/// Engine settings; the defaults are btrfs's.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Largest extent, 128 KiB as btrfs.
+    pub max_extent: usize,
+    /// Workspaces lent at once per algorithm (zram's max_comp_streams).
+    pub streams: usize,
+    /// Memory budget per algorithm beyond its preallocated workspace; `None` = unlimited.
+    pub workspace_mem: Option<usize>,
+    /// Reclaim interval of idle workspaces.
+    pub reclaim: Duration,
+    /// Pages in the decompression page pool; 0 = off.
+    pub page_pool: usize,
+    /// The clock the reclaim timers read.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_extent: MAX_EXTENT,
+            streams: default_streams(),
+            workspace_mem: None,
+            reclaim: DEFAULT_RECLAIM,
+            page_pool: 0,
+            clock: Arc::new(SystemClock::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("max_extent", &self.max_extent)
+            .field("streams", &self.streams)
+            .field("workspace_mem", &self.workspace_mem)
+            .field("reclaim", &self.reclaim)
+            .field("page_pool", &self.page_pool)
+            .finish()
+    }
+}
+
+/// Statistics of every manager created so far and of the page pool.
+#[derive(Debug, Clone, Default)]
+pub struct EngineStats {
+    /// One entry per algorithm used so far.
+    pub managers: Vec<(Algorithm, ManagerStats)>,
+    /// The decompression page pool.
+    pub pool: PoolStats,
+}
+
+/// Compresses and decompresses extents; cheap to share between threads (`&Engine` is enough).
+pub struct Engine {
+    config: Mutex<EngineConfig>,
+    managers: [OnceLock<Manager>; 5],
+    pool: std::sync::Arc<PagePool>,
+    heuristics: Mutex<Vec<HeuristicWorkspace>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("config", &*lock(&self.config)).finish()
+    }
+}
+
+fn slot(algorithm: Algorithm) -> usize {
+    match algorithm {
+        Algorithm::Zlib => 0,
+        Algorithm::Lzo => 1,
+        Algorithm::Zstd => 2,
+        Algorithm::Lz4 => 3,
+        Algorithm::Lz4hc => 4,
+    }
+}
+
+impl Engine {
+    /// An engine with the given settings. Managers are created on first use of an algorithm.
+    pub fn new(config: EngineConfig) -> Engine {
+        Engine {
+            pool: PagePool::new(config.page_pool),
+            config: Mutex::new(config),
+            managers: Default::default(),
+            heuristics: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The largest extent this engine accepts.
+    pub fn max_extent(&self) -> usize {
+        lock(&self.config).max_extent
+    }
+
+    /// The workspace manager of `algorithm`, created (with its preallocated workspace) on first use.
+    pub fn manager(&self, algorithm: Algorithm) -> &Manager {
+        self.managers[slot(algorithm)].get_or_init(|| {
+            let cfg = lock(&self.config).clone();
+            let mcfg = ManagerConfig {
+                streams: cfg.streams,
+                budget: cfg.workspace_mem,
+                reclaim: cfg.reclaim,
+                max_extent: cfg.max_extent,
+            };
+            Manager::new(codec_for(algorithm, cfg.max_extent), mcfg, cfg.clock)
+        })
+    }
+
+    fn existing_managers(&self) -> impl Iterator<Item = &Manager> {
+        self.managers.iter().filter_map(OnceLock::get)
+    }
+
+    /// Compress one extent, always trying (compress-force). `dst` must hold at least
+    /// `src.len()` bytes minus one block.
+    pub fn compress(&self, spec: CompressSpec, src: &[u8], dst: &mut [u8]) -> Result<Outcome, Error> {
+        self.compress_with(spec, Policy::Force, src, dst)
+    }
+
+    /// Compress one extent under `policy`. The result must save at least one 4 KiB block once
+    /// rounded up to blocks, or the extent is [`Outcome::Incompressible`] (btrfs's rule).
+    pub fn compress_with(
+        &self,
+        spec: CompressSpec,
+        policy: Policy,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Outcome, Error> {
+        let max = self.max_extent();
+        if src.len() > max {
+            return Err(Error::ExtentTooLarge { len: src.len(), max });
+        }
+        let Some(algorithm) = spec.algorithm else { return Ok(Outcome::Skipped) };
+        let limit = compressed_limit(src.len());
+        if limit == 0 {
+            return Ok(Outcome::Incompressible);
+        }
+        if dst.len() < limit {
+            return Err(Error::ShortBuffer { got: dst.len(), need: limit });
+        }
+        if !self.worth_trying(spec, policy, src)? {
+            return Ok(Outcome::Skipped);
+        }
+        let mut ws = self.manager(algorithm).lease(spec.level);
+        match ws.compress(spec.level, src, &mut dst[..limit])? {
+            Some(n) => Ok(Outcome::Compressed(n)),
+            None => Ok(Outcome::Incompressible),
+        }
+    }
+
+    fn worth_trying(&self, spec: CompressSpec, policy: Policy, src: &[u8]) -> Result<bool, Error> {
+        match policy {
+            Policy::Force => Ok(true),
+            Policy::Heuristic => Ok(self.heuristic(src)),
+            Policy::EarlyAbort => self.early_abort_passes(spec, src),
+        }
+    }
+
+    /// btrfs_compress_heuristic() on one extent, with a reused heuristic workspace.
+    pub fn heuristic(&self, src: &[u8]) -> bool {
+        let mut ws = lock(&self.heuristics).pop().unwrap_or_default();
+        let verdict = heuristic(src, &mut ws).worth_compressing();
+        lock(&self.heuristics).push(ws);
+        verdict
+    }
+
+    /// Early abort: only for expensive settings; cheap probes compress into their own
+    /// workspace's buffer, so nothing is allocated.
+    fn early_abort_passes(&self, spec: CompressSpec, src: &[u8]) -> Result<bool, Error> {
+        if !is_expensive(spec) {
+            return Ok(true);
+        }
+        let limit = compressed_limit(src.len());
+        for probe in [CompressSpec::default_for(Algorithm::Lz4), CompressSpec::new(Algorithm::Zstd, 1)] {
+            let Some(algorithm) = probe.algorithm else { continue };
+            let mut ws = self.manager(algorithm).lease(probe.level);
+            let ws = &mut *ws;
+            let dst = &mut ws.buf[..limit];
+            if ws.state.compress(probe.level, src, dst)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Decompress one extent into `dst` (its declared size); returns the bytes the stream held.
+    /// The rest of `dst` is zero-filled, as the kernel fills a short extent's tail.
+    pub fn decompress(&self, algorithm: Algorithm, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        let n = self.manager(algorithm).lease(0).decompress(src, dst)?;
+        dst[n..].fill(0);
+        Ok(n)
+    }
+
+    /// Decompress one extent of declared size `len` into pages from the page pool (or the
+    /// allocator when the pool is off or empty), through the workspace's own buffer.
+    pub fn decompress_pages(&self, algorithm: Algorithm, src: &[u8], len: usize) -> Result<PageBuf, Error> {
+        let max = self.max_extent();
+        if len > max {
+            return Err(Error::ExtentTooLarge { len, max });
+        }
+        let mut ws = self.manager(algorithm).lease(0);
+        let data = ws.decompress_to_buf(src, len)?;
+        let mut pages = self.pool.alloc(len);
+        pages.copy_from(data);
+        Ok(pages)
+    }
+
+    /// Change the stream limit of every algorithm.
+    pub fn set_streams(&self, streams: usize) {
+        lock(&self.config).streams = streams;
+        self.existing_managers().for_each(|m| m.set_streams(streams));
+    }
+
+    /// Change the workspace memory budget of every algorithm.
+    pub fn set_workspace_mem(&self, budget: Option<usize>) {
+        lock(&self.config).workspace_mem = budget;
+        self.existing_managers().for_each(|m| m.set_budget(budget));
+    }
+
+    /// Change the reclaim interval of every algorithm.
+    pub fn set_reclaim(&self, interval: Duration) {
+        lock(&self.config).reclaim = interval;
+        self.existing_managers().for_each(|m| m.set_reclaim(interval));
+    }
+
+    /// Resize the decompression page pool (0 turns it off).
+    pub fn set_page_pool(&self, pages: usize) {
+        lock(&self.config).page_pool = pages;
+        self.pool.set_size(pages);
+    }
+
+    /// The live settings.
+    pub fn config(&self) -> EngineConfig {
+        lock(&self.config).clone()
+    }
+
+    /// Counters of every manager in use and of the pool.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            managers: self.existing_managers().map(|m| (m.algorithm(), m.stats())).collect(),
+            pool: self.pool.stats(),
+        }
+    }
+}
+
+/// Most bytes a compressed extent of `len` input bytes may take and still save a block:
+/// btrfs requires round_up(compressed) + blocksize <= round_up(input).
+pub fn compressed_limit(len: usize) -> usize {
+    len.next_multiple_of(BLOCK_SIZE).saturating_sub(BLOCK_SIZE)
+}
+
+/// Levels worth an early-abort probe: zstd from 3, any zlib, any lz4hc.
+fn is_expensive(spec: CompressSpec) -> bool {
+    match spec.algorithm {
+        Some(Algorithm::Zstd) => spec.level >= 3,
+        Some(Algorithm::Zlib | Algorithm::Lz4hc) => true,
+        _ => false,
+    }
+}

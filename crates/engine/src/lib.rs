@@ -1,0 +1,33 @@
+//! wring's engine: btrfs-compatible codecs, the level-aware workspace manager, compression
+//! streams and the decompression page pool — everything below the front ends.
+//!
+//! The unit is an *extent*: at most [`MAX_EXTENT`] bytes of input compressed alone, in the
+//! format btrfs stores on disk. The public face is small:
+//!
+//! * [`CompressSpec`] parses btrfs's option text (`zstd:3`, `zlib:9`, `lzo`, `no`).
+//! * [`Engine::compress`] / [`Engine::decompress`] work on one extent through the workspace
+//!   managers; [`Engine::compress_batch`] compresses many on the engine's streams.
+//! * [`Engine::stats`] reads every manager's and the pool's counters.
+//!
+//! Mirrors fs/btrfs/compression.c (with zlib.c, lzo.c, zstd.c), zram's zcomp streams and
+//! EROFS's global page pool; it differs in adding lz4/lz4hc and zstd levels 16–22 for userspace.
+
+pub mod clock;
+pub mod codec;
+mod engine;
+mod error;
+pub mod heuristic;
+pub mod pool;
+mod spec;
+pub mod stream;
+mod sync;
+pub mod workspace;
+
+pub use engine::{compressed_limit, Engine, EngineConfig, EngineStats, Outcome, Policy};
+pub use error::{Error, SpecError};
+pub use spec::{Algorithm, CompressSpec, SpecWarning};
+
+/// Largest input btrfs compresses as one extent (BTRFS_MAX_UNCOMPRESSED).
+pub const MAX_EXTENT: usize = 128 * 1024;
+/// Block (sector) size: compression must save at least one of these.
+pub const BLOCK_SIZE: usize = 4096;
