@@ -101,7 +101,9 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("config", &*lock(&self.config)).finish()
+        f.debug_struct("Engine")
+            .field("config", &*lock(&self.config))
+            .finish()
     }
 }
 
@@ -151,7 +153,12 @@ impl Engine {
 
     /// Compress one extent, always trying (compress-force). `dst` must hold at least
     /// `src.len()` bytes minus one block.
-    pub fn compress(&self, spec: CompressSpec, src: &[u8], dst: &mut [u8]) -> Result<Outcome, Error> {
+    pub fn compress(
+        &self,
+        spec: CompressSpec,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Outcome, Error> {
         self.compress_with(spec, Policy::Force, src, dst)
     }
 
@@ -166,15 +173,23 @@ impl Engine {
     ) -> Result<Outcome, Error> {
         let max = self.max_extent();
         if src.len() > max {
-            return Err(Error::ExtentTooLarge { len: src.len(), max });
+            return Err(Error::ExtentTooLarge {
+                len: src.len(),
+                max,
+            });
         }
-        let Some(algorithm) = spec.algorithm else { return Ok(Outcome::Skipped) };
+        let Some(algorithm) = spec.algorithm else {
+            return Ok(Outcome::Skipped);
+        };
         let limit = compressed_limit(src.len());
         if limit == 0 {
             return Ok(Outcome::Incompressible);
         }
         if dst.len() < limit {
-            return Err(Error::ShortBuffer { got: dst.len(), need: limit });
+            return Err(Error::ShortBuffer {
+                got: dst.len(),
+                need: limit,
+            });
         }
         if !self.worth_trying(spec, policy, src)? {
             return Ok(Outcome::Skipped);
@@ -209,8 +224,13 @@ impl Engine {
             return Ok(true);
         }
         let limit = compressed_limit(src.len());
-        for probe in [CompressSpec::default_for(Algorithm::Lz4), CompressSpec::new(Algorithm::Zstd, 1)] {
-            let Some(algorithm) = probe.algorithm else { continue };
+        for probe in [
+            CompressSpec::default_for(Algorithm::Lz4),
+            CompressSpec::new(Algorithm::Zstd, 1),
+        ] {
+            let Some(algorithm) = probe.algorithm else {
+                continue;
+            };
             let mut ws = self.manager(algorithm).lease(probe.level);
             let ws = &mut *ws;
             let dst = &mut ws.buf[..limit];
@@ -223,7 +243,12 @@ impl Engine {
 
     /// Decompress one extent into `dst` (its declared size); returns the bytes the stream held.
     /// The rest of `dst` is zero-filled, as the kernel fills a short extent's tail.
-    pub fn decompress(&self, algorithm: Algorithm, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    pub fn decompress(
+        &self,
+        algorithm: Algorithm,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, Error> {
         let n = self.manager(algorithm).lease(0).decompress(src, dst)?;
         dst[n..].fill(0);
         Ok(n)
@@ -231,7 +256,12 @@ impl Engine {
 
     /// Decompress one extent of declared size `len` into pages from the page pool (or the
     /// allocator when the pool is off or empty), through the workspace's own buffer.
-    pub fn decompress_pages(&self, algorithm: Algorithm, src: &[u8], len: usize) -> Result<PageBuf, Error> {
+    pub fn decompress_pages(
+        &self,
+        algorithm: Algorithm,
+        src: &[u8],
+        len: usize,
+    ) -> Result<PageBuf, Error> {
         let max = self.max_extent();
         if len > max {
             return Err(Error::ExtentTooLarge { len, max });
@@ -246,7 +276,8 @@ impl Engine {
     /// Change the stream limit of every algorithm.
     pub fn set_streams(&self, streams: usize) {
         lock(&self.config).streams = streams;
-        self.existing_managers().for_each(|m| m.set_streams(streams));
+        self.existing_managers()
+            .for_each(|m| m.set_streams(streams));
     }
 
     /// Change the workspace memory budget of every algorithm.
@@ -258,7 +289,8 @@ impl Engine {
     /// Change the reclaim interval of every algorithm.
     pub fn set_reclaim(&self, interval: Duration) {
         lock(&self.config).reclaim = interval;
-        self.existing_managers().for_each(|m| m.set_reclaim(interval));
+        self.existing_managers()
+            .for_each(|m| m.set_reclaim(interval));
     }
 
     /// Resize the decompression page pool (0 turns it off).
@@ -275,7 +307,10 @@ impl Engine {
     /// Counters of every manager in use and of the pool.
     pub fn stats(&self) -> EngineStats {
         EngineStats {
-            managers: self.existing_managers().map(|m| (m.algorithm(), m.stats())).collect(),
+            managers: self
+                .existing_managers()
+                .map(|m| (m.algorithm(), m.stats()))
+                .collect(),
             pool: self.pool.stats(),
         }
     }

@@ -6,7 +6,9 @@ use crate::spec::Algorithm;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SpecError {
     /// The algorithm name is not one wring knows.
-    #[error("unknown compression algorithm '{0}': accepted are zlib, lzo, zstd, lz4, lz4hc, no, none")]
+    #[error(
+        "unknown compression algorithm '{0}': accepted are zlib, lzo, zstd, lz4, lz4hc, no, none"
+    )]
     UnknownAlgorithm(String),
     /// The text after the colon is not an integer.
     #[error("invalid level '{level}' for {algorithm}: accepted are whole numbers {min}..={max} (0 means the default, {default})")]
@@ -74,6 +76,9 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn corrupt(algorithm: Algorithm, reason: impl Into<String>) -> Self {
-        Error::Corrupt { algorithm, reason: reason.into() }
+        Error::Corrupt {
+            algorithm,
+            reason: reason.into(),
+        }
     }
 }

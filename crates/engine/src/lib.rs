@@ -6,7 +6,7 @@
 //!
 //! * [`CompressSpec`] parses btrfs's option text (`zstd:3`, `zlib:9`, `lzo`, `no`).
 //! * [`Engine::compress`] / [`Engine::decompress`] work on one extent through the workspace
-//!   managers; [`Engine::compress_batch`] compresses many on the engine's streams.
+//!   managers; [`stream::compress_batch`] compresses many on the engine's streams.
 //! * [`Engine::stats`] reads every manager's and the pool's counters.
 //!
 //! Mirrors fs/btrfs/compression.c (with zlib.c, lzo.c, zstd.c), zram's zcomp streams and
@@ -17,6 +17,7 @@ pub mod codec;
 mod engine;
 mod error;
 pub mod heuristic;
+pub mod levels;
 pub mod pool;
 mod spec;
 pub mod stream;

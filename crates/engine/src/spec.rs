@@ -26,8 +26,13 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm, in the order reports list them.
-    pub const ALL: [Algorithm; 5] =
-        [Algorithm::Zstd, Algorithm::Zlib, Algorithm::Lzo, Algorithm::Lz4, Algorithm::Lz4hc];
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Zstd,
+        Algorithm::Zlib,
+        Algorithm::Lzo,
+        Algorithm::Lz4,
+        Algorithm::Lz4hc,
+    ];
 
     /// The name used in options and reports.
     pub fn name(self) -> &'static str {
@@ -152,11 +157,17 @@ impl fmt::Display for SpecWarning {
 
 impl CompressSpec {
     /// No compression.
-    pub const NONE: CompressSpec = CompressSpec { algorithm: None, level: 0 };
+    pub const NONE: CompressSpec = CompressSpec {
+        algorithm: None,
+        level: 0,
+    };
 
     /// An algorithm at a level (0 = default), clamped into range.
     pub fn new(algorithm: Algorithm, level: i32) -> CompressSpec {
-        CompressSpec { algorithm: Some(algorithm), level: algorithm.clamp_level(level).0 }
+        CompressSpec {
+            algorithm: Some(algorithm),
+            level: algorithm.clamp_level(level).0,
+        }
     }
 
     /// The algorithm at its default level.
@@ -192,8 +203,18 @@ impl CompressSpec {
             default: algorithm.default_level(),
         })?;
         let (used, moved) = algorithm.clamp_level(requested);
-        let warning = moved.then_some(SpecWarning { algorithm, requested, used });
-        Ok((CompressSpec { algorithm: Some(algorithm), level: used }, warning))
+        let warning = moved.then_some(SpecWarning {
+            algorithm,
+            requested,
+            used,
+        });
+        Ok((
+            CompressSpec {
+                algorithm: Some(algorithm),
+                level: used,
+            },
+            warning,
+        ))
     }
 }
 
@@ -247,7 +268,9 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for s in ["zlib:9", "lzo", "zstd:-5", "zstd:3", "lz4", "lz4hc:12", "no"] {
+        for s in [
+            "zlib:9", "lzo", "zstd:-5", "zstd:3", "lz4", "lz4hc:12", "no",
+        ] {
             assert_eq!(parse(s).0.to_string(), s);
         }
     }
@@ -270,7 +293,10 @@ mod tests {
         let e = CompressSpec::parse("brotli").unwrap_err();
         assert!(e.to_string().contains("brotli") && e.to_string().contains("zstd"));
         let e = CompressSpec::parse("zstd:fast").unwrap_err();
-        assert!(e.to_string().contains("'fast'") && e.to_string().contains("-15..=22"), "{e}");
+        assert!(
+            e.to_string().contains("'fast'") && e.to_string().contains("-15..=22"),
+            "{e}"
+        );
         assert!(CompressSpec::parse("lzo:3").is_err());
         assert!(CompressSpec::parse("none:1").is_err());
         assert!(CompressSpec::parse("zlib9").is_err());
@@ -282,6 +308,9 @@ mod tests {
         assert_eq!(Algorithm::Zstd.levels().count(), 37);
         assert!(!Algorithm::Zstd.levels().any(|l| l == 0));
         assert_eq!(Algorithm::Lzo.levels().collect::<Vec<_>>(), vec![0]);
-        assert_eq!(Algorithm::Zlib.levels().collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
+        assert_eq!(
+            Algorithm::Zlib.levels().collect::<Vec<_>>(),
+            (1..=9).collect::<Vec<_>>()
+        );
     }
 }

@@ -46,14 +46,24 @@ pub fn compress_batch(
         let workers: Vec<_> = (0..threads)
             .map(|_| s.spawn(|| worker(engine, spec, policy, inputs, &next)))
             .collect();
-        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
     });
     for (i, r) in done.into_iter().flatten() {
         results[i] = Some(r);
     }
     results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(Error::Library { algorithm: crate::Algorithm::Zstd, reason: "a compression thread panicked".into() })))
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::Library {
+                    algorithm: crate::Algorithm::Zstd,
+                    reason: "a compression thread panicked".into(),
+                })
+            })
+        })
         .collect()
 }
 
@@ -70,11 +80,13 @@ fn worker(
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(src) = inputs.get(i) else { return out };
         let limit = compressed_limit(src.len());
-        let r = engine.compress_with(spec, policy, src, &mut dst[..limit.max(0)]).map(|o| match o {
-            Outcome::Compressed(n) => Extent::Compressed(dst[..n].to_vec()),
-            Outcome::Incompressible => Extent::Incompressible,
-            Outcome::Skipped => Extent::Skipped,
-        });
+        let r = engine
+            .compress_with(spec, policy, src, &mut dst[..limit])
+            .map(|o| match o {
+                Outcome::Compressed(n) => Extent::Compressed(dst[..n].to_vec()),
+                Outcome::Incompressible => Extent::Incompressible,
+                Outcome::Skipped => Extent::Skipped,
+            });
         out.push((i, r));
     }
 }

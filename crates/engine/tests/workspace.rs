@@ -19,12 +19,23 @@ fn manager_with(alg: Algorithm, clock: Arc<ManualClock>, cfg: ManagerConfig) -> 
 }
 
 fn zstd(clock: &Arc<ManualClock>) -> Manager {
-    let cfg = ManagerConfig { streams: 8, ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        streams: 8,
+        ..ManagerConfig::default()
+    };
     manager_with(Algorithm::Zstd, Arc::clone(clock), cfg)
 }
 
 fn text(len: usize) -> Vec<u8> {
-    let words = ["extent ", "workspace ", "level ", "btrfs ", "reclaim ", "stream ", "zstd "];
+    let words = [
+        "extent ",
+        "workspace ",
+        "level ",
+        "btrfs ",
+        "reclaim ",
+        "stream ",
+        "zstd ",
+    ];
     let mut out = Vec::with_capacity(len + 16);
     let mut x: u32 = 12345;
     while out.len() < len {
@@ -39,7 +50,10 @@ fn text(len: usize) -> Vec<u8> {
 fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(20), "never happened: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "never happened: {what}"
+        );
         thread::sleep(Duration::from_millis(2));
     }
 }
@@ -49,7 +63,10 @@ fn memory_per_level_is_monotonic_and_negative_levels_share_level_one() {
     let m = zstd(&Arc::new(ManualClock::new()));
     let bytes: Vec<usize> = (1..=22).map(|l| m.level_bytes(l)).collect();
     assert!(bytes.windows(2).all(|w| w[0] <= w[1]), "{bytes:?}");
-    assert!(bytes[21] > bytes[0], "level 22 needs more than level 1: {bytes:?}");
+    assert!(
+        bytes[21] > bytes[0],
+        "level 22 needs more than level 1: {bytes:?}"
+    );
     for l in -15..=0 {
         assert_eq!(m.level_bytes(l), bytes[0]);
     }
@@ -62,7 +79,11 @@ fn forward_progress_workspace_is_preallocated_and_hidden_from_lru() {
     assert_eq!((s.workspaces, s.allocations, s.busy), (1, 1, 0));
     assert_eq!(m.idle_per_class()[MAX_CLASS], 1);
     assert_eq!(m.lru_len(), 0);
-    assert_eq!(m.timer_deadline(), None, "nothing on the LRU, so the timer is not armed");
+    assert_eq!(
+        m.timer_deadline(),
+        None,
+        "nothing on the LRU, so the timer is not armed"
+    );
 }
 
 #[test]
@@ -78,14 +99,26 @@ fn get_scans_up_and_a_borrowed_larger_workspace_keeps_its_lru_place() {
 
     clock.advance(Duration::from_secs(200));
     let borrowed = m.get(3);
-    assert_eq!((borrowed.level(), borrowed.req_level()), (15, 3), "scan up finds class 15 first");
+    assert_eq!(
+        (borrowed.level(), borrowed.req_level()),
+        (15, 3),
+        "scan up finds class 15 first"
+    );
     assert_eq!(m.stats().scans_up, 1);
     m.put(borrowed); // a lower level borrowed it: last-used time stays t=0
 
     clock.advance(Duration::from_secs(110)); // 310 s after t=0, 110 s after the borrow
-    assert_eq!(m.reclaim_now(), 1, "reclaimed by its t=0 time, not the borrow's");
+    assert_eq!(
+        m.reclaim_now(),
+        1,
+        "reclaimed by its t=0 time, not the borrow's"
+    );
     assert_eq!(m.idle_per_class()[14], 0);
-    assert_eq!(m.idle_per_class()[MAX_CLASS], 1, "the hidden max workspace survives");
+    assert_eq!(
+        m.idle_per_class()[MAX_CLASS],
+        1,
+        "the hidden max workspace survives"
+    );
 }
 
 #[test]
@@ -94,7 +127,10 @@ fn borrowed_workspace_compresses_at_the_requested_level() {
     let data = text(MAX_EXTENT);
     let compress = |ws: &mut wring_engine::workspace::Workspace, level| {
         let mut out = vec![0u8; MAX_EXTENT];
-        let n = ws.compress(level, &data, &mut out).unwrap().expect("text compresses");
+        let n = ws
+            .compress(level, &data, &mut out)
+            .unwrap()
+            .expect("text compresses");
         out.truncate(n);
         out
     };
@@ -107,7 +143,10 @@ fn borrowed_workspace_compresses_at_the_requested_level() {
     let mut own = m.get(1);
     assert_eq!(own.level(), 1);
     let via_own = compress(&mut own, 1);
-    assert_eq!(via_big, via_own, "a level-22 workspace compresses at level 1 exactly as a level-1 one");
+    assert_eq!(
+        via_big, via_own,
+        "a level-22 workspace compresses at level 1 exactly as a level-1 one"
+    );
     assert_ne!(via_big, at_22);
     for ws in [big, holder, own] {
         m.put(ws);
@@ -130,17 +169,28 @@ fn reclaim_timer_frees_idle_workspaces_and_rearms_only_while_lru_non_empty() {
 
     clock.advance(Duration::from_secs(206)); // t=306: nothing idle for 307 s yet
     assert_eq!(m.reclaim_now(), 0);
-    assert_eq!(m.timer_deadline(), Some(Duration::from_secs(306) + DEFAULT_RECLAIM));
+    assert_eq!(
+        m.timer_deadline(),
+        Some(Duration::from_secs(306) + DEFAULT_RECLAIM)
+    );
     clock.advance(Duration::from_secs(2)); // t=308: `a` expired, `b` not
     assert_eq!(m.reclaim_now(), 1);
     assert!(m.timer_deadline().is_some(), "b is still on the LRU");
     clock.advance(Duration::from_secs(400));
     assert_eq!(m.reclaim_now(), 1);
-    assert_eq!(m.timer_deadline(), None, "LRU empty: the timer does not re-arm");
+    assert_eq!(
+        m.timer_deadline(),
+        None,
+        "LRU empty: the timer does not re-arm"
+    );
     let s = m.stats();
     assert_eq!((s.reclaims, s.workspaces), (2, 1));
     clock.advance(Duration::from_secs(10_000));
-    assert_eq!(m.reclaim_now(), 0, "the forward-progress workspace is never reclaimed");
+    assert_eq!(
+        m.reclaim_now(),
+        0,
+        "the forward-progress workspace is never reclaimed"
+    );
 }
 
 #[test]
@@ -161,7 +211,10 @@ fn timer_thread_fires_on_the_injected_clock() {
 #[test]
 fn reclaim_interval_is_configurable() {
     let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig { reclaim: Duration::from_secs(5), ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        reclaim: Duration::from_secs(5),
+        ..ManagerConfig::default()
+    };
     let m = manager_with(Algorithm::Zstd, Arc::clone(&clock), cfg);
     let held = m.get(22);
     let ws = m.get(2);
@@ -196,7 +249,10 @@ fn shutdown_frees_everything_and_the_timer_cannot_rearm() {
 #[test]
 fn callers_above_the_stream_limit_wait_and_raising_it_lets_them_in() {
     let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig { streams: 2, ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        streams: 2,
+        ..ManagerConfig::default()
+    };
     let m = Arc::new(manager_with(Algorithm::Zlib, clock, cfg));
     let a = m.get(1);
     let b = m.get(9);
@@ -219,7 +275,10 @@ fn callers_above_the_stream_limit_wait_and_raising_it_lets_them_in() {
 #[test]
 fn a_returned_workspace_wakes_a_waiter() {
     let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig { streams: 1, ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        streams: 1,
+        ..ManagerConfig::default()
+    };
     let m = Arc::new(manager_with(Algorithm::Lzo, clock, cfg));
     let a = m.get(0);
     let waiter = {
@@ -234,7 +293,10 @@ fn a_returned_workspace_wakes_a_waiter() {
 #[test]
 fn lowering_the_stream_limit_frees_idle_workspaces() {
     let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig { streams: 4, ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        streams: 4,
+        ..ManagerConfig::default()
+    };
     let m = manager_with(Algorithm::Zstd, clock, cfg);
     let held: Vec<_> = (0..4).map(|_| m.get(1)).collect();
     assert_eq!(m.stats().workspaces, 4);
@@ -242,12 +304,20 @@ fn lowering_the_stream_limit_frees_idle_workspaces() {
     m.set_streams(1);
     let s = m.stats();
     assert_eq!((s.workspaces, s.frees, s.streams), (1, 3, 1));
-    assert_eq!(m.idle_per_class()[MAX_CLASS], 1, "the max-level workspace is the one kept");
+    assert_eq!(
+        m.idle_per_class()[MAX_CLASS],
+        1,
+        "the max-level workspace is the one kept"
+    );
 }
 
 #[test]
 fn generic_manager_serves_every_level_from_one_class_at_the_requested_level() {
-    let m = manager_with(Algorithm::Zlib, Arc::new(ManualClock::new()), ManagerConfig::default());
+    let m = manager_with(
+        Algorithm::Zlib,
+        Arc::new(ManualClock::new()),
+        ManagerConfig::default(),
+    );
     let data = text(64 * 1024);
     let mut sizes = Vec::new();
     for level in [1, 9, 1] {
@@ -256,15 +326,26 @@ fn generic_manager_serves_every_level_from_one_class_at_the_requested_level() {
         sizes.push(ws.compress(level, &data, &mut out).unwrap().unwrap());
         m.put(ws);
     }
-    assert_eq!(m.stats().workspaces, 1, "zlib workspaces do not depend on the level");
+    assert_eq!(
+        m.stats().workspaces,
+        1,
+        "zlib workspaces do not depend on the level"
+    );
     assert_eq!(sizes[0], sizes[2]);
-    assert!(sizes[1] < sizes[0], "level 9 beats level 1 on text: {sizes:?}");
+    assert!(
+        sizes[1] < sizes[0],
+        "level 9 beats level 1 on text: {sizes:?}"
+    );
 }
 
 #[test]
 fn zero_budget_64_threads_mixed_levels_all_complete_on_the_reserve() {
     let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig { streams: 64, budget: Some(0), ..ManagerConfig::default() };
+    let cfg = ManagerConfig {
+        streams: 64,
+        budget: Some(0),
+        ..ManagerConfig::default()
+    };
     let m = Arc::new(manager_with(Algorithm::Zstd, clock, cfg));
     let data = Arc::new(text(16 * 1024));
     let done = Arc::new(AtomicUsize::new(0));
@@ -276,7 +357,10 @@ fn zero_budget_64_threads_mixed_levels_all_complete_on_the_reserve() {
                 for i in 0..8 {
                     let level = [-5, 0, 1, 3, 9, 15, 19, 22][(t + i) % 8];
                     let mut ws = m.get(level);
-                    assert!(ws.compress(level.max(1), &data, &mut out).unwrap().is_some());
+                    assert!(ws
+                        .compress(level.max(1), &data, &mut out)
+                        .unwrap()
+                        .is_some());
                     m.put(ws);
                     done.fetch_add(1, Ordering::Relaxed);
                 }
@@ -288,7 +372,11 @@ fn zero_budget_64_threads_mixed_levels_all_complete_on_the_reserve() {
     }
     let s = m.stats();
     assert_eq!(done.load(Ordering::Relaxed), 64 * 8);
-    assert_eq!((s.allocations, s.workspaces, s.busy), (1, 1, 0), "nothing beyond the reserve: {s:?}");
+    assert_eq!(
+        (s.allocations, s.workspaces, s.busy),
+        (1, 1, 0),
+        "nothing beyond the reserve: {s:?}"
+    );
     assert_eq!(s.peak_bytes, m.workspace_bytes(22));
     assert!(s.waits > 0, "64 threads on one workspace must have waited");
 }
@@ -307,7 +395,9 @@ fn budget_allows_allocation_up_to_its_size() {
         let m = Arc::clone(&m);
         thread::spawn(move || m.put(m.get(1)))
     };
-    eventually("a third caller waits on the budget", || m.stats().waits >= 1);
+    eventually("a third caller waits on the budget", || {
+        m.stats().waits >= 1
+    });
     m.put(b);
     waiter.join().unwrap();
     m.put(a);

@@ -1,2 +1,31 @@
-//! `wring`: the command line on top of wring's library crates.
-fn main() {}
+//! `wring`: the command line on top of wring's library crates. Thin: parse, call, print.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Userspace storage compression with btrfs's formats and rules.
+#[derive(Parser)]
+#[command(name = "wring", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Workspace memory per algorithm and level (btrfs's "Memory (KB)" column)
+    Levels(cmd::levels::Args),
+}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Levels(args) => cmd::levels::run(args),
+    };
+    if let Err(e) = result {
+        eprintln!("wring: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -48,7 +48,13 @@ impl Codec for Lz4Codec {
 
     fn estimate_bytes(&self, _class: usize) -> usize {
         // SAFETY: pure size queries.
-        unsafe { (if self.hc { LZ4_sizeofStateHC() } else { LZ4_sizeofState() }) as usize }
+        unsafe {
+            (if self.hc {
+                LZ4_sizeofStateHC()
+            } else {
+                LZ4_sizeofState()
+            }) as usize
+        }
     }
 
     fn alloc(&self, class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
@@ -64,7 +70,8 @@ struct Lz4State {
 
 impl CodecState for Lz4State {
     fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
-        let (Ok(src_len), Ok(cap)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+        let (Ok(src_len), Ok(cap)) = (c_int::try_from(src.len()), c_int::try_from(dst.len()))
+        else {
             return Ok(None);
         };
         let state = self.state.as_mut_ptr().cast();
@@ -82,8 +89,13 @@ impl CodecState for Lz4State {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        let algorithm = if self.hc { Algorithm::Lz4hc } else { Algorithm::Lz4 };
-        let (Ok(src_len), Ok(cap)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+        let algorithm = if self.hc {
+            Algorithm::Lz4hc
+        } else {
+            Algorithm::Lz4
+        };
+        let (Ok(src_len), Ok(cap)) = (c_int::try_from(src.len()), c_int::try_from(dst.len()))
+        else {
             return Err(Error::corrupt(algorithm, "extent too large for lz4"));
         };
         // SAFETY: LZ4_decompress_safe never reads past src_len nor writes past cap.
@@ -91,7 +103,10 @@ impl CodecState for Lz4State {
             lz4_sys::LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), src_len, cap)
         };
         if n < 0 {
-            return Err(Error::corrupt(algorithm, "malformed block, or it decodes past the extent size"));
+            return Err(Error::corrupt(
+                algorithm,
+                "malformed block, or it decodes past the extent size",
+            ));
         }
         Ok(n as usize)
     }

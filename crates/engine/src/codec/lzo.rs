@@ -24,7 +24,9 @@ impl Codec for LzoCodec {
     }
 
     fn alloc(&self, _class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
-        Ok(Box::new(LzoState { dict: CompressState::new() }))
+        Ok(Box::new(LzoState {
+            dict: CompressState::new(),
+        }))
     }
 }
 
@@ -33,16 +35,24 @@ struct LzoState {
 }
 
 impl CodecState for LzoState {
-    fn compress(&mut self, _level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
-        compress_extent(src, dst, BLOCK_SIZE, &mut self.dict)
-            .map_err(|e| Error::Library { algorithm: Algorithm::Lzo, reason: e.to_string() })
+    fn compress(
+        &mut self,
+        _level: i32,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
+        compress_extent(src, dst, BLOCK_SIZE, &mut self.dict).map_err(|e| Error::Library {
+            algorithm: Algorithm::Lzo,
+            reason: e.to_string(),
+        })
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
         decompress_extent(src, dst, BLOCK_SIZE).map_err(|e| match e {
-            wring_lzo::Error::OutputOverrun => {
-                Error::Oversized { algorithm: Algorithm::Lzo, limit: dst.len() }
-            }
+            wring_lzo::Error::OutputOverrun => Error::Oversized {
+                algorithm: Algorithm::Lzo,
+                limit: dst.len(),
+            },
             other => Error::corrupt(Algorithm::Lzo, other.to_string()),
         })
     }

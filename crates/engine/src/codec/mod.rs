@@ -76,7 +76,8 @@ pub fn codec_for(algorithm: Algorithm, max_extent: usize) -> Box<dyn Codec> {
 pub(crate) fn aligned_buffer(bytes: usize) -> Result<Box<[u64]>, AllocError> {
     let words = bytes.div_ceil(8);
     let mut v: Vec<u64> = Vec::new();
-    v.try_reserve_exact(words).map_err(|_| AllocError { bytes })?;
+    v.try_reserve_exact(words)
+        .map_err(|_| AllocError { bytes })?;
     v.resize(words, 0);
     Ok(v.into_boxed_slice())
 }

@@ -29,7 +29,11 @@ impl Codec for ZlibCodec {
     /// zconf.h: deflate needs (1 << (windowBits+2)) + (1 << (memLevel+9)) bytes, inflate
     /// (1 << windowBits), each plus a few KB of state.
     fn estimate_bytes(&self, _class: usize) -> usize {
-        (1 << (WINDOW_BITS + 2)) + (1 << (MEM_LEVEL + 9)) + DEFLATE_STATE + (1 << WINDOW_BITS) + INFLATE_STATE
+        (1 << (WINDOW_BITS + 2))
+            + (1 << (MEM_LEVEL + 9))
+            + DEFLATE_STATE
+            + (1 << WINDOW_BITS)
+            + INFLATE_STATE
     }
 
     fn alloc(&self, _class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
@@ -67,10 +71,16 @@ impl CodecState for ZlibState {
     fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
         self.deflate.reset();
         if level != self.level {
-            self.deflate.set_level(Compression::new(level as u32)).map_err(library)?;
+            self.deflate
+                .set_level(Compression::new(level as u32))
+                .map_err(library)?;
             self.level = level;
         }
-        match self.deflate.compress(src, dst, FlushCompress::Finish).map_err(library)? {
+        match self
+            .deflate
+            .compress(src, dst, FlushCompress::Finish)
+            .map_err(library)?
+        {
             Status::StreamEnd => Ok(Some(self.deflate.total_out() as usize)),
             Status::Ok | Status::BufError => Ok(None),
         }
@@ -82,17 +92,27 @@ impl CodecState for ZlibState {
             .inflate
             .decompress(src, dst, FlushDecompress::Finish)
             .map_err(|e| Error::corrupt(Algorithm::Zlib, e.to_string()))?;
-        let (consumed, produced) = (self.inflate.total_in() as usize, self.inflate.total_out() as usize);
+        let (consumed, produced) = (
+            self.inflate.total_in() as usize,
+            self.inflate.total_out() as usize,
+        );
         match status {
             Status::StreamEnd => Ok(produced),
-            _ if produced == dst.len() && consumed < src.len() => {
-                Err(Error::Oversized { algorithm: Algorithm::Zlib, limit: dst.len() })
-            }
-            _ => Err(Error::corrupt(Algorithm::Zlib, "stream ends before its end marker")),
+            _ if produced == dst.len() && consumed < src.len() => Err(Error::Oversized {
+                algorithm: Algorithm::Zlib,
+                limit: dst.len(),
+            }),
+            _ => Err(Error::corrupt(
+                Algorithm::Zlib,
+                "stream ends before its end marker",
+            )),
         }
     }
 }
 
 fn library(e: impl std::fmt::Display) -> Error {
-    Error::Library { algorithm: Algorithm::Zlib, reason: e.to_string() }
+    Error::Library {
+        algorithm: Algorithm::Zlib,
+        reason: e.to_string(),
+    }
 }

@@ -93,7 +93,11 @@ impl Codec for ZstdCodec {
 
     fn estimate_bytes(&self, class: usize) -> usize {
         let level = self.class_level(class);
-        let lowest = if class == 0 { Algorithm::Zstd.min_level() } else { level };
+        let lowest = if class == 0 {
+            Algorithm::Zstd.min_level()
+        } else {
+            level
+        };
         (lowest..=level)
             .filter(|&l| l != 0)
             .map(|l| ZstdParams::for_level(l, self.max_extent).wring_bytes())
@@ -208,7 +212,10 @@ impl CodecState for ZstdState {
         match check(r) {
             Ok(n) => Ok(n),
             Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => {
-                Err(Error::Oversized { algorithm: Algorithm::Zstd, limit: dst.len() })
+                Err(Error::Oversized {
+                    algorithm: Algorithm::Zstd,
+                    limit: dst.len(),
+                })
             }
             Err(e) => Err(corrupt(&e)),
         }
@@ -227,8 +234,13 @@ fn check(r: usize) -> Result<usize, Error> {
         if z::ZSTD_isError(r) == 0 {
             return Ok(r);
         }
-        let name = CStr::from_ptr(z::ZSTD_getErrorName(r)).to_string_lossy().into_owned();
-        Err(Error::Library { algorithm: Algorithm::Zstd, reason: name })
+        let name = CStr::from_ptr(z::ZSTD_getErrorName(r))
+            .to_string_lossy()
+            .into_owned();
+        Err(Error::Library {
+            algorithm: Algorithm::Zstd,
+            reason: name,
+        })
     }
 }
 

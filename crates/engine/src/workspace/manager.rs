@@ -34,14 +34,19 @@ struct Shared {
 
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Manager").field("algorithm", &self.algorithm()).finish()
+        f.debug_struct("Manager")
+            .field("algorithm", &self.algorithm())
+            .finish()
     }
 }
 
 impl Manager {
     /// A manager for `codec`, with one max-level workspace preallocated for forward progress.
     pub fn new(codec: Box<dyn Codec>, cfg: ManagerConfig, clock: Arc<dyn Clock>) -> Manager {
-        let cfg = ManagerConfig { streams: cfg.streams.max(1), ..cfg };
+        let cfg = ManagerConfig {
+            streams: cfg.streams.max(1),
+            ..cfg
+        };
         let class_bytes = monotonic((0..codec.classes()).map(|c| codec.estimate_bytes(c)));
         let classes = class_bytes.len();
         let shared = Arc::new(Shared {
@@ -56,7 +61,10 @@ impl Manager {
         shared.preallocate();
         let timer_shared = Arc::clone(&shared);
         let timer = thread::spawn(move || timer_shared.timer_loop());
-        Manager { shared, timer: Mutex::new(Some(timer)) }
+        Manager {
+            shared,
+            timer: Mutex::new(Some(timer)),
+        }
     }
 
     /// The algorithm this manager serves.
@@ -87,7 +95,10 @@ impl Manager {
 
     /// Borrow a workspace that goes back by itself when the lease is dropped.
     pub fn lease(&self, level: i32) -> Lease<'_> {
-        Lease { manager: self, ws: Some(self.get(level)) }
+        Lease {
+            manager: self,
+            ws: Some(self.get(level)),
+        }
     }
 
     /// The live configuration.
@@ -126,7 +137,11 @@ impl Manager {
 
     /// Idle workspaces per class (index = class; zstd's class c serves level c+1).
     pub fn idle_per_class(&self) -> Vec<usize> {
-        lock(&self.shared.state).idle_ws.iter().map(Vec::len).collect()
+        lock(&self.shared.state)
+            .idle_ws
+            .iter()
+            .map(Vec::len)
+            .collect()
     }
 
     /// Workspaces on the LRU now.
@@ -185,13 +200,17 @@ pub struct Lease<'a> {
 impl std::ops::Deref for Lease<'_> {
     type Target = Workspace;
     fn deref(&self) -> &Workspace {
-        self.ws.as_ref().unwrap_or_else(|| unreachable!("a lease holds its workspace until drop"))
+        self.ws
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a lease holds its workspace until drop"))
     }
 }
 
 impl std::ops::DerefMut for Lease<'_> {
     fn deref_mut(&mut self) -> &mut Workspace {
-        self.ws.as_mut().unwrap_or_else(|| unreachable!("a lease holds its workspace until drop"))
+        self.ws
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a lease holds its workspace until drop"))
     }
 }
 
@@ -234,7 +253,10 @@ impl Shared {
                 st.unreserve(class, bytes);
                 st.stats.busy -= 1;
                 st.stats.alloc_failures += 1;
-                log::error!("{}: no preallocated workspace ({e}); get() may wait for memory", self.codec.algorithm());
+                log::error!(
+                    "{}: no preallocated workspace ({e}); get() may wait for memory",
+                    self.codec.algorithm()
+                );
             }
         }
     }
@@ -243,7 +265,8 @@ impl Shared {
         let bytes = self.ws_bytes(class);
         let state = self.codec.alloc(class, self.class_bytes[class])?;
         let mut buf = Vec::new();
-        buf.try_reserve_exact(self.max_extent).map_err(|_| AllocError { bytes })?;
+        buf.try_reserve_exact(self.max_extent)
+            .map_err(|_| AllocError { bytes })?;
         buf.resize(self.max_extent, 0);
         Ok(Workspace {
             id,

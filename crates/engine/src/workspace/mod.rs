@@ -47,7 +47,9 @@ impl Default for ManagerConfig {
 
 /// The default stream count: the machine's available parallelism.
 pub fn default_streams() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Counters of one manager, readable at any time.
@@ -123,7 +125,12 @@ impl Workspace {
     }
 
     /// Compress `src` at the requested level into `dst`; `Ok(None)` when it does not fit.
-    pub fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
+    pub fn compress(
+        &mut self,
+        level: i32,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
         self.state.compress(level, src, dst)
     }
 

@@ -39,7 +39,10 @@ impl Lru {
 
     /// Entries last used at or before `threshold`, oldest first.
     fn expired(&self, threshold: Duration) -> Vec<(LruKey, usize)> {
-        self.map.range(..=(threshold, u64::MAX)).map(|(k, c)| (*k, *c)).collect()
+        self.map
+            .range(..=(threshold, u64::MAX))
+            .map(|(k, c)| (*k, *c))
+            .collect()
     }
 }
 

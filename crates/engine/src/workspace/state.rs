@@ -32,7 +32,10 @@ impl State {
             lru: Lru::default(),
             count: vec![0; classes],
             cfg,
-            stats: ManagerStats { streams: cfg.streams, ..ManagerStats::default() },
+            stats: ManagerStats {
+                streams: cfg.streams,
+                ..ManagerStats::default()
+            },
             reserve_bytes: 0,
             shutdown: false,
             deadline: None,
@@ -135,7 +138,9 @@ impl State {
         let mut freed = Vec::new();
         for class in 0..self.idle_ws.len() {
             while self.stats.workspaces > self.cfg.streams && self.may_free(class) {
-                let Some(ws) = self.idle_ws[class].pop() else { break };
+                let Some(ws) = self.idle_ws[class].pop() else {
+                    break;
+                };
                 freed.push(self.forget(ws));
                 self.stats.frees += 1;
             }

@@ -1,0 +1,182 @@
+//! Model-checked concurrency of the workspace manager (shuttle): get/put at mixed levels racing
+//! the reclaim timer, shutdown racing a put, a zero memory budget, and the stream limit changed
+//! at run time. Shuttle explores thread interleavings and reports any deadlock or failed assertion.
+//!
+//! Run with `cargo test -p wring-engine --features shuttle --test model`.
+#![cfg(feature = "shuttle")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use shuttle::sync::Arc;
+use shuttle::thread;
+use wring_engine::clock::{Clock, ManualClock};
+use wring_engine::codec::codec_for;
+use wring_engine::workspace::{Manager, ManagerConfig};
+use wring_engine::Algorithm;
+
+/// Small extents keep each model iteration's allocations small.
+const EXTENT: usize = 16 * 1024;
+const ITERATIONS: usize = 300;
+
+fn manager(
+    alg: Algorithm,
+    clock: std::sync::Arc<ManualClock>,
+    streams: usize,
+    budget: Option<usize>,
+) -> Arc<Manager> {
+    let cfg = ManagerConfig {
+        streams,
+        budget,
+        reclaim: Duration::from_secs(307),
+        max_extent: EXTENT,
+    };
+    Arc::new(Manager::new(
+        codec_for(alg, EXTENT),
+        cfg,
+        clock as std::sync::Arc<dyn Clock>,
+    ))
+}
+
+fn borrow_all(m: &Manager, levels: &[i32]) {
+    for &level in levels {
+        let ws = m.get(level);
+        assert!(
+            ws.level() >= level.max(1) || level == 0,
+            "{ws:?} cannot serve level {level}"
+        );
+        m.put(ws);
+    }
+}
+
+#[test]
+fn get_put_reclaim_and_shutdown_race_without_deadlock() {
+    shuttle::check_random(
+        || {
+            let clock = std::sync::Arc::new(ManualClock::new());
+            let m = manager(Algorithm::Zstd, std::sync::Arc::clone(&clock), 2, None);
+            let a = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || borrow_all(&m, &[1, 22, 3]))
+            };
+            let b = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || borrow_all(&m, &[3, 0, 15]))
+            };
+            let r = {
+                let (m, clock) = (Arc::clone(&m), std::sync::Arc::clone(&clock));
+                thread::spawn(move || {
+                    clock.advance(Duration::from_secs(400));
+                    m.reclaim_now();
+                    m.kick_timer();
+                })
+            };
+            for t in [a, b, r] {
+                t.join().unwrap();
+            }
+            let s = m.stats();
+            assert_eq!(s.busy, 0);
+            assert!(
+                m.idle_per_class()[21] >= 1,
+                "the forward-progress workspace must survive: {s:?}"
+            );
+            m.shutdown();
+            let s = m.stats();
+            assert_eq!((s.workspaces, s.resident_bytes), (0, 0));
+            assert_eq!(m.timer_deadline(), None);
+        },
+        ITERATIONS,
+    );
+}
+
+#[test]
+fn shutdown_racing_a_put_frees_everything_and_joins_the_timer() {
+    shuttle::check_random(
+        || {
+            let clock = std::sync::Arc::new(ManualClock::new());
+            let m = manager(Algorithm::Zstd, clock, 4, None);
+            let ws = m.get(5);
+            let putter = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || m.put(ws))
+            };
+            m.shutdown();
+            putter.join().unwrap();
+            let s = m.stats();
+            assert_eq!((s.workspaces, s.busy), (0, 0), "{s:?}");
+            assert_eq!(
+                m.timer_deadline(),
+                None,
+                "the timer cannot re-arm after shutdown"
+            );
+        },
+        ITERATIONS,
+    );
+}
+
+#[test]
+fn zero_budget_always_completes_on_the_reserve() {
+    shuttle::check_random(
+        || {
+            let clock = std::sync::Arc::new(ManualClock::new());
+            let m = manager(Algorithm::Zstd, clock, 3, Some(0));
+            let threads: Vec<_> = [[1, 9], [22, -5], [0, 3]]
+                .into_iter()
+                .map(|levels| {
+                    let m = Arc::clone(&m);
+                    thread::spawn(move || borrow_all(&m, &levels))
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            let s = m.stats();
+            assert_eq!((s.allocations, s.workspaces, s.busy), (1, 1, 0), "{s:?}");
+        },
+        ITERATIONS,
+    );
+}
+
+#[test]
+fn stream_limit_changes_at_run_time_bound_concurrency() {
+    shuttle::check_random(
+        || {
+            let clock = std::sync::Arc::new(ManualClock::new());
+            let m = manager(Algorithm::Lz4, clock, 1, None);
+            let holders = Arc::new(AtomicUsize::new(0));
+            let peak = Arc::new(AtomicUsize::new(0));
+            let users: Vec<_> = (0..3)
+                .map(|_| {
+                    let (m, holders, peak) =
+                        (Arc::clone(&m), Arc::clone(&holders), Arc::clone(&peak));
+                    thread::spawn(move || {
+                        let ws = m.get(0);
+                        let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                        peak.fetch_max(now, Ordering::SeqCst);
+                        thread::yield_now();
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        m.put(ws);
+                    })
+                })
+                .collect();
+            let tuner = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || {
+                    m.set_streams(2);
+                    m.set_streams(1);
+                })
+            };
+            for t in users.into_iter().chain([tuner]) {
+                t.join().unwrap();
+            }
+            assert!(
+                peak.load(Ordering::SeqCst) <= 2,
+                "never more than the highest limit set"
+            );
+            let s = m.stats();
+            assert_eq!(s.busy, 0);
+            assert!(s.workspaces <= 2);
+        },
+        ITERATIONS,
+    );
+}
