@@ -42,6 +42,7 @@ impl Codec for ZlibCodec {
             deflate: Compress::new(Compression::new(level as u32), true),
             inflate: Decompress::new(true),
             level,
+            scratch: vec![0u8; SCRATCH].into_boxed_slice(),
         };
         state.warm_up();
         Ok(Box::new(state))
@@ -52,7 +53,12 @@ struct ZlibState {
     deflate: Compress,
     inflate: Decompress,
     level: i32,
+    /// Where an abandoned stream is drained (see [`ZlibState::drain`]).
+    scratch: Box<[u8]>,
 }
+
+/// Size of the drain buffer; draining loops, so any size works.
+const SCRATCH: usize = 4096;
 
 impl ZlibState {
     /// Run one tiny round trip so that every lazily allocated buffer (inflate's window) exists
@@ -63,6 +69,25 @@ impl ZlibState {
         let mut out = [0u8; 64];
         if let Ok(Some(n)) = self.compress(self.level, &src, &mut packed) {
             let _ = self.decompress(&packed[..n], &mut out);
+        }
+    }
+}
+
+impl ZlibState {
+    /// Finish a stream abandoned because its output did not fit, discarding the rest.
+    /// zlib-rs's level-1 (deflate_quick) path keeps an open block across `reset()` when a
+    /// stream was left unfinished, and the next stream then lacks its block header; a stream
+    /// run to its end resets cleanly.
+    fn drain(&mut self, src: &[u8]) -> Result<(), Error> {
+        loop {
+            let consumed = (self.deflate.total_in() as usize).min(src.len());
+            let status = self
+                .deflate
+                .compress(&src[consumed..], &mut self.scratch, FlushCompress::Finish)
+                .map_err(library)?;
+            if status == Status::StreamEnd {
+                return Ok(());
+            }
         }
     }
 }
@@ -82,7 +107,10 @@ impl CodecState for ZlibState {
             .map_err(library)?
         {
             Status::StreamEnd => Ok(Some(self.deflate.total_out() as usize)),
-            Status::Ok | Status::BufError => Ok(None),
+            Status::Ok | Status::BufError => {
+                self.drain(src)?;
+                Ok(None)
+            }
         }
     }
 
@@ -114,5 +142,58 @@ fn library(e: impl std::fmt::Display) -> Error {
     Error::Library {
         algorithm: Algorithm::Zlib,
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// Regression: an incompressible extent followed by a compressible one on the same
+    /// workspace must still give a valid stream at every level (zlib-rs level 1 did not).
+    #[test]
+    fn incompressible_extent_does_not_poison_the_next_stream() {
+        let text: Vec<u8> = b"btrfs zlib extent "
+            .iter()
+            .cycle()
+            .take(64 * 1024)
+            .copied()
+            .collect();
+        let random = noise(128 * 1024);
+        for level in 1..=9 {
+            let mut st = ZlibCodec.alloc(0, 0).unwrap();
+            let mut small = vec![0u8; 100_000];
+            assert_eq!(st.compress(level, &random, &mut small).unwrap(), None);
+            let mut packed = vec![0u8; text.len()];
+            let n = st
+                .compress(level, &text, &mut packed)
+                .unwrap()
+                .expect("text compresses");
+            let mut back = vec![0u8; text.len()];
+            let mut fresh = Decompress::new(true);
+            let r = fresh.decompress(&packed[..n], &mut back, FlushDecompress::Finish);
+            assert!(
+                matches!(r, Ok(Status::StreamEnd)),
+                "level {level}: fresh inflate: {r:?}"
+            );
+            assert_eq!(
+                st.decompress(&packed[..n], &mut back),
+                Ok(text.len()),
+                "level {level}"
+            );
+            assert_eq!(back, text);
+        }
     }
 }
