@@ -201,6 +201,29 @@ impl Engine {
         }
     }
 
+    /// Compress one extent into `dst` with no storage rule: `Ok(None)` only when the result does
+    /// not fit in `dst`. zram's rule (store compressed when it beats the page) is the caller's.
+    pub fn compress_into(
+        &self,
+        spec: CompressSpec,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
+        let max = self.max_extent();
+        if src.len() > max {
+            return Err(Error::ExtentTooLarge {
+                len: src.len(),
+                max,
+            });
+        }
+        let Some(algorithm) = spec.algorithm else {
+            return Ok(None);
+        };
+        self.manager(algorithm)
+            .lease(spec.level)
+            .compress(spec.level, src, dst)
+    }
+
     fn worth_trying(&self, spec: CompressSpec, policy: Policy, src: &[u8]) -> Result<bool, Error> {
         match policy {
             Policy::Force => Ok(true),

@@ -16,6 +16,12 @@ struct Cli {
 enum Command {
     /// Workspace memory per algorithm and level (btrfs's "Memory (KB)" column)
     Levels(cmd::levels::Args),
+    /// Benchmarks: the seeds' tables, side by side with the kernel's btrfs and zram
+    #[command(subcommand)]
+    Bench(cmd::bench::Command),
+    /// Recompress, verify and report btrfs files through encoded I/O (needs root)
+    #[command(subcommand)]
+    Btrfs(cmd::btrfs::Command),
 }
 
 fn main() {
@@ -23,6 +29,8 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Levels(args) => cmd::levels::run(args),
+        Command::Bench(c) => cmd::bench::run(c),
+        Command::Btrfs(c) => cmd::btrfs::run(c),
     };
     if let Err(e) = result {
         eprintln!("wring: {e:#}");

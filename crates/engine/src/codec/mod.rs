@@ -72,6 +72,22 @@ pub fn codec_for(algorithm: Algorithm, max_extent: usize) -> Box<dyn Codec> {
     }
 }
 
+/// A codec state for `level` outside any manager: what a caller using the library directly
+/// would hold (benchmarks compare the managed path against it).
+pub fn standalone(
+    algorithm: Algorithm,
+    level: i32,
+    max_extent: usize,
+) -> Result<Box<dyn CodecState>, AllocError> {
+    let codec = codec_for(algorithm, max_extent);
+    let class = codec.class_of(level);
+    let bytes = (0..=class)
+        .map(|c| codec.estimate_bytes(c))
+        .max()
+        .unwrap_or(0);
+    codec.alloc(class, bytes)
+}
+
 /// A heap buffer of `bytes` bytes aligned to 8, allocated fallibly (for FFI contexts).
 pub(crate) fn aligned_buffer(bytes: usize) -> Result<Box<[u64]>, AllocError> {
     let words = bytes.div_ceil(8);

@@ -1,3 +1,5 @@
 //! One module per subcommand.
 
+pub mod bench;
+pub mod btrfs;
 pub mod levels;
