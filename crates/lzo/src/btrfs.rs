@@ -115,8 +115,8 @@ fn put_segment(
 /// (where the kernel would read past its buffers), and a segment decoding to
 /// more than one sector is an error (the kernel allows up to
 /// `lzo1x_worst_compress(sector)` bytes, but never writes such a segment).
-/// Allocates one sector of scratch only when the last segment needed does
-/// not fit whole in the rest of `dst`.
+/// When `dst` fills while segments remain, the extent holds more than the
+/// caller declared: [`Error::OutputOverrun`]. Never allocates.
 pub fn decompress_extent(src: &[u8], dst: &mut [u8], sector: usize) -> Result<usize, Error> {
     check_sector(sector)?;
     let total = read_len(src, 0).ok_or(Error::Corrupt("extent shorter than its header"))?;
@@ -127,7 +127,6 @@ pub fn decompress_extent(src: &[u8], dst: &mut [u8], sector: usize) -> Result<us
     }
     let mut cur = LZO_LEN;
     let mut out = 0;
-    let mut scratch = Vec::new();
     while cur < total && out < dst.len() {
         let seg_len = read_len(src, cur).ok_or(Error::Corrupt("segment header past the end"))?;
         cur += LZO_LEN;
@@ -139,30 +138,50 @@ pub fn decompress_extent(src: &[u8], dst: &mut [u8], sector: usize) -> Result<us
         let seg = src
             .get(cur..cur + seg_len)
             .ok_or(Error::Corrupt("segment runs past the end of the extent"))?;
-        out += decode_segment(seg, &mut dst[out..], sector, &mut scratch)?;
+        out += decode_segment(seg, &mut dst[out..], sector)?;
         cur += seg_len;
         let left = sector - cur % sector;
         if left < LZO_LEN {
             cur += left;
         }
     }
+    if out == dst.len() && more_segments(src, cur, total) {
+        return Err(Error::OutputOverrun);
+    }
     Ok(out)
 }
 
-/// Decodes one segment into the front of `window`, at most one sector and at
-/// most `window.len()` bytes, returning how many bytes it produced.
-fn decode_segment(
+/// Whether a segment with data starts at `cur` before the extent's end (what follows the
+/// last segment can only be padding shorter than a header).
+fn more_segments(src: &[u8], cur: usize, total: usize) -> bool {
+    total.saturating_sub(cur) >= LZO_LEN && read_len(src, cur).is_some_and(|len| len > 0)
+}
+
+/// Decodes one segment into the front of `window`: at most one sector, and at most
+/// `window.len()` bytes — a segment that holds more than a short final window is output past
+/// the caller's buffer ([`Error::OutputOverrun`]); one that holds more than a sector is corrupt.
+fn decode_segment(seg: &[u8], window: &mut [u8], sector: usize) -> Result<usize, Error> {
+    let room = window.len().min(sector);
+    match decompress(seg, &mut window[..room]) {
+        Err(Error::OutputOverrun) if room < sector => Err(Error::OutputOverrun),
+        r => r.map_err(segment_error),
+    }
+}
+
+/// Like [`decode_segment`], but output beyond `window` is dropped, as the kernel's inline
+/// path does (through one sector of scratch when the window is shorter).
+fn decode_segment_dropping_excess(
     seg: &[u8],
     window: &mut [u8],
     sector: usize,
-    scratch: &mut Vec<u8>,
 ) -> Result<usize, Error> {
     if window.len() >= sector {
-        return decompress(seg, &mut window[..sector]).map_err(segment_error);
+        return decode_segment(seg, window, sector);
     }
-    scratch.resize(sector, 0);
-    let n = decompress(seg, scratch).map_err(segment_error)?;
-    let n = n.min(window.len());
+    let mut scratch = vec![0u8; sector];
+    let n = decompress(seg, &mut scratch)
+        .map_err(segment_error)?
+        .min(window.len());
     window[..n].copy_from_slice(&scratch[..n]);
     Ok(n)
 }
@@ -199,8 +218,7 @@ pub fn decompress_inline(src: &[u8], dst: &mut [u8], sector: usize) -> Result<us
             "inline extent segment length does not match its size",
         ));
     }
-    let mut scratch = Vec::new();
-    let n = decode_segment(&src[2 * LZO_LEN..], dst, sector, &mut scratch)?;
+    let n = decode_segment_dropping_excess(&src[2 * LZO_LEN..], dst, sector)?;
     if n < dst.len() {
         return Err(Error::Corrupt(
             "inline extent decodes to less than its length",

@@ -338,14 +338,23 @@ fn rejects_segment_decoding_to_more_than_a_sector() {
 }
 
 #[test]
-fn short_dst_gets_a_prefix() {
+fn short_dst_is_an_output_overrun() {
     let src = text(3 * SECTOR + 100);
     let framed = frame(&src);
     for len in [0, 1, 100, SECTOR, SECTOR + 1, 3 * SECTOR + 99] {
         let mut out = vec![0; len];
-        assert_eq!(decompress_extent(&framed, &mut out, SECTOR), Ok(len));
-        assert_eq!(out, src[..len]);
+        assert_eq!(
+            decompress_extent(&framed, &mut out, SECTOR),
+            Err(Error::OutputOverrun),
+            "dst {len}"
+        );
     }
+    let mut exact = vec![0; src.len()];
+    assert_eq!(
+        decompress_extent(&framed, &mut exact, SECTOR),
+        Ok(src.len())
+    );
+    assert_eq!(exact, src);
     let mut out = vec![0; src.len() + 500];
     assert_eq!(decompress_extent(&framed, &mut out, SECTOR), Ok(src.len()));
 }

@@ -1,0 +1,102 @@
+//! Writes seed corpora for the fuzz targets: `cargo run --example seeds -- DIR` fills
+//! `DIR/<target>/` with a few valid inputs per target (compressed extents behind a destination
+//! selector for the decoders, raw LZO1X streams, and round-trip choices), so that a short run
+//! starts from inputs that reach deep into each format.
+
+use std::path::Path;
+
+use wring_engine::{compressed_limit, Algorithm, CompressSpec, Outcome, MAX_EXTENT};
+use wring_fuzz::{engine, selector_for};
+use wring_lzo::{worst_compress, CompressState};
+
+/// Sample data: text, zeros, runs and a short odd-sized piece.
+fn samples() -> Vec<Vec<u8>> {
+    let text: Vec<u8> = b"btrfs stores compressed extents of at most 128 KiB; zram a page. "
+        .iter()
+        .copied()
+        .cycle()
+        .take(40_000)
+        .collect();
+    let runs: Vec<u8> = (0..MAX_EXTENT).map(|i| (i / 700) as u8).collect();
+    vec![
+        text,
+        vec![0; 9000],
+        runs,
+        b"wring wring wring wring wring!".repeat(200),
+    ]
+}
+
+fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = dir.join(target);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), bytes)
+}
+
+/// A compressed extent of `src`, or `None` when it does not save a block.
+fn extent(algorithm: Algorithm, src: &[u8]) -> Option<Vec<u8>> {
+    let mut dst = vec![0; compressed_limit(src.len())];
+    match engine().compress(CompressSpec::default_for(algorithm), src, &mut dst) {
+        Ok(Outcome::Compressed(n)) => Some(dst[..n].to_vec()),
+        _ => None,
+    }
+}
+
+/// Decoder seeds: each sample's extent behind a selector for its full size and for half.
+fn decoder_seeds(dir: &Path, target: &str, algorithm: Algorithm) -> std::io::Result<()> {
+    for (i, src) in samples().iter().enumerate() {
+        let Some(packed) = extent(algorithm, src) else {
+            continue;
+        };
+        for (j, dst_len) in [src.len(), src.len() / 2].into_iter().enumerate() {
+            let seed = [&selector_for(dst_len)[..], &packed].concat();
+            write(dir, target, &format!("seed-{i}-{j}"), &seed)?;
+        }
+    }
+    Ok(())
+}
+
+/// Raw LZO1X seeds: each sample's first 4 KiB (one btrfs segment) as one raw stream.
+fn lzo1x_seeds(dir: &Path) -> std::io::Result<()> {
+    let mut state = CompressState::new();
+    for (i, src) in samples().iter().enumerate() {
+        let src = &src[..src.len().min(4096)];
+        let mut packed = vec![0; worst_compress(src.len())];
+        let n = wring_lzo::compress(src, &mut packed, &mut state)
+            .expect("a worst-case buffer suffices");
+        let seed = [&selector_for(src.len())[..], &packed[..n]].concat();
+        write(dir, "lzo1x_raw", &format!("seed-{i}"), &seed)?;
+    }
+    Ok(())
+}
+
+/// Round-trip seeds: every algorithm under compress-force at level byte 0, on each sample.
+fn round_trip_seeds(dir: &Path) -> std::io::Result<()> {
+    for (i, src) in samples().iter().enumerate() {
+        for algorithm_byte in 0..Algorithm::ALL.len() as u8 {
+            let seed = [&[algorithm_byte, 0][..], src].concat();
+            write(
+                dir,
+                "roundtrip",
+                &format!("seed-{i}-{algorithm_byte}"),
+                &seed,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> std::io::Result<()> {
+    let dir = std::env::args_os().nth(1).expect("usage: seeds DIR");
+    let dir = Path::new(&dir);
+    let decoders = [
+        ("decompress_zlib", Algorithm::Zlib),
+        ("decompress_zstd", Algorithm::Zstd),
+        ("decompress_lzo", Algorithm::Lzo),
+        ("decompress_lz4", Algorithm::Lz4),
+    ];
+    for (target, algorithm) in decoders {
+        decoder_seeds(dir, target, algorithm)?;
+    }
+    lzo1x_seeds(dir)?;
+    round_trip_seeds(dir)
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Smoke-fuzz every target of fuzz/ for FUZZ_SECONDS seconds each (default 20), starting from
+# seeds that fuzz/examples/seeds.rs writes into a temporary directory (nothing is written into
+# the repository except crash artifacts under fuzz/artifacts/). Exits non-zero if any target
+# finds a crash, a leak, a timeout or runs out of memory.
+#
+#   scripts/fuzz-smoke.sh                      # every target, 20 s each
+#   FUZZ_SECONDS=60 scripts/fuzz-smoke.sh roundtrip decompress_zstd
+#
+# Needs a nightly toolchain (FUZZ_TOOLCHAIN, default nightly); installs cargo-fuzz if missing.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+seconds="${FUZZ_SECONDS:-20}"
+toolchain="+${FUZZ_TOOLCHAIN:-nightly}"
+
+if ! cargo "$toolchain" fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+
+cd "$root/fuzz"
+work="$(mktemp -d "${TMPDIR:-/tmp}/wring-fuzz.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+echo "== building the fuzz targets"
+cargo "$toolchain" fuzz build
+echo "== writing seeds"
+cargo "$toolchain" run --quiet --example seeds -- "$work/seeds"
+
+if [ "$#" -gt 0 ]; then
+    targets=("$@")
+else
+    mapfile -t targets < <(cargo "$toolchain" fuzz list)
+fi
+
+# The closing statistics of a libFuzzer log: runs, speed and coverage.
+summary() {
+    local done_line
+    done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "$1" | tail -n 1 || true)"
+    if [ -n "$done_line" ]; then
+        echo "$done_line" | sed -E 's/^#([0-9]+)[[:space:]]+DONE[[:space:]]+/runs: \1 /'
+    else
+        grep -E '^Done [0-9]+ runs' "$1" | tail -n 1 || echo "no statistics in the log"
+    fi
+}
+
+failed=()
+for target in "${targets[@]}"; do
+    corpus="$work/corpus/$target"
+    seeds="$work/seeds/$target"
+    mkdir -p "$corpus" "$seeds"
+    log="$work/$target.log"
+    echo "== $target: ${seconds}s"
+    if cargo "$toolchain" fuzz run "$target" "$corpus" "$seeds" -- \
+        -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=140000 -print_final_stats=1 \
+        >"$log" 2>&1; then
+        echo "   ok: $(summary "$log")"
+    else
+        failed+=("$target")
+        echo "   FAILED: the end of its log follows (artifacts under fuzz/artifacts/$target/)"
+        tail -n 60 "$log" | sed 's/^/   | /'
+    fi
+done
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "== crashes in: ${failed[*]}"
+    exit 1
+fi
+echo "== all ${#targets[@]} targets ran ${seconds}s without a crash"
