@@ -93,6 +93,7 @@ pub struct EngineStats {
 
 /// Compresses and decompresses extents; cheap to share between threads (`&Engine` is enough).
 pub struct Engine {
+    max_extent: usize,
     config: Mutex<EngineConfig>,
     managers: [OnceLock<Manager>; 5],
     pool: std::sync::Arc<PagePool>,
@@ -121,6 +122,7 @@ impl Engine {
     /// An engine with the given settings. Managers are created on first use of an algorithm.
     pub fn new(config: EngineConfig) -> Engine {
         Engine {
+            max_extent: config.max_extent,
             pool: PagePool::new(config.page_pool),
             config: Mutex::new(config),
             managers: Default::default(),
@@ -128,9 +130,19 @@ impl Engine {
         }
     }
 
-    /// The largest extent this engine accepts.
+    /// The largest extent this engine accepts (fixed for the engine's life).
     pub fn max_extent(&self) -> usize {
-        lock(&self.config).max_extent
+        self.max_extent
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), Error> {
+        match len > self.max_extent {
+            true => Err(Error::ExtentTooLarge {
+                len,
+                max: self.max_extent,
+            }),
+            false => Ok(()),
+        }
     }
 
     /// The workspace manager of `algorithm`, created (with its preallocated workspace) on first use.
@@ -171,13 +183,7 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Outcome, Error> {
-        let max = self.max_extent();
-        if src.len() > max {
-            return Err(Error::ExtentTooLarge {
-                len: src.len(),
-                max,
-            });
-        }
+        self.check_len(src.len())?;
         let Some(algorithm) = spec.algorithm else {
             return Ok(Outcome::Skipped);
         };
@@ -209,13 +215,7 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Option<usize>, Error> {
-        let max = self.max_extent();
-        if src.len() > max {
-            return Err(Error::ExtentTooLarge {
-                len: src.len(),
-                max,
-            });
-        }
+        self.check_len(src.len())?;
         let Some(algorithm) = spec.algorithm else {
             return Ok(None);
         };
@@ -285,10 +285,7 @@ impl Engine {
         src: &[u8],
         len: usize,
     ) -> Result<PageBuf, Error> {
-        let max = self.max_extent();
-        if len > max {
-            return Err(Error::ExtentTooLarge { len, max });
-        }
+        self.check_len(len)?;
         let mut ws = self.manager(algorithm).lease(0);
         let data = ws.decompress_to_buf(src, len)?;
         let mut pages = self.pool.alloc(len);
