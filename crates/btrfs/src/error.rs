@@ -5,6 +5,7 @@
 //! sentences a person can act on and keeps the rest as [`std::io::Error`].
 
 use std::io;
+use std::path::PathBuf;
 
 /// Which encoded I/O operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,20 @@ pub enum Op {
     Read,
     /// Opening or inspecting the file.
     Open,
+    /// BTRFS_IOC_TREE_SEARCH_V2 / BTRFS_IOC_FS_INFO.
+    Search,
+    /// FS_IOC_FIEMAP.
+    Fiemap,
+    /// FS_IOC_GETFLAGS.
+    Flags,
+    /// fcntl F_SETLEASE / F_GETLEASE.
+    Lease,
+    /// A normal `pwrite` of file data.
+    Write,
+    /// fdatasync.
+    Sync,
+    /// Restoring the file's times.
+    Times,
 }
 
 impl std::fmt::Display for Op {
@@ -26,6 +41,13 @@ impl std::fmt::Display for Op {
             Op::EncodedWrite => "encoded write",
             Op::Read => "read",
             Op::Open => "open",
+            Op::Search => "tree search",
+            Op::Fiemap => "fiemap",
+            Op::Flags => "reading inode flags",
+            Op::Lease => "lease",
+            Op::Write => "write",
+            Op::Sync => "fdatasync",
+            Op::Times => "restoring times",
         })
     }
 }
@@ -81,6 +103,21 @@ pub enum BtrfsError {
     NoProgress {
         /// File offset of the read.
         offset: u64,
+    },
+    /// A path given by the user is not on btrfs.
+    #[error("{}: not on btrfs", path.display())]
+    PathNotBtrfs {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A path could not be opened or inspected.
+    #[error("{}: {source}", path.display())]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
     },
     /// Any other system error.
     #[error("{op} at offset {offset} failed: {source}")]

@@ -87,7 +87,7 @@ impl EncodedIoArgs {
     target_arch = "sparc",
     target_arch = "sparc64"
 ))]
-mod ioc {
+pub(crate) mod ioc {
     pub const READ: u32 = 2;
     pub const WRITE: u32 = 4;
     pub const SIZE_BITS: u32 = 13;
@@ -100,14 +100,14 @@ mod ioc {
     target_arch = "sparc",
     target_arch = "sparc64"
 )))]
-mod ioc {
+pub(crate) mod ioc {
     pub const READ: u32 = 2;
     pub const WRITE: u32 = 1;
     pub const SIZE_BITS: u32 = 14;
 }
 
 /// The kernel's `_IOC(dir, type, nr, size)`.
-const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
+pub(crate) const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
     let size_shift = 16;
     let dir_shift = size_shift + ioc::SIZE_BITS;
     (dir << dir_shift) | ((size as u32) << size_shift) | (ty << 8) | nr

@@ -5,16 +5,30 @@
 //!   [`encoded_write`]);
 //! * [`extents`] — walk a file extent by extent in its on-disk encoding;
 //! * [`verify`] — decode each extent with the engine and compare with the kernel's read;
+//! * [`search`] — a file's extent items from tree search (what compsize reads);
+//! * [`fsinfo`] — inode flags, shared ranges (FIEMAP), xattrs, CAP_SYS_ADMIN;
+//! * [`guard`] — the write lease and stamps that keep a file still while it is rewritten;
+//! * [`walk`] — the regular files under some paths, staying on one btrfs;
+//! * [`stat`] — a compsize-style report with extent counts and a ratio histogram;
+//! * [`recompress`] — rewrite files' extents compressed by wring, content unchanged;
+//! * [`bench`] — `wring bench recompress`: wring's recompression against the kernel's writeback;
 //! * [`testing`] — scratch btrfs filesystems on loop devices and test data, for tests.
 //!
 //! Mirrors the user-facing side of fs/btrfs/ioctl.c and fs/btrfs/inode.c's encoded I/O.
 //! Encoded I/O needs CAP_SYS_ADMIN and Linux 5.18 or later.
 
+pub mod bench;
 mod error;
 pub mod extents;
+pub mod fsinfo;
+pub mod guard;
 pub mod ioctl;
+pub mod recompress;
+pub mod search;
+pub mod stat;
 pub mod testing;
 pub mod verify;
+pub mod walk;
 
 pub use error::{BtrfsError, Op};
 pub use extents::{open_for_encoded_read, Extent, Extents};

@@ -86,6 +86,53 @@ impl ScratchFs {
         self.mount()
     }
 
+    /// `btrfs scrub start -B`: read every block and check it against its checksum. Returns the
+    /// report; an error when scrub failed or found errors.
+    pub fn scrub(&self) -> Result<String, EnvError> {
+        let out = run(
+            "btrfs",
+            &[
+                "scrub".as_ref(),
+                "start".as_ref(),
+                "-B".as_ref(),
+                self.mount_point.as_os_str(),
+            ],
+        )?;
+        if !out.contains("no errors found") {
+            return Err(EnvError::Command {
+                command: "btrfs scrub start -B".into(),
+                status: "errors reported".into(),
+                stderr: out,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Unmount, run `btrfs check --readonly` on the device, and mount again. Returns check's
+    /// output; an error when it found problems.
+    pub fn check(&mut self) -> Result<String, EnvError> {
+        self.unmount()?;
+        let dev = self.loop_dev.clone().unwrap_or_default();
+        let mut cmd = Command::new(program_path("btrfs"));
+        cmd.args(["check", "--readonly", &dev]);
+        let out = output(cmd, "btrfs");
+        self.mount()?;
+        let out = out?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() {
+            return Err(EnvError::Command {
+                command: format!("btrfs check --readonly {dev}"),
+                status: out.status.to_string(),
+                stderr: text,
+            });
+        }
+        Ok(text)
+    }
+
     fn make_image(&self, size: u64) -> Result<(), EnvError> {
         let file = fs::File::create(&self.image).map_err(|source| EnvError::Io {
             what: format!("creating {}", self.image.display()),
@@ -245,7 +292,7 @@ fn output(mut cmd: Command, program: &str) -> Result<Output, EnvError> {
     cmd.output().map_err(|source| EnvError::Spawn {
         program: program.to_string(),
         hint: match (source.kind(), program) {
-            (std::io::ErrorKind::NotFound, "mkfs.btrfs") => " (install btrfs-progs)",
+            (std::io::ErrorKind::NotFound, "mkfs.btrfs" | "btrfs") => " (install btrfs-progs)",
             (std::io::ErrorKind::NotFound, _) => " (install util-linux/mount)",
             _ => "",
         },

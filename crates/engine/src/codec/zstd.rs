@@ -113,6 +113,8 @@ impl Codec for ZstdCodec {
 /// A static compression context and a static decompression context in memory we own:
 /// zstd can never allocate behind our back (ZSTD_initStaticCCtx/DCtx).
 struct ZstdState {
+    /// (level, source length) the context's parameters were last set for.
+    configured: Option<(i32, usize)>,
     cctx: NonNull<z::ZSTD_CCtx>,
     dctx: NonNull<z::ZSTD_DCtx>,
     _cmem: Box<[u64]>,
@@ -140,6 +142,7 @@ impl ZstdState {
         };
         let fail = AllocError { bytes };
         Ok(ZstdState {
+            configured: None,
             cctx: NonNull::new(cctx).ok_or(fail)?,
             dctx: NonNull::new(dctx).ok_or(fail)?,
             _cmem: cmem,
@@ -152,16 +155,27 @@ impl ZstdState {
         check(unsafe { z::ZSTD_CCtx_setParameter(self.cctx.as_ptr(), param, value) }).map(|_| ())
     }
 
-    fn configure(&mut self, level: i32, src_len: usize) -> Result<(), Error> {
-        use z::ZSTD_cParameter::*;
-        let p = btrfs_cparams(level, src_len);
+    fn reset(&mut self, directive: z::ZSTD_ResetDirective) -> Result<(), Error> {
         // SAFETY: cctx is a live context owned by self.
-        check(unsafe {
-            z::ZSTD_CCtx_reset(
-                self.cctx.as_ptr(),
-                z::ZSTD_ResetDirective::ZSTD_reset_session_and_parameters,
-            )
-        })?;
+        check(unsafe { z::ZSTD_CCtx_reset(self.cctx.as_ptr(), directive) }).map(|_| ())
+    }
+
+    /// Set btrfs's parameters for (`level`, `src_len`) — only when they differ from the last
+    /// extent's, so a stream of same-sized extents at one level keeps its context warm.
+    fn configure(&mut self, level: i32, src_len: usize) -> Result<(), Error> {
+        use z::ZSTD_ResetDirective::*;
+        if self.configured == Some((level, src_len)) {
+            return self.reset(ZSTD_reset_session_only);
+        }
+        self.configured = None;
+        self.reset(ZSTD_reset_session_and_parameters)?;
+        self.apply(btrfs_cparams(level, src_len))?;
+        self.configured = Some((level, src_len));
+        Ok(())
+    }
+
+    fn apply(&mut self, p: z::ZSTD_compressionParameters) -> Result<(), Error> {
+        use z::ZSTD_cParameter::*;
         self.set(ZSTD_c_windowLog, p.windowLog as i32)?;
         self.set(ZSTD_c_chainLog, p.chainLog as i32)?;
         self.set(ZSTD_c_hashLog, p.hashLog as i32)?;
