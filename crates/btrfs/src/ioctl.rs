@@ -281,7 +281,7 @@ impl<'a> EncodedWrite<'a> {
     /// `i_size` is the file's size before the write. The kernel stays the judge: this only
     /// explains an EINVAL it returned.
     pub fn broken_rule(&self, offset: u64, sector_size: u64, i_size: u64) -> Option<String> {
-        let aligned = |v: u64| sector_size == 0 || v % sector_size == 0;
+        let aligned = |v: u64| sector_size == 0 || v.is_multiple_of(sector_size);
         let count = self.data.len() as u64;
         if self.compression == Compression::None || self.compression.to_raw().is_none() {
             return Some(format!(

@@ -22,6 +22,8 @@ enum Command {
     /// Recompress, verify and report btrfs files through encoded I/O (needs root)
     #[command(subcommand)]
     Btrfs(cmd::btrfs::Command),
+    #[command(flatten)]
+    Fs(cmd::fs::Command),
 }
 
 fn main() {
@@ -31,6 +33,7 @@ fn main() {
         Command::Levels(args) => cmd::levels::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Btrfs(c) => cmd::btrfs::run(c),
+        Command::Fs(c) => cmd::fs::run(c),
     };
     if let Err(e) = result {
         eprintln!("wring: {e:#}");

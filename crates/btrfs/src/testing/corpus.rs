@@ -225,7 +225,7 @@ fn synthetic_text(seed: u64, len: usize) -> Vec<u8> {
     while out.len() < len {
         let r = rng.next();
         out.extend_from_slice(WORDS[(r % 16) as usize].as_bytes());
-        out.push(if r % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if r.is_multiple_of(11) { b'\n' } else { b' ' });
     }
     out.truncate(len);
     out

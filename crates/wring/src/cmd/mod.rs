@@ -2,4 +2,5 @@
 
 pub mod bench;
 pub mod btrfs;
+pub mod fs;
 pub mod levels;

@@ -1,0 +1,252 @@
+//! Mounting and the control channel: `mount` (background by default: a child process in the
+//! foreground mode tells its parent when the mount is ready), `umount` (flush, unmount, wait for
+//! the daemon to finish its last commit), `remount` and `status` through control attributes on
+//! the mount root, so no socket or pid file can go stale.
+//!
+//! Mirrors btrfs's mount/remount (super.c: btrfs_mount, btrfs_remount) and /proc/mounts.
+
+use std::ffi::{CString, OsString};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fuser::{Config, MountOption, SessionACL};
+
+use crate::error::FsError;
+use crate::fuse::WringFs;
+use crate::options::{format_size, Options};
+use crate::volume::Volume;
+use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
+
+/// Environment variable telling a foreground daemon to print `ready` once mounted.
+pub const NOTIFY_ENV: &str = "WRING_FS_NOTIFY";
+/// Log file of a background daemon, in the store directory.
+pub const LOG_FILE: &str = "wring.log";
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
+    let what = what.into();
+    move |source| FsError::Io { what, source }
+}
+
+/// The text `wring status` prints: the live options as /proc/mounts shows btrfs's, then the
+/// engine's statistics.
+pub fn status_text(vol: &Volume) -> String {
+    let mut s = format!("options: {}\n", vol.options());
+    let stats = vol.engine().stats();
+    for (alg, m) in &stats.managers {
+        s += &format!("{alg}: {m:?}\n");
+    }
+    s += &format!("pool: {:?}\n", stats.pool);
+    if let Ok((blocks, free, files)) = vol.statfs() {
+        s += &format!(
+            "store: {} used, {} inodes\n",
+            format_size(((blocks - free) * 4096) as usize),
+            files
+        );
+    }
+    s
+}
+
+/// Mount in the foreground until unmounted. With [`NOTIFY_ENV`] set, prints `ready` on stdout
+/// once the mount is live and sends further log output to the store's log file.
+pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
+    let opts = Options::parse(options)?;
+    let allow_other = opts.allow_other;
+    let n_threads = opts.streams.clamp(2, 8);
+    let vol = Arc::new(Volume::open(dir, opts)?);
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(format!("wring:{}", dir.display())),
+        MountOption::Subtype("wring".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoAtime,
+    ];
+    config.acl = if allow_other {
+        SessionACL::All
+    } else {
+        SessionACL::Owner
+    };
+    config.n_threads = Some(n_threads);
+    config.clone_fd = true;
+    let session = fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config)
+        .map_err(io(format!("mounting on {}", mountpoint.display())))?;
+    if std::env::var_os(NOTIFY_ENV).is_some() {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(LOG_FILE))
+            .map_err(io("opening the log file"))?;
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "ready");
+        let _ = out.flush();
+        // SAFETY: dup2 onto the standard descriptors of this process; `log` stays open.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            libc::dup2(log.as_raw_fd(), 1);
+            libc::dup2(log.as_raw_fd(), 2);
+        }
+    }
+    let r = session.run().map_err(io("serving the mount"));
+    drop(vol);
+    r
+}
+
+/// Start `exe args…` (a `mount -f` of this program) in the background and wait until it says
+/// the mount is ready; its error output is the error when it does not.
+pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, String> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .env(NOTIFY_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim() == "ready" {
+        drop(child.stderr.take());
+        return Ok(child.id());
+    }
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    Err(match err.trim() {
+        "" => format!("the mount daemon exited ({status}) before the mount was ready"),
+        e => e.trim_start_matches("wring: ").to_string(),
+    })
+}
+
+fn cpath(p: &Path) -> Result<CString, FsError> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| FsError::Errno(libc::EINVAL))
+}
+
+/// Read an extended attribute of `path` (control attributes included).
+pub fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, FsError> {
+    let p = cpath(path)?;
+    let n = CString::new(name).map_err(|_| FsError::Errno(libc::EINVAL))?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        // SAFETY: valid C strings and a buffer of the length passed.
+        let r =
+            unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            buf.truncate(r as usize);
+            return Ok(buf);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ERANGE) && buf.len() < 1 << 26 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        return Err(FsError::Io {
+            what: format!("{name} on {}", path.display()),
+            source: e,
+        });
+    }
+}
+
+/// Set an extended attribute of `path`.
+pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<(), FsError> {
+    let p = cpath(path)?;
+    let n = CString::new(name).map_err(|_| FsError::Errno(libc::EINVAL))?;
+    // SAFETY: valid C strings and a value of the length passed.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(FsError::Io {
+            what: format!("setting {name} on {}", path.display()),
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+/// Change options on a live mount; the text is checked here first so errors name the option.
+pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
+    Options::parse(options)?;
+    set_xattr(mountpoint, OPTIONS_XATTR, options.as_bytes())?;
+    Ok(String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned())
+}
+
+/// The live options and statistics of a mount.
+pub fn status(mountpoint: &Path) -> Result<String, FsError> {
+    Ok(String::from_utf8_lossy(&get_xattr(mountpoint, STATUS_XATTR)?).into_owned())
+}
+
+/// Flush everything, unmount, and wait for the daemon to finish.
+pub fn umount(mountpoint: &Path) -> Result<(), FsError> {
+    let pid: Option<i32> = get_xattr(mountpoint, PID_XATTR)
+        .ok()
+        .and_then(|v| String::from_utf8_lossy(&v).parse().ok());
+    if let Ok(f) = std::fs::File::open(mountpoint) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: syncfs on an open descriptor: writes back the kernel's dirty pages.
+        unsafe { libc::syncfs(f.as_raw_fd()) };
+    }
+    let _ = get_xattr(mountpoint, SYNC_XATTR);
+    let out = Command::new("fusermount3")
+        .arg("-u")
+        .arg(mountpoint)
+        .output();
+    let ok = matches!(&out, Ok(o) if o.status.success());
+    if !ok {
+        let o = Command::new("umount")
+            .arg(mountpoint)
+            .output()
+            .map_err(io("running umount"))?;
+        if !o.status.success() {
+            let first = match out {
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Err(e) => e.to_string(),
+            };
+            return Err(FsError::Io {
+                what: format!(
+                    "unmounting {}: {first}; {}",
+                    mountpoint.display(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                source: std::io::Error::from_raw_os_error(libc::EBUSY),
+            });
+        }
+    }
+    if let Some(pid) = pid {
+        let start = Instant::now();
+        // SAFETY: kill with signal 0 only probes whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0
+            && !is_zombie(pid)
+            && start.elapsed() < Duration::from_secs(120)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `pid` has exited and waits to be reaped by its parent.
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}

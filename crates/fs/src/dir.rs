@@ -1,0 +1,140 @@
+//! Directories: lookup, listing and the entry helpers the namespace operations use.
+//!
+//! Mirrors fs/btrfs/dir-item.c (DIR_ITEM/DIR_INDEX) and btrfs_real_readdir(): entries are kept
+//! sorted by name per directory; a listing is a snapshot taken when it starts, so entries
+//! removed while it is read (rm -r) are neither skipped nor repeated.
+
+use redb::{ReadableTable, WriteTransaction};
+
+use crate::error::{errno, FsError};
+use crate::store::records::{Inode, Kind};
+use crate::store::{self, DIRENTS, INODES};
+use crate::volume::{lock, Volume};
+
+/// Longest name (btrfs: BTRFS_NAME_LEN).
+pub const NAME_MAX: usize = 255;
+
+/// One entry of a listing.
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    /// Inode.
+    pub ino: u64,
+    /// Kind.
+    pub kind: Kind,
+    /// Name.
+    pub name: Vec<u8>,
+}
+
+pub(crate) fn check_name(name: &[u8]) -> Result<(), FsError> {
+    if name.len() > NAME_MAX {
+        return Err(errno(libc::ENAMETOOLONG));
+    }
+    if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+        return Err(errno(libc::EINVAL));
+    }
+    Ok(())
+}
+
+/// Look a name up within a write transaction.
+pub(crate) fn entry_in(
+    txn: &WriteTransaction,
+    parent: u64,
+    name: &[u8],
+) -> Result<Option<(u64, Kind)>, FsError> {
+    let dirents = txn.open_table(DIRENTS)?;
+    let found = dirents.get((parent, name))?.map(|v| v.value());
+    Ok(found.and_then(|(ino, k)| Kind::from_u8(k).map(|k| (ino, k))))
+}
+
+/// Whether a directory has entries.
+pub(crate) fn has_entries(txn: &WriteTransaction, dir: u64) -> Result<bool, FsError> {
+    let dirents = txn.open_table(DIRENTS)?;
+    let found = dirents
+        .range((dir, &[][..])..(dir + 1, &[][..]))?
+        .next()
+        .is_some();
+    Ok(found)
+}
+
+/// Read a directory inode for modification, failing unless it is one.
+pub(crate) fn dir_inode(txn: &WriteTransaction, dir: u64) -> Result<Inode, FsError> {
+    let inode = store::get_inode(&txn.open_table(INODES)?, dir)?;
+    if inode.kind != Kind::Dir {
+        return Err(errno(libc::ENOTDIR));
+    }
+    Ok(inode)
+}
+
+impl Volume {
+    /// Find `name` in `parent`.
+    pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<(u64, Inode), FsError> {
+        if name.len() > NAME_MAX {
+            return Err(errno(libc::ENAMETOOLONG));
+        }
+        let txn = self.store.read()?;
+        let inodes = txn.open_table(INODES)?;
+        let pinode = store::get_inode(&inodes, parent)?;
+        if pinode.kind != Kind::Dir {
+            return Err(errno(libc::ENOTDIR));
+        }
+        let dirents = txn.open_table(DIRENTS)?;
+        let ino = match dirents.get((parent, name))? {
+            Some(v) => v.value().0,
+            None => return Err(errno(libc::ENOENT)),
+        };
+        Ok((ino, store::get_inode(&inodes, ino)?))
+    }
+
+    /// Start a listing of `dir` under handle `fh`.
+    pub fn opendir(&self, dir: u64) -> Result<u64, FsError> {
+        let inode = self.inode(dir)?;
+        if inode.kind != Kind::Dir {
+            return Err(errno(libc::ENOTDIR));
+        }
+        Ok(self.new_fh())
+    }
+
+    /// Entries of `dir` from position `offset` of the listing held by `fh` (refreshed when
+    /// `offset` is 0). Positions 0 and 1 are `.` and `..`.
+    pub fn readdir(&self, dir: u64, fh: u64, offset: u64) -> Result<Vec<(u64, DirEntry)>, FsError> {
+        let mut dirs = lock(&self.dirs);
+        if offset == 0 || !dirs.contains_key(&fh) {
+            let txn = self.store.read()?;
+            let dirents = txn.open_table(DIRENTS)?;
+            let mut list = vec![
+                DirEntry {
+                    ino: dir,
+                    kind: Kind::Dir,
+                    name: b".".to_vec(),
+                },
+                DirEntry {
+                    ino: store::ROOT,
+                    kind: Kind::Dir,
+                    name: b"..".to_vec(),
+                },
+            ];
+            for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
+                let (k, v) = r?;
+                let (ino, kind) = v.value();
+                list.push(DirEntry {
+                    ino,
+                    kind: Kind::from_u8(kind).unwrap_or(Kind::File),
+                    name: k.value().1.to_vec(),
+                });
+            }
+            dirs.insert(fh, list);
+        }
+        let list = dirs.get(&fh).map(Vec::as_slice).unwrap_or(&[]);
+        Ok(list
+            .iter()
+            .enumerate()
+            .skip(offset as usize)
+            .map(|(i, e)| (i as u64 + 1, e.clone()))
+            .collect())
+    }
+
+    /// End a listing.
+    pub fn releasedir(&self, fh: u64) {
+        lock(&self.dirs).remove(&fh);
+    }
+}

@@ -1,0 +1,569 @@
+//! The `fuser::Filesystem` adapter: translates FUSE requests into [`Volume`] calls. Thin.
+//!
+//! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
+//! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+
+use crate::error::FsError;
+use crate::inode::{NewInode, SetAttr};
+use crate::store::records::{Inode, Kind};
+use crate::store::ROOT;
+use crate::volume::Volume;
+use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
+
+const TTL: Duration = Duration::from_secs(1);
+
+/// The FUSE face of a volume.
+pub struct WringFs {
+    vol: Arc<Volume>,
+}
+
+impl WringFs {
+    /// Wrap a volume.
+    pub fn new(vol: Arc<Volume>) -> WringFs {
+        WringFs { vol }
+    }
+}
+
+fn kind(k: Kind) -> FileType {
+    match k {
+        Kind::File => FileType::RegularFile,
+        Kind::Dir => FileType::Directory,
+        Kind::Symlink => FileType::Symlink,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
+        Kind::Char => FileType::CharDevice,
+        Kind::Block => FileType::BlockDevice,
+    }
+}
+
+/// The attributes FUSE reports for an inode.
+pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(ino),
+        size: i.size,
+        blocks: i.disk.div_ceil(512),
+        atime: i.atime.to_system(),
+        mtime: i.mtime.to_system(),
+        ctime: i.ctime.to_system(),
+        crtime: i.ctime.to_system(),
+        kind: kind(i.kind),
+        perm: i.perm as u16,
+        nlink: i.nlink,
+        uid: i.uid,
+        gid: i.gid,
+        rdev: i.rdev,
+        blksize,
+        flags: 0,
+    }
+}
+
+fn err(e: FsError) -> Errno {
+    if !matches!(e, FsError::Errno(_)) {
+        log::warn!("{e}");
+    }
+    Errno::from_i32(e.errno())
+}
+
+fn time(t: Option<TimeOrNow>) -> Option<Option<SystemTime>> {
+    t.map(|t| match t {
+        TimeOrNow::SpecificTime(s) => Some(s),
+        TimeOrNow::Now => None,
+    })
+}
+
+fn reply_xattr(reply: ReplyXattr, size: u32, data: &[u8]) {
+    if size == 0 {
+        reply.size(data.len() as u32);
+    } else if data.len() > size as usize {
+        reply.error(Errno::from_i32(libc::ERANGE));
+    } else {
+        reply.data(data);
+    }
+}
+
+impl WringFs {
+    fn blksize(&self) -> u32 {
+        self.vol.options().max_extent as u32
+    }
+
+    fn entry(&self, reply: ReplyEntry, r: Result<(u64, Inode), FsError>) {
+        match r {
+            Ok((ino, i)) => reply.entry(&TTL, &attr(ino, &i, self.blksize()), Generation(0)),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn make(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        kind: Kind,
+        mode: u32,
+        rdev: u32,
+        target: Option<&[u8]>,
+    ) -> Result<(u64, Inode), FsError> {
+        self.vol.create(
+            parent.0,
+            name.as_bytes(),
+            NewInode {
+                kind,
+                perm: mode,
+                uid: req.uid(),
+                gid: req.gid(),
+                rdev,
+                target,
+            },
+        )
+    }
+
+    fn control_get(&self, ino: u64, name: &[u8]) -> Option<Result<Vec<u8>, FsError>> {
+        let v = match name {
+            n if n == STAT_XATTR.as_bytes() => self
+                .vol
+                .stat_report(ino)
+                .map(|r| r.to_string().into_bytes()),
+            n if ino != ROOT => {
+                return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
+            }
+            n if n == STATUS_XATTR.as_bytes() => {
+                Ok(crate::daemon::status_text(&self.vol).into_bytes())
+            }
+            n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
+            n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
+            n if n == PID_XATTR.as_bytes() => Ok(std::process::id().to_string().into_bytes()),
+            _ => return None,
+        };
+        Some(v)
+    }
+}
+
+impl fuser::Filesystem for WringFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.add_capabilities(
+            InitFlags::FUSE_WRITEBACK_CACHE
+                | InitFlags::FUSE_BIG_WRITES
+                | InitFlags::FUSE_ASYNC_READ
+                | InitFlags::FUSE_PARALLEL_DIROPS
+                | InitFlags::FUSE_MAX_PAGES,
+        );
+        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_readahead(1 << 20);
+        let _ = config.set_max_background(64);
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        if let Err(e) = self.vol.sync() {
+            log::error!("final commit failed: {e}");
+        }
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.entry(reply, self.vol.lookup(parent.0, name.as_bytes()));
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.vol.inode(ino.0) {
+            Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let set = SetAttr {
+            mode,
+            uid,
+            gid,
+            size,
+            atime: time(atime),
+            mtime: time(mtime),
+        };
+        match self.vol.setattr(ino.0, &set) {
+            Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.vol.readlink(ino.0) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        match Kind::from_mode(mode) {
+            Some(k) if k != Kind::Dir && k != Kind::Symlink => {
+                self.entry(reply, self.make(req, parent, name, k, mode, rdev, None))
+            }
+            _ => reply.error(Errno::from_i32(libc::EINVAL)),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        self.entry(
+            reply,
+            self.make(req, parent, name, Kind::Dir, mode, 0, None),
+        );
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.vol.remove(parent.0, name.as_bytes(), false) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.vol.remove(parent.0, name.as_bytes(), true) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let t = target.as_os_str().as_bytes();
+        self.entry(
+            reply,
+            self.make(req, parent, link_name, Kind::Symlink, 0o777, 0, Some(t)),
+        );
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        match self.vol.rename(
+            parent.0,
+            name.as_bytes(),
+            newparent.0,
+            newname.as_bytes(),
+            flags.bits(),
+        ) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        self.entry(
+            reply,
+            self.vol
+                .link(ino.0, newparent.0, newname.as_bytes())
+                .map(|i| (ino.0, i)),
+        );
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.vol.inode(ino.0) {
+            Ok(_) => {
+                self.vol.opened(ino.0);
+                reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty());
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.vol.read(ino.0, offset, size) {
+            Ok(d) => reply.data(&d),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _wf: WriteFlags,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.vol.write(ino.0, offset, data) {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.vol.released(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.vol.fsync(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.vol.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        match self.vol.readdir(ino.0, fh.0, offset) {
+            Ok(list) => {
+                for (next, e) in list {
+                    if reply.add(
+                        INodeNo(e.ino),
+                        next,
+                        kind(e.kind),
+                        OsStr::from_bytes(&e.name),
+                    ) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.vol.releasedir(fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.vol.fsync(ino.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.vol.statfs() {
+            Ok((blocks, free, files)) => {
+                reply.statfs(blocks, free, free, files, u32::MAX as u64, 4096, 255, 4096)
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let name = name.as_bytes();
+        let r = if ino.0 == ROOT && name == OPTIONS_XATTR.as_bytes() {
+            self.vol
+                .remount(&String::from_utf8_lossy(value))
+                .map(|o| log::info!("remounted: {o}"))
+        } else if name.starts_with(b"system.posix_acl_") {
+            // No POSIX ACLs (FUSE_POSIX_ACL is not negotiated): callers fall back to chmod.
+            Err(FsError::Errno(libc::EOPNOTSUPP))
+        } else if name.starts_with(b"wring.") {
+            Err(FsError::Errno(libc::EPERM))
+        } else {
+            self.vol.setxattr(ino.0, name, value, flags)
+        };
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let r = match self.control_get(ino.0, name.as_bytes()) {
+            Some(r) => r,
+            None => self.vol.getxattr(ino.0, name.as_bytes()),
+        };
+        match r {
+            Ok(v) => reply_xattr(reply, size, &v),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.vol.listxattr(ino.0) {
+            Ok(names) => {
+                let mut buf = Vec::new();
+                for n in names {
+                    buf.extend_from_slice(&n);
+                    buf.push(0);
+                }
+                reply_xattr(reply, size, &buf);
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.vol.removexattr(ino.0, name.as_bytes()) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.make(req, parent, name, Kind::File, mode, 0, None) {
+            Ok((ino, i)) => {
+                self.vol.opened(ino);
+                reply.created(
+                    &TTL,
+                    &attr(ino, &i, self.blksize()),
+                    Generation(0),
+                    FileHandle(self.vol.new_fh()),
+                    FopenFlags::empty(),
+                );
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! Inodes and the namespace: attributes, create, link, unlink, rename, symlinks, xattrs (with
+//! the `compression` property), statfs.
+//!
+//! Mirrors fs/btrfs/inode.c (btrfs_create, btrfs_link, btrfs_unlink, btrfs_rename,
+//! btrfs_setattr), xattr.c and props.c (the `btrfs.compression` property, inherited by new
+//! files from their directory). Differs from btrfs in honouring the property's level.
+
+use std::time::SystemTime;
+
+use redb::{ReadableTable, WriteTransaction};
+
+use crate::dir::{check_name, dir_inode, entry_in, has_entries};
+use crate::error::{errno, FsError};
+use crate::options::parse_spec;
+use crate::store::records::{Inode, Kind, Time};
+use crate::store::{self, DIRENTS, INODES, SYMLINKS, XATTRS};
+use crate::volume::Volume;
+use crate::PROP_XATTR;
+
+/// What setattr changes.
+#[derive(Debug, Default, Clone)]
+pub struct SetAttr {
+    /// New permission bits.
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size.
+    pub size: Option<u64>,
+    /// New access time (`None` inside: now).
+    pub atime: Option<Option<SystemTime>>,
+    /// New modification time (`None` inside: now).
+    pub mtime: Option<Option<SystemTime>>,
+}
+
+fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
+    txn.open_table(INODES)?
+        .insert(ino, inode.to_bytes().as_slice())?;
+    Ok(())
+}
+
+fn update(txn: &WriteTransaction, ino: u64, f: impl FnOnce(&mut Inode)) -> Result<Inode, FsError> {
+    let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+    f(&mut inode);
+    put_inode(txn, ino, &inode)?;
+    Ok(inode)
+}
+
+fn touch_dir(txn: &WriteTransaction, dir: u64, nlink_delta: i32) -> Result<(), FsError> {
+    update(txn, dir, |d| {
+        let now = Time::now();
+        d.mtime = now;
+        d.ctime = now;
+        d.nlink = d.nlink.saturating_add_signed(nlink_delta);
+    })?;
+    Ok(())
+}
+
+/// What a new inode is.
+pub struct NewInode<'a> {
+    /// Kind.
+    pub kind: Kind,
+    /// Permission bits.
+    pub perm: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Device number.
+    pub rdev: u32,
+    /// Symlink target.
+    pub target: Option<&'a [u8]>,
+}
+
+impl Volume {
+    /// Create a file, directory, symlink or node named `name` in `parent`.
+    pub fn create(
+        &self,
+        parent: u64,
+        name: &[u8],
+        new: NewInode<'_>,
+    ) -> Result<(u64, Inode), FsError> {
+        check_name(name)?;
+        let txn = self.store.write()?;
+        let pinode = dir_inode(&txn, parent)?;
+        if entry_in(&txn, parent, name)?.is_some() {
+            return Err(errno(libc::EEXIST));
+        }
+        let ino = store::next_counter(&txn, "next_ino")?;
+        let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
+        inode.rdev = new.rdev;
+        if pinode.perm & libc::S_ISGID != 0 {
+            inode.gid = pinode.gid;
+            if new.kind == Kind::Dir {
+                inode.perm |= libc::S_ISGID;
+            }
+        }
+        if let Some(t) = new.target {
+            inode.size = t.len() as u64;
+            txn.open_table(SYMLINKS)?.insert(ino, t)?;
+        }
+        put_inode(&txn, ino, &inode)?;
+        txn.open_table(DIRENTS)?
+            .insert((parent, name), (ino, new.kind as u8))?;
+        touch_dir(&txn, parent, if new.kind == Kind::Dir { 1 } else { 0 })?;
+        if matches!(new.kind, Kind::File | Kind::Dir) {
+            let mut xattrs = txn.open_table(XATTRS)?;
+            let prop = xattrs
+                .get((parent, PROP_XATTR.as_bytes()))?
+                .map(|v| v.value().to_vec());
+            if let Some(p) = prop {
+                xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
+            }
+        }
+        store::add_counter(&txn, "inodes", 1)?;
+        self.store.commit(txn, false)?;
+        Ok((ino, inode))
+    }
+
+    /// A new hard link to `ino` named `name` in `parent`.
+    pub fn link(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Inode, FsError> {
+        check_name(name)?;
+        let txn = self.store.write()?;
+        dir_inode(&txn, parent)?;
+        if entry_in(&txn, parent, name)?.is_some() {
+            return Err(errno(libc::EEXIST));
+        }
+        let inode = update(&txn, ino, |i| {
+            i.nlink += 1;
+            i.ctime = Time::now();
+        })?;
+        if inode.kind == Kind::Dir {
+            return Err(errno(libc::EPERM));
+        }
+        txn.open_table(DIRENTS)?
+            .insert((parent, name), (ino, inode.kind as u8))?;
+        txn.open_table(store::ORPHANS)?.remove(ino)?;
+        touch_dir(&txn, parent, 0)?;
+        self.store.commit(txn, false)?;
+        Ok(inode)
+    }
+
+    /// Remove a name (`dir`: rmdir, else unlink).
+    pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
+        let txn = self.store.write()?;
+        dir_inode(&txn, parent)?;
+        let Some((ino, kind)) = entry_in(&txn, parent, name)? else {
+            return Err(errno(libc::ENOENT));
+        };
+        match (dir, kind == Kind::Dir) {
+            (true, false) => return Err(errno(libc::ENOTDIR)),
+            (false, true) => return Err(errno(libc::EISDIR)),
+            (true, true) if has_entries(&txn, ino)? => return Err(errno(libc::ENOTEMPTY)),
+            _ => {}
+        }
+        txn.open_table(DIRENTS)?.remove((parent, name))?;
+        touch_dir(&txn, parent, if dir { -1 } else { 0 })?;
+        self.drop_link(&txn, ino)?;
+        self.store.commit(txn, false)
+    }
+
+    /// Rename, replacing an existing target (RENAME_NOREPLACE and RENAME_EXCHANGE honoured).
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &[u8],
+        newparent: u64,
+        newname: &[u8],
+        flags: u32,
+    ) -> Result<(), FsError> {
+        check_name(newname)?;
+        let txn = self.store.write()?;
+        dir_inode(&txn, parent)?;
+        dir_inode(&txn, newparent)?;
+        let Some((src, skind)) = entry_in(&txn, parent, name)? else {
+            return Err(errno(libc::ENOENT));
+        };
+        let dst = entry_in(&txn, newparent, newname)?;
+        let sdir = skind == Kind::Dir;
+        if flags & libc::RENAME_EXCHANGE != 0 {
+            let Some((dino, dkind)) = dst else {
+                return Err(errno(libc::ENOENT));
+            };
+            {
+                let mut dirents = txn.open_table(DIRENTS)?;
+                dirents.insert((parent, name), (dino, dkind as u8))?;
+                dirents.insert((newparent, newname), (src, skind as u8))?;
+            }
+            let ddir = dkind == Kind::Dir;
+            if parent != newparent && sdir != ddir {
+                let d = if sdir { 1 } else { -1 };
+                touch_dir(&txn, parent, -d)?;
+                touch_dir(&txn, newparent, d)?;
+            } else {
+                touch_dir(&txn, parent, 0)?;
+                touch_dir(&txn, newparent, 0)?;
+            }
+            return self.store.commit(txn, false);
+        }
+        if let Some((dino, dkind)) = dst {
+            if flags & libc::RENAME_NOREPLACE != 0 {
+                return Err(errno(libc::EEXIST));
+            }
+            if dino == src {
+                return self.store.commit(txn, false);
+            }
+            let ddir = dkind == Kind::Dir;
+            match (sdir, ddir) {
+                (true, false) => return Err(errno(libc::ENOTDIR)),
+                (false, true) => return Err(errno(libc::EISDIR)),
+                (true, true) if has_entries(&txn, dino)? => return Err(errno(libc::ENOTEMPTY)),
+                _ => {}
+            }
+            txn.open_table(DIRENTS)?.remove((newparent, newname))?;
+            if ddir {
+                touch_dir(&txn, newparent, -1)?;
+            }
+            self.drop_link(&txn, dino)?;
+        }
+        {
+            let mut dirents = txn.open_table(DIRENTS)?;
+            dirents.remove((parent, name))?;
+            dirents.insert((newparent, newname), (src, skind as u8))?;
+        }
+        let d = if sdir && parent != newparent { 1 } else { 0 };
+        touch_dir(&txn, parent, -d)?;
+        touch_dir(&txn, newparent, d)?;
+        update(&txn, src, |i| i.ctime = Time::now())?;
+        self.store.commit(txn, false)
+    }
+
+    /// The target of a symlink.
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, FsError> {
+        let txn = self.store.read()?;
+        let links = txn.open_table(SYMLINKS)?;
+        let target = links.get(ino)?.map(|v| v.value().to_vec());
+        target.ok_or(errno(libc::EINVAL))
+    }
+
+    /// Change attributes; a size change truncates or extends.
+    pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
+        let _g = self.inode_lock(ino);
+        let txn = self.store.write()?;
+        let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+        let now = Time::now();
+        if let Some(size) = set.size {
+            if size != inode.size {
+                self.truncate_in(&txn, ino, &mut inode, size)?;
+            } else {
+                inode.mtime = now;
+            }
+        }
+        if let Some(m) = set.mode {
+            inode.perm = m & 0o7777;
+        }
+        if let Some(u) = set.uid {
+            inode.uid = u;
+        }
+        if let Some(g) = set.gid {
+            inode.gid = g;
+        }
+        if let Some(a) = set.atime {
+            inode.atime = a.map_or(now, Time::from_system);
+        }
+        if let Some(m) = set.mtime {
+            inode.mtime = m.map_or(now, Time::from_system);
+        }
+        inode.ctime = now;
+        put_inode(&txn, ino, &inode)?;
+        self.store.commit(txn, false)?;
+        Ok(inode)
+    }
+
+    /// An extended attribute's value.
+    pub fn getxattr(&self, ino: u64, name: &[u8]) -> Result<Vec<u8>, FsError> {
+        let txn = self.store.read()?;
+        store::get_inode(&txn.open_table(INODES)?, ino)?;
+        let xattrs = txn.open_table(XATTRS)?;
+        let v = xattrs.get((ino, name))?.map(|v| v.value().to_vec());
+        v.ok_or(errno(libc::ENODATA))
+    }
+
+    /// Set an extended attribute; `btrfs.compression` must be a valid spec ("" removes it).
+    pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: i32) -> Result<(), FsError> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(errno(libc::ERANGE));
+        }
+        if value.len() > 64 * 1024 {
+            return Err(errno(libc::E2BIG));
+        }
+        let mut value = value.to_vec();
+        if name == PROP_XATTR.as_bytes() {
+            let text = String::from_utf8_lossy(&value)
+                .trim()
+                .trim_end_matches('\0')
+                .to_string();
+            if text.is_empty() {
+                return match self.removexattr(ino, name) {
+                    Err(FsError::Errno(libc::ENODATA)) => Ok(()),
+                    r => r,
+                };
+            }
+            let spec = parse_spec("compression", &text)?;
+            value = match spec.algorithm {
+                None => b"none".to_vec(),
+                Some(_) => spec.to_string().into_bytes(),
+            };
+        }
+        let txn = self.store.write()?;
+        update(&txn, ino, |i| i.ctime = Time::now())?;
+        {
+            let mut xattrs = txn.open_table(XATTRS)?;
+            let exists = xattrs.get((ino, name))?.is_some();
+            if flags & libc::XATTR_CREATE != 0 && exists {
+                return Err(errno(libc::EEXIST));
+            }
+            if flags & libc::XATTR_REPLACE != 0 && !exists {
+                return Err(errno(libc::ENODATA));
+            }
+            xattrs.insert((ino, name), value.as_slice())?;
+        }
+        self.store.commit(txn, false)
+    }
+
+    /// Names of the extended attributes.
+    pub fn listxattr(&self, ino: u64) -> Result<Vec<Vec<u8>>, FsError> {
+        let txn = self.store.read()?;
+        store::get_inode(&txn.open_table(INODES)?, ino)?;
+        let xattrs = txn.open_table(XATTRS)?;
+        let mut names = Vec::new();
+        for r in xattrs.range((ino, &[][..])..(ino + 1, &[][..]))? {
+            names.push(r?.0.value().1.to_vec());
+        }
+        Ok(names)
+    }
+
+    /// Remove an extended attribute.
+    pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<(), FsError> {
+        let txn = self.store.write()?;
+        let existed = txn.open_table(XATTRS)?.remove((ino, name))?.is_some();
+        if !existed {
+            return Err(errno(libc::ENODATA));
+        }
+        update(&txn, ino, |i| i.ctime = Time::now())?;
+        self.store.commit(txn, false)
+    }
+
+    /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
+    /// store; free is what the store directory's filesystem has left.
+    pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
+        let txn = self.store.read()?;
+        let used = store::counter(&txn, "used")?;
+        let inodes = store::counter(&txn, "inodes")? + 1;
+        let path = std::ffi::CString::new(self.store.dir().as_os_str().as_encoded_bytes())
+            .map_err(|_| errno(libc::EINVAL))?;
+        // SAFETY: statvfs on a valid C string into a zeroed struct.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        let free = match unsafe { libc::statvfs(path.as_ptr(), &mut st) } {
+            0 => st.f_bavail * st.f_frsize,
+            _ => 0,
+        };
+        let used_blocks = used.div_ceil(4096);
+        Ok((used_blocks + free / 4096, free / 4096, inodes))
+    }
+}

@@ -1,0 +1,42 @@
+//! wring-fs: a FUSE filesystem that compresses file data transparently by btrfs's rules, over a
+//! crash-safe embedded store.
+//!
+//! Mirrors fs/btrfs as a whole: mount options (super.c), the compression decision per extent
+//! (inode.c's `inode_need_compress`/`compress_file_range`), the `compression` property
+//! (props.c), compsize's report, and the checksum on every extent (file-item.c). It differs in
+//! storing everything in a [redb](https://docs.rs/redb) database in the store directory, in
+//! honouring a per-file level, and in allowing extents of up to 4 MiB.
+//!
+//! Layers, bottom up: [`store`] (tables and records), [`volume`] (the filesystem core:
+//! [`inode`] and [`dir`] namespace operations, [`extent`] data), [`fuse`] (the thin
+//! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`] and
+//! [`stat`].
+
+pub mod daemon;
+pub mod dir;
+mod error;
+pub mod extent;
+pub mod fsck;
+pub mod fuse;
+pub mod inode;
+pub mod options;
+pub mod stat;
+pub mod store;
+pub mod volume;
+
+pub use error::FsError;
+pub use options::{Compress, OptionError, Options};
+pub use volume::Volume;
+
+/// Extended attribute holding the per-file/per-directory compression property (btrfs's name).
+pub const PROP_XATTR: &str = "btrfs.compression";
+/// Control attribute on the mount root: read for the live options and engine statistics.
+pub const STATUS_XATTR: &str = "wring.status";
+/// Control attribute on the mount root: write option text to remount.
+pub const OPTIONS_XATTR: &str = "wring.options";
+/// Control attribute on any inode: read for the compsize-style report of that file or tree.
+pub const STAT_XATTR: &str = "wring.stat";
+/// Control attribute on the mount root: read to make everything durable (answers "ok").
+pub const SYNC_XATTR: &str = "wring.sync";
+/// Control attribute on the mount root: the daemon's process id.
+pub const PID_XATTR: &str = "wring.pid";

@@ -1,0 +1,283 @@
+//! Mount options spelled as btrfs's (`compress=zstd:3`, `compress-force=lzo`, `compress=no`)
+//! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`).
+//!
+//! Mirrors btrfs_parse_options() in fs/btrfs/super.c and its /proc/mounts output
+//! (btrfs_show_options); an invalid value is an error naming the option and what is accepted.
+
+use std::fmt;
+use std::time::Duration;
+
+use wring_engine::{Algorithm, CompressSpec};
+
+/// Largest extent wring accepts (users asked btrfs for more than 128 KiB: btrfs-progs#786).
+pub const MAX_MAX_EXTENT: usize = 4 << 20;
+/// btrfs's extent size, the default.
+pub const DEFAULT_MAX_EXTENT: usize = 128 << 10;
+
+const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
+streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, allow_other";
+
+/// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compress {
+    /// No compression unless a property asks for it.
+    No,
+    /// `compress=`: run the heuristic, mark inodes NOCOMPRESS when an extent does not shrink.
+    Heuristic(CompressSpec),
+    /// `compress-force=`: always try.
+    Force(CompressSpec),
+}
+
+/// Why option text was rejected.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum OptionError {
+    /// An option wring does not know.
+    #[error("unknown option '{0}': accepted are {ACCEPTED}")]
+    Unknown(String),
+    /// A known option with a value it does not accept.
+    #[error("invalid value '{value}' for {option}: {accepted}")]
+    Invalid {
+        /// The option.
+        option: String,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        accepted: String,
+    },
+}
+
+/// Live mount options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Compression mode and spec.
+    pub compress: Compress,
+    /// Largest extent for files created (first written) from now on.
+    pub max_extent: usize,
+    /// Engine streams: extents compressed at once.
+    pub streams: usize,
+    /// Reclaim interval of idle workspaces.
+    pub reclaim: Duration,
+    /// Workspace memory budget per algorithm (`None` = unlimited).
+    pub workspace_mem: Option<usize>,
+    /// Pages in the decompression page pool.
+    pub page_pool: usize,
+    /// Let other users than the mounter in.
+    pub allow_other: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            compress: Compress::No,
+            max_extent: DEFAULT_MAX_EXTENT,
+            streams: wring_engine::workspace::default_streams(),
+            reclaim: wring_engine::workspace::DEFAULT_RECLAIM,
+            workspace_mem: None,
+            page_pool: 0,
+            allow_other: false,
+        }
+    }
+}
+
+/// Parse a size: bytes, or with a K, M or G suffix (binary).
+pub fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last()? {
+        (i, 'k' | 'K') => (&t[..i], 1usize << 10),
+        (i, 'm' | 'M') => (&t[..i], 1 << 20),
+        (i, 'g' | 'G') => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
+/// Format a size the way the options take it (`128K`, `1M`, `4096`).
+pub fn format_size(n: usize) -> String {
+    match n {
+        0 => "0".into(),
+        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
+        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
+        n if n % (1 << 10) == 0 => format!("{}K", n >> 10),
+        n => n.to_string(),
+    }
+}
+
+fn invalid(option: &str, value: &str, accepted: impl Into<String>) -> OptionError {
+    OptionError::Invalid {
+        option: option.into(),
+        value: value.into(),
+        accepted: accepted.into(),
+    }
+}
+
+/// Parse a compression spec for an option or property; warnings (clamped levels) go to the log.
+pub fn parse_spec(option: &str, value: &str) -> Result<CompressSpec, OptionError> {
+    match CompressSpec::parse(value) {
+        Ok((spec, warning)) => {
+            if let Some(w) = warning {
+                log::warn!("{option}: {w}");
+            }
+            Ok(spec)
+        }
+        Err(e) => Err(invalid(option, value, e.to_string())),
+    }
+}
+
+impl Options {
+    /// Apply comma-separated option text on top of `self` (a mount starts from the defaults, a
+    /// remount from the live options). Nothing changes on error.
+    pub fn apply(&self, text: &str) -> Result<Options, OptionError> {
+        let mut o = self.clone();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (item, None),
+            };
+            match (key, value) {
+                ("compress" | "compress-force", v) => {
+                    let spec = match v {
+                        None => CompressSpec::default_for(Algorithm::Zlib),
+                        Some(v) => parse_spec(key, v)?,
+                    };
+                    o.compress = match (spec.algorithm, key) {
+                        (None, _) => Compress::No,
+                        (Some(_), "compress") => Compress::Heuristic(spec),
+                        _ => Compress::Force(spec),
+                    };
+                }
+                ("max_extent", Some(v)) => {
+                    let accepted = "a size from 4K to 4M in whole 4K blocks (e.g. 128K, 1M)";
+                    match parse_size(v) {
+                        Some(n) if (4096..=MAX_MAX_EXTENT).contains(&n) && n % 4096 == 0 => {
+                            o.max_extent = n
+                        }
+                        _ => return Err(invalid(key, v, accepted)),
+                    }
+                }
+                ("streams", Some(v)) => match v.parse::<usize>() {
+                    Ok(n) if (1..=1024).contains(&n) => o.streams = n,
+                    _ => return Err(invalid(key, v, "a whole number from 1 to 1024")),
+                },
+                ("reclaim", Some(v)) => match v.parse::<u64>() {
+                    Ok(n) if n >= 1 => o.reclaim = Duration::from_secs(n),
+                    _ => return Err(invalid(key, v, "a whole number of seconds, at least 1")),
+                },
+                ("workspace_mem", Some(v)) => {
+                    o.workspace_mem = match v {
+                        "unlimited" | "none" => None,
+                        _ => Some(parse_size(v).ok_or_else(|| {
+                            invalid(key, v, "a size in bytes (K, M, G suffixes) or unlimited")
+                        })?),
+                    }
+                }
+                ("page_pool", Some(v)) => match v.parse::<usize>() {
+                    Ok(n) if n <= 1 << 24 => o.page_pool = n,
+                    _ => return Err(invalid(key, v, "a number of pages from 0 to 16777216")),
+                },
+                ("allow_other", None) => o.allow_other = true,
+                ("rw" | "defaults", None) => {}
+                ("max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool", None) => {
+                    return Err(invalid(key, "", "the option needs a value: KEY=VALUE"))
+                }
+                _ => return Err(OptionError::Unknown(item.to_string())),
+            }
+        }
+        Ok(o)
+    }
+
+    /// Parse option text on top of the defaults.
+    pub fn parse(text: &str) -> Result<Options, OptionError> {
+        Options::default().apply(text)
+    }
+
+    /// The spec new data is compressed with when no property says otherwise.
+    pub fn spec(&self) -> Option<CompressSpec> {
+        match self.compress {
+            Compress::No => None,
+            Compress::Heuristic(s) | Compress::Force(s) => Some(s),
+        }
+    }
+}
+
+impl fmt::Display for Options {
+    /// As /proc/mounts shows btrfs's options: `compress=zstd:3,max_extent=128K,...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.compress {
+            Compress::No => {}
+            Compress::Heuristic(s) => write!(f, "compress={s},")?,
+            Compress::Force(s) => write!(f, "compress-force={s},")?,
+        }
+        write!(
+            f,
+            "max_extent={},streams={},reclaim={},workspace_mem={},page_pool={}",
+            format_size(self.max_extent),
+            self.streams,
+            self.reclaim.as_secs(),
+            self.workspace_mem
+                .map_or_else(|| "unlimited".to_string(), format_size),
+            self.page_pool
+        )?;
+        if self.allow_other {
+            f.write_str(",allow_other")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn btrfs_spelling() {
+        let o = Options::parse("compress=zstd:3").unwrap();
+        assert!(o.to_string().starts_with("compress=zstd:3,max_extent=128K"));
+        let o = Options::parse("compress-force=lzo,max_extent=1M").unwrap();
+        assert!(o
+            .to_string()
+            .starts_with("compress-force=lzo,max_extent=1M"));
+        assert_eq!(
+            Options::parse("compress")
+                .unwrap()
+                .spec()
+                .unwrap()
+                .to_string(),
+            "zlib:3"
+        );
+        assert_eq!(
+            Options::parse("compress=zstd,compress=no")
+                .unwrap()
+                .compress,
+            Compress::No
+        );
+        let round = Options::parse("compress=zlib:9,streams=3,page_pool=64").unwrap();
+        assert_eq!(Options::parse(&round.to_string()).unwrap(), round);
+    }
+
+    #[test]
+    fn errors_name_option_and_accepted() {
+        let cases = [
+            ("compress=zstdd", "compress", "accepted are"),
+            ("compress-force=zlib:x", "compress-force", "accepted are"),
+            ("max_extent=5M", "max_extent", "4K to 4M"),
+            ("max_extent=1000", "max_extent", "4K to 4M"),
+            ("streams=0", "streams", "1 to 1024"),
+            ("reclaim=soon", "reclaim", "seconds"),
+            ("workspace_mem=lots", "workspace_mem", "unlimited"),
+            ("page_pool=-1", "page_pool", "pages"),
+            ("frobnicate", "frobnicate", "accepted are compress"),
+        ];
+        for (text, name, accepted) in cases {
+            let e = Options::parse(text).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains(accepted), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128K"), Some(128 << 10));
+        assert_eq!(parse_size("4M"), Some(4 << 20));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(format_size(1 << 20), "1M");
+    }
+}

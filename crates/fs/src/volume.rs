@@ -1,0 +1,327 @@
+//! The filesystem core shared by every FUSE thread: the store, the engine, the live options and
+//! the in-memory state btrfs keeps in its in-core inodes (open counts, per-inode locks, a small
+//! cache of decompressed extents).
+//!
+//! Mirrors struct btrfs_fs_info: one per mount.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use redb::{ReadableTable, WriteTransaction};
+use wring_engine::{Engine, EngineConfig};
+
+use crate::error::FsError;
+use crate::options::{Options, MAX_MAX_EXTENT};
+use crate::store::records::{ExtentHeader, Inode};
+use crate::store::{self, Store, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
+
+const LOCK_STRIPES: usize = 64;
+/// Bytes of decompressed extents kept for sequential small reads.
+const CACHE_BYTES: usize = 32 << 20;
+
+/// A decompressed extent in the cache.
+pub(crate) struct Cached {
+    pub ino: u64,
+    pub idx: u64,
+    pub seq: u64,
+    pub data: Arc<Vec<u8>>,
+}
+
+/// One mounted store.
+pub struct Volume {
+    pub(crate) store: Store,
+    pub(crate) engine: Engine,
+    pub(crate) options: RwLock<Options>,
+    stripes: Vec<Mutex<()>>,
+    pub(crate) open: Mutex<HashMap<u64, u32>>,
+    pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
+    pub(crate) next_fh: AtomicU64,
+    pub(crate) cache: Mutex<VecDeque<Cached>>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Volume {
+    /// Open the store in `dir` with `options`, deleting orphans a crash left behind.
+    pub fn open(dir: &std::path::Path, options: Options) -> Result<Volume, FsError> {
+        let store = Store::open(dir)?;
+        let engine = Engine::new(EngineConfig {
+            max_extent: MAX_MAX_EXTENT,
+            streams: options.streams,
+            workspace_mem: options.workspace_mem,
+            reclaim: options.reclaim,
+            page_pool: options.page_pool,
+            ..Default::default()
+        });
+        let vol = Volume {
+            store,
+            engine,
+            options: RwLock::new(options),
+            stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            open: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            cache: Mutex::new(VecDeque::new()),
+        };
+        vol.purge_orphans()?;
+        Ok(vol)
+    }
+
+    /// The live options.
+    pub fn options(&self) -> Options {
+        self.options
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Apply option text to the live mount (remount). Nothing changes on error.
+    pub fn remount(&self, text: &str) -> Result<Options, FsError> {
+        let mut o = self.options.write().unwrap_or_else(|e| e.into_inner());
+        let new = o.apply(text)?;
+        if new.streams != o.streams {
+            self.engine.set_streams(new.streams);
+        }
+        if new.workspace_mem != o.workspace_mem {
+            self.engine.set_workspace_mem(new.workspace_mem);
+        }
+        if new.reclaim != o.reclaim {
+            self.engine.set_reclaim(new.reclaim);
+        }
+        if new.page_pool != o.page_pool {
+            self.engine.set_page_pool(new.page_pool);
+        }
+        *o = new.clone();
+        Ok(new)
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Serialises data changes to one inode (btrfs's inode lock).
+    pub(crate) fn inode_lock(&self, ino: u64) -> MutexGuard<'_, ()> {
+        lock(&self.stripes[(ino as usize) % LOCK_STRIPES])
+    }
+
+    /// Make everything durable.
+    pub fn sync(&self) -> Result<(), FsError> {
+        self.store.sync()
+    }
+
+    /// A new file handle number.
+    pub(crate) fn new_fh(&self) -> u64 {
+        self.next_fh.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Count an open of `ino`.
+    pub(crate) fn opened(&self, ino: u64) {
+        *lock(&self.open).entry(ino).or_insert(0) += 1;
+    }
+
+    /// Count a release of `ino`; delete it when it was the last open and it has no name left.
+    pub(crate) fn released(&self, ino: u64) -> Result<(), FsError> {
+        let last = {
+            let mut open = lock(&self.open);
+            match open.get_mut(&ino) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    open.remove(&ino);
+                    true
+                }
+                None => false,
+            }
+        };
+        if !last {
+            return Ok(());
+        }
+        let _g = self.inode_lock(ino);
+        let txn = self.store.write()?;
+        let nlink = {
+            let inodes = txn.open_table(INODES)?;
+            match store::get_inode(&inodes, ino) {
+                Ok(i) => Some(i.nlink),
+                Err(_) => None,
+            }
+        };
+        if nlink == Some(0) {
+            self.purge(&txn, ino)?;
+            self.store.commit(txn, false)?;
+        } else {
+            txn.abort().map_err(|e| FsError::Store(e.into()))?;
+        }
+        Ok(())
+    }
+
+    fn is_open(&self, ino: u64) -> bool {
+        lock(&self.open).contains_key(&ino)
+    }
+
+    /// Drop one link of `ino` within `txn`: when none is left, delete it, or leave it as an
+    /// orphan while it is open (btrfs's orphan item).
+    pub(crate) fn drop_link(&self, txn: &WriteTransaction, ino: u64) -> Result<(), FsError> {
+        let mut inode = {
+            let inodes = txn.open_table(INODES)?;
+            store::get_inode(&inodes, ino)?
+        };
+        inode.nlink = inode.nlink.saturating_sub(1);
+        if inode.kind == crate::store::records::Kind::Dir {
+            inode.nlink = 0;
+        }
+        inode.ctime = crate::store::records::Time::now();
+        if inode.nlink > 0 {
+            txn.open_table(INODES)?
+                .insert(ino, inode.to_bytes().as_slice())?;
+        } else if self.is_open(ino) {
+            txn.open_table(INODES)?
+                .insert(ino, inode.to_bytes().as_slice())?;
+            txn.open_table(ORPHANS)?.insert(ino, ())?;
+        } else {
+            self.purge(txn, ino)?;
+        }
+        Ok(())
+    }
+
+    /// Delete an inode with its extents, xattrs and symlink target.
+    pub(crate) fn purge(&self, txn: &WriteTransaction, ino: u64) -> Result<(), FsError> {
+        let mut freed = 0u64;
+        {
+            let mut extents = txn.open_table(EXTENTS)?;
+            let keys: Vec<(u64, u64)> = extents
+                .range((ino, 0)..=(ino, u64::MAX))?
+                .map(|r| r.map(|(k, v)| (k.value(), v.value().len())))
+                .map(|r| {
+                    r.map(|(k, len)| {
+                        freed += (len - crate::store::records::EXTENT_HEADER_LEN.min(len)) as u64;
+                        k
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            for k in keys {
+                extents.remove(k)?;
+            }
+        }
+        {
+            let mut xattrs = txn.open_table(XATTRS)?;
+            let keys: Vec<Vec<u8>> = xattrs
+                .range((ino, &[][..])..(ino + 1, &[][..]))?
+                .map(|r| r.map(|(k, _)| k.value().1.to_vec()))
+                .collect::<Result<_, _>>()?;
+            for k in keys {
+                xattrs.remove((ino, k.as_slice()))?;
+            }
+        }
+        txn.open_table(SYMLINKS)?.remove(ino)?;
+        txn.open_table(INODES)?.remove(ino)?;
+        txn.open_table(ORPHANS)?.remove(ino)?;
+        store::add_counter(txn, "used", -(freed as i64))?;
+        store::add_counter(txn, "inodes", -1)?;
+        self.forget_cache(ino, None);
+        Ok(())
+    }
+
+    fn purge_orphans(&self) -> Result<(), FsError> {
+        let txn = self.store.write()?;
+        let orphans: Vec<u64> = txn
+            .open_table(ORPHANS)?
+            .iter()?
+            .map(|r| r.map(|(k, _)| k.value()))
+            .collect::<Result<_, _>>()?;
+        for ino in &orphans {
+            log::info!("deleting orphan inode {ino}");
+            self.purge(&txn, *ino)?;
+        }
+        self.store.commit(txn, !orphans.is_empty())
+    }
+
+    /// Drop cached extents of `ino` (all of them, or from index `from` on).
+    pub(crate) fn forget_cache(&self, ino: u64, from: Option<u64>) {
+        lock(&self.cache).retain(|c| c.ino != ino || from.is_some_and(|f| c.idx < f));
+    }
+
+    pub(crate) fn cache_get(&self, ino: u64, idx: u64, seq: u64) -> Option<Arc<Vec<u8>>> {
+        let cache = lock(&self.cache);
+        cache
+            .iter()
+            .find(|c| c.ino == ino && c.idx == idx && c.seq == seq)
+            .map(|c| c.data.clone())
+    }
+
+    pub(crate) fn cache_put(&self, ino: u64, idx: u64, seq: u64, data: Arc<Vec<u8>>) {
+        let mut cache = lock(&self.cache);
+        cache.retain(|c| !(c.ino == ino && c.idx == idx));
+        cache.push_back(Cached {
+            ino,
+            idx,
+            seq,
+            data,
+        });
+        let mut total: usize = cache.iter().map(|c| c.data.len()).sum();
+        while total > CACHE_BYTES {
+            match cache.pop_front() {
+                Some(c) => total -= c.data.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// A path for `ino` for log lines (best effort: scans the directory table).
+    pub fn path_of(&self, ino: u64) -> String {
+        let Ok(txn) = self.store.read() else {
+            return format!("inode {ino}");
+        };
+        let Ok(dirents) = txn.open_table(crate::store::DIRENTS) else {
+            return format!("inode {ino}");
+        };
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        while cur != store::ROOT && parts.len() < 256 {
+            let found = dirents.iter().ok().and_then(|mut it| {
+                it.find_map(|r| {
+                    let (k, v) = r.ok()?;
+                    (v.value().0 == cur).then(|| (k.value().0, k.value().1.to_vec()))
+                })
+            });
+            match found {
+                Some((parent, name)) => {
+                    parts.push(String::from_utf8_lossy(&name).into_owned());
+                    cur = parent;
+                }
+                None => return format!("inode {ino} (no name)"),
+            }
+        }
+        parts.reverse();
+        format!("/{} (inode {ino})", parts.join("/"))
+    }
+
+    /// Header of an extent value.
+    pub(crate) fn header(ino: u64, offset: u64, value: &[u8]) -> Result<ExtentHeader, FsError> {
+        ExtentHeader::decode(value).ok_or(FsError::Corrupt {
+            ino,
+            offset,
+            reason: "extent item header is damaged".into(),
+        })
+    }
+
+    /// Read an inode from the last commit.
+    pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+        let txn = self.store.read()?;
+        let inodes = txn.open_table(INODES)?;
+        store::get_inode(&inodes, ino)
+    }
+}
+
+impl Drop for Volume {
+    fn drop(&mut self) {
+        if let Err(e) = self.store.sync() {
+            log::error!("final commit failed: {e}");
+        }
+    }
+}

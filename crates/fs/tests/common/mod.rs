@@ -1,0 +1,159 @@
+//! A real mount for tests: a store and a mount point under /tmp, the daemon as a child process,
+//! always unmounted and killed on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub use wring_btrfs::testing::require_root;
+
+pub struct Mount {
+    pub base: PathBuf,
+    pub store: PathBuf,
+    pub mnt: PathBuf,
+    pub child: Option<Child>,
+}
+
+pub fn sh(cmd: &str) -> std::process::Output {
+    Command::new("sh").arg("-c").arg(cmd).output().expect("sh")
+}
+
+pub fn is_mounted(p: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let p = p.to_string_lossy();
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*p))
+}
+
+impl Mount {
+    pub fn new(name: &str) -> Mount {
+        let base = PathBuf::from(format!("/tmp/wring-fs-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let store = base.join("store");
+        let mnt = base.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        wring_fs::store::Store::mkfs(&store).unwrap();
+        Mount {
+            base,
+            store,
+            mnt,
+            child: None,
+        }
+    }
+
+    /// Start the daemon; Err(stderr) when it does not get the mount ready.
+    pub fn try_start(&mut self, opts: &str) -> Result<(), String> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wring-fsd"))
+            .arg(&self.store)
+            .arg(&self.mnt)
+            .arg(opts)
+            .env(wring_fs::daemon::NOTIFY_ENV, "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        if line.trim() == "ready" {
+            self.child = Some(child);
+            return Ok(());
+        }
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        let _ = child.wait();
+        Err(err)
+    }
+
+    pub fn start(&mut self, opts: &str) {
+        self.try_start(opts).expect("mount");
+    }
+
+    /// Clean unmount (flush, unmount, wait for the daemon).
+    pub fn stop(&mut self) {
+        if self.child.is_some() {
+            // Keep the child until unmounted, so a failure here still cleans up on drop.
+            wring_fs::daemon::umount(&self.mnt).expect("umount");
+            if let Some(mut c) = self.child.take() {
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// kill -9 the daemon and clear the dead mount.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let p = self.mnt.display();
+        sh(&format!(
+            "fusermount3 -u -z {p} 2>/dev/null || umount -l {p} 2>/dev/null"
+        ));
+    }
+
+    pub fn p(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let p = self.mnt.display();
+            sh(&format!(
+                "fusermount3 -u {p} 2>/dev/null || umount -l {p} 2>/dev/null"
+            ));
+            self.kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// A small deterministic PRNG (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Compressible but varied bytes: words from a seed.
+pub fn text(rng: &mut Rng, len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 8] = [
+        b"extent ",
+        b"btrfs ",
+        b"zstd ",
+        b"wring ",
+        b"inode\n",
+        b"0123 ",
+        b"lzo ",
+        b"compress ",
+    ];
+    let mut v = Vec::with_capacity(len + 16);
+    while v.len() < len {
+        match rng.below(10) {
+            0 => v.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+            1 => v.extend(std::iter::repeat_n(0u8, rng.below(8192) as usize)),
+            _ => v.extend_from_slice(WORDS[rng.below(8) as usize]),
+        }
+    }
+    v.truncate(len);
+    v
+}
+
+/// The corpus directory, or a system directory when it is not there.
+pub fn corpus() -> PathBuf {
+    match std::env::var_os("WRING_CORPUS") {
+        Some(d) if Path::new(&d).is_dir() => d.into(),
+        _ if Path::new("/tmp/wring-corpus").is_dir() => "/tmp/wring-corpus".into(),
+        _ => "/usr/share/common-licenses".into(),
+    }
+}

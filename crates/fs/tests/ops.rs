@@ -1,0 +1,177 @@
+//! Seeded random operations against the mount and a plain reference directory in lockstep
+//! (several files and threads), comparing after every step and after a remount; then the
+//! options, properties, remount and status checks.
+mod common;
+use common::*;
+
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+fn read_all(p: &Path) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    fs::File::open(p).ok()?.read_to_end(&mut v).ok()?;
+    Some(v)
+}
+
+fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
+    let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
+    let d = |root: &Path, i: u64| root.join(format!("t{t}/d/f{i}"));
+    let (a, b) = (rng.below(4), rng.below(4));
+    let op = rng.below(9);
+    let off = rng.below(700_000);
+    let big = rng.below(4) == 0;
+    let len = 1 + rng.below(if big { 1_500_000 } else { 9000 }) as usize;
+    let data = text(rng, len);
+    for root in roots {
+        let _ = match op {
+            0..=2 => OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(f(root, a))
+                .and_then(|mut h| {
+                    h.seek(SeekFrom::Start(off))?;
+                    h.write_all(&data)?;
+                    if op == 2 {
+                        h.sync_data()?;
+                    }
+                    Ok(())
+                }),
+            3 => OpenOptions::new()
+                .write(true)
+                .open(f(root, a))
+                .and_then(|h| h.set_len(off)),
+            4 => fs::rename(f(root, a), f(root, b)),
+            5 => fs::rename(f(root, a), d(root, b)),
+            6 => fs::hard_link(d(root, a), f(root, b)),
+            7 => fs::remove_file(f(root, a)),
+            _ => fs::rename(d(root, a), f(root, b)),
+        };
+    }
+    format!("t{t} op {op} a {a} b {b} off {off} len {len}")
+}
+
+fn compare(m: &Path, r: &Path, t: usize, what: &str) {
+    for i in 0..4 {
+        for sub in ["", "d/"] {
+            let rel = format!("t{t}/{sub}f{i}");
+            let (x, y) = (read_all(&m.join(&rel)), read_all(&r.join(&rel)));
+            assert!(
+                x == y,
+                "{rel} differs after {what}: {:?} vs {:?} bytes",
+                x.map(|v| v.len()),
+                y.map(|v| v.len())
+            );
+        }
+    }
+}
+
+#[test]
+fn random_ops_lockstep() {
+    if !require_root("random_ops_lockstep") {
+        return;
+    }
+    let mut m = Mount::new("ops");
+    m.start("compress-force=zstd:1,max_extent=64K");
+    let reference = m.base.join("ref");
+    for t in 0..3 {
+        for root in [m.mnt.as_path(), reference.as_path()] {
+            fs::create_dir_all(root.join(format!("t{t}/d"))).unwrap();
+        }
+    }
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (mnt, reference) = (m.mnt.clone(), reference.clone());
+            s.spawn(move || {
+                let mut rng = Rng(0x9e37_79b9 + t as u64 * 7919);
+                for _ in 0..120 {
+                    let what = step(&mut rng, [&mnt, &reference], t);
+                    compare(&mnt, &reference, t, &what);
+                }
+            });
+        }
+    });
+    m.stop();
+    let r = wring_fs::fsck::fsck(&m.store).unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    m.start("compress=lzo");
+    for t in 0..3 {
+        compare(&m.mnt, &reference, t, "remount");
+    }
+}
+
+#[test]
+fn options_properties_remount_status() {
+    if !require_root("options_properties_remount_status") {
+        return;
+    }
+    let mut m = Mount::new("opts");
+    for (bad, name, accepted) in [
+        ("compress=zstdd", "compress", "accepted are"),
+        ("max_extent=5M", "max_extent", "4K to 4M"),
+        ("streams=zero", "streams", "1 to 1024"),
+        ("bogus=1", "bogus", "accepted are"),
+    ] {
+        let e = m.try_start(bad).unwrap_err();
+        assert!(e.contains(name) && e.contains(accepted), "{bad}: {e}");
+        assert!(!is_mounted(&m.mnt), "{bad} left a mount behind");
+    }
+    m.start("compress=zstd:3");
+    let status = wring_fs::daemon::status(&m.mnt).unwrap();
+    assert!(
+        status.contains("options: compress=zstd:3,max_extent=128K"),
+        "{status}"
+    );
+    let e = wring_fs::daemon::remount(&m.mnt, "compress=zlib:x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("compress") && e.contains("accepted"), "{e}");
+    let now = wring_fs::daemon::remount(&m.mnt, "compress-force=zlib:9,streams=1").unwrap();
+    assert!(
+        now.starts_with("compress-force=zlib:9,max_extent=128K,streams=1"),
+        "{now}"
+    );
+    // Property on a directory, inherited by new files; the level is honoured.
+    let dir = m.p("z9");
+    fs::create_dir(&dir).unwrap();
+    let o = sh(&format!(
+        "setfattr -n btrfs.compression -v zstd:9 {}",
+        dir.display()
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sh(&format!(
+        "setfattr -n btrfs.compression -v zstd:nine {}",
+        dir.display()
+    ));
+    assert!(!o.status.success());
+    let mut rng = Rng(5);
+    fs::write(dir.join("a"), text(&mut rng, 400_000)).unwrap();
+    let o = sh(&format!(
+        "getfattr --only-values -n btrfs.compression {}",
+        dir.join("a").display()
+    ));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "zstd:9");
+    let f = fs::File::open(dir.join("a")).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let stat =
+        String::from_utf8_lossy(&wring_fs::daemon::get_xattr(&dir, wring_fs::STAT_XATTR).unwrap())
+            .into_owned();
+    assert!(stat.contains("zstd:9"), "{stat}");
+    // A file outside follows the mount option; `none` stores raw.
+    fs::write(m.p("b"), text(&mut rng, 300_000)).unwrap();
+    let stat = String::from_utf8_lossy(
+        &wring_fs::daemon::get_xattr(&m.mnt, wring_fs::STAT_XATTR).unwrap(),
+    )
+    .into_owned();
+    assert!(stat.contains("zlib:9"), "{stat}");
+    wring_fs::daemon::set_xattr(&m.p("b"), wring_fs::PROP_XATTR, b"none").unwrap();
+    fs::write(m.p("b"), text(&mut rng, 300_000)).unwrap();
+    let stat = String::from_utf8_lossy(
+        &wring_fs::daemon::get_xattr(&m.p("b"), wring_fs::STAT_XATTR).unwrap(),
+    )
+    .into_owned();
+    assert!(stat.contains("none       100%"), "{stat}");
+    m.stop();
+}

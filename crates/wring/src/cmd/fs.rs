@@ -1,0 +1,176 @@
+//! `wring mkfs|mount|umount|remount|status|property|stat|fsck`: the wring filesystem's
+//! commands. Thin: parse, call wring-fs, print.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use wring_fs::{daemon, fsck, store::Store, Options, PROP_XATTR, STAT_XATTR};
+
+/// Filesystem commands (flattened into wring's top level).
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Create a wring filesystem store in DIR
+    Mkfs {
+        /// Store directory (created if missing)
+        dir: PathBuf,
+    },
+    /// Mount the store DIR on MOUNTPOINT (in the background unless -f)
+    Mount {
+        /// Options, btrfs's spelling: compress=ALG[:LEVEL], compress-force=ALG[:LEVEL],
+        /// compress=no, and max_extent=SIZE, streams=N, reclaim=SECONDS, workspace_mem=BYTES,
+        /// page_pool=PAGES, allow_other
+        #[arg(short = 'o', default_value = "")]
+        options: String,
+        /// Stay in the foreground
+        #[arg(short = 'f')]
+        foreground: bool,
+        /// Store directory
+        dir: PathBuf,
+        /// Where to mount it
+        mountpoint: PathBuf,
+    },
+    /// Flush everything and unmount
+    Umount {
+        /// The mount point
+        mountpoint: PathBuf,
+    },
+    /// Change options on a live mount
+    Remount {
+        /// Options to change
+        #[arg(short = 'o')]
+        options: String,
+        /// The mount point
+        mountpoint: PathBuf,
+    },
+    /// Live options (as /proc/mounts shows btrfs's) and engine statistics of a mount
+    Status {
+        /// The mount point
+        mountpoint: PathBuf,
+    },
+    /// Get or set the per-file/per-directory compression property
+    #[command(subcommand)]
+    Property(PropertyCommand),
+    /// compsize's report for files under a mount, with the per-level breakdown
+    Stat {
+        /// Files or directories on a wring mount
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Check a store that is not mounted
+    Fsck {
+        /// Store directory
+        dir: PathBuf,
+    },
+}
+
+/// `wring property`.
+#[derive(clap::Subcommand)]
+pub enum PropertyCommand {
+    /// Show a property
+    Get {
+        /// File or directory
+        path: PathBuf,
+        /// Property name (only `compression`)
+        #[arg(default_value = "compression")]
+        name: String,
+    },
+    /// Set a property (`none` stores data uncompressed; an empty value removes it)
+    Set {
+        /// File or directory
+        path: PathBuf,
+        /// Property name (only `compression`)
+        name: String,
+        /// Value: zstd:9, zlib, lzo, none, …
+        value: String,
+    },
+}
+
+fn check_prop(name: &str) -> Result<()> {
+    if name != "compression" {
+        bail!("unknown property '{name}': accepted is compression");
+    }
+    Ok(())
+}
+
+/// Run a filesystem command.
+pub fn run(cmd: Command) -> Result<()> {
+    match cmd {
+        Command::Mkfs { dir } => {
+            Store::mkfs(&dir).with_context(|| format!("mkfs {}", dir.display()))?;
+            println!("created a wring store in {}", dir.display());
+        }
+        Command::Mount {
+            options,
+            foreground,
+            dir,
+            mountpoint,
+        } => {
+            Options::parse(&options)?;
+            if foreground {
+                daemon::mount_foreground(&dir, &mountpoint, &options)?;
+            } else {
+                let exe = std::env::current_exe().context("finding the wring executable")?;
+                let args: Vec<OsString> = vec![
+                    "mount".into(),
+                    "-f".into(),
+                    "-o".into(),
+                    options.into(),
+                    dir.into_os_string(),
+                    mountpoint.into_os_string(),
+                ];
+                daemon::mount_background(&exe, &args).map_err(anyhow::Error::msg)?;
+            }
+        }
+        Command::Umount { mountpoint } => daemon::umount(&mountpoint)?,
+        Command::Remount {
+            options,
+            mountpoint,
+        } => {
+            println!("{}", daemon::remount(&mountpoint, &options)?);
+        }
+        Command::Status { mountpoint } => print!("{}", daemon::status(&mountpoint)?),
+        Command::Property(PropertyCommand::Get { path, name }) => {
+            check_prop(&name)?;
+            match daemon::get_xattr(&path, PROP_XATTR) {
+                Ok(v) => println!("compression={}", String::from_utf8_lossy(&v)),
+                Err(wring_fs::FsError::Io { source, .. })
+                    if source.raw_os_error() == Some(libc_enodata()) =>
+                {
+                    println!("compression=")
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Command::Property(PropertyCommand::Set { path, name, value }) => {
+            check_prop(&name)?;
+            if !value.is_empty() {
+                wring_fs::options::parse_spec("compression", &value)?;
+            }
+            daemon::set_xattr(&path, PROP_XATTR, value.as_bytes())?;
+        }
+        Command::Stat { paths } => {
+            for p in paths {
+                let v = daemon::get_xattr(&p, STAT_XATTR)
+                    .with_context(|| format!("{} is not on a wring mount", p.display()))?;
+                print!("{}", String::from_utf8_lossy(&v));
+            }
+        }
+        Command::Fsck { dir } => {
+            let r = fsck::fsck(&dir)?;
+            println!("checked {} inodes, {} extents", r.inodes, r.extents);
+            for p in &r.problems {
+                println!("problem: {p}");
+            }
+            if !r.problems.is_empty() {
+                bail!("{} problem(s) found in {}", r.problems.len(), dir.display());
+            }
+            println!("no problems found");
+        }
+    }
+    Ok(())
+}
+
+fn libc_enodata() -> i32 {
+    61
+}
