@@ -642,3 +642,24 @@ fn zlib_level_1_after_an_incompressible_extent() {
         );
     }
 }
+
+/// wring's larger extents (max_extent up to 4 MiB, for its own filesystem) round-trip for every
+/// algorithm, including lzo's btrfs framing beyond the kernel's 128 KiB.
+#[test]
+fn extents_larger_than_btrfs_allows_round_trip() {
+    let engine = Engine::new(EngineConfig {
+        max_extent: 4 << 20,
+        ..EngineConfig::default()
+    });
+    for len in [1 << 20, (4 << 20) - 4095] {
+        let src = generate(Kind::Words, len as u64, len);
+        for algorithm in Algorithm::ALL {
+            let spec = CompressSpec::default_for(algorithm);
+            let outcome = round_trip(&engine, spec, &src).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                matches!(outcome, Outcome::Compressed(_)),
+                "{spec} on {len}: {outcome:?}"
+            );
+        }
+    }
+}

@@ -19,7 +19,11 @@ use crate::{compress, decompress, worst_compress, CompressState, Error};
 pub const LZO_LEN: usize = 4;
 /// Largest uncompressed extent btrfs compresses, and the largest compressed
 /// one it reads (`BTRFS_MAX_UNCOMPRESSED`, `BTRFS_MAX_COMPRESSED`).
-pub const MAX_EXTENT: usize = 128 * 1024;
+pub const BTRFS_MAX_EXTENT: usize = 128 * 1024;
+/// Largest extent accepted here: wring's own stores use the same framing for
+/// extents of up to 4 MiB (its `max_extent`); btrfs itself never goes past
+/// [`BTRFS_MAX_EXTENT`], so anything the kernel can read stays within it.
+pub const MAX_EXTENT: usize = 4 * 1024 * 1024;
 /// Smallest sector size accepted here.
 pub const MIN_SECTOR: usize = 512;
 /// Largest sector size btrfs supports.
