@@ -32,6 +32,31 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
     move |source| FsError::Io { what, source }
 }
 
+/// A minimal logger for the bare daemon (`wring-fsd`): info and above to stderr, which a
+/// background daemon has pointed at the store's [`LOG_FILE`]. `wring` installs its own.
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Info
+    }
+
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            eprintln!("wring-fsd: {}: {}", r.level(), r.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Send log lines to stderr unless a logger is installed already.
+pub fn init_stderr_log() {
+    if log::set_logger(&StderrLog).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+}
+
 /// The text `wring status` prints: the live options as /proc/mounts shows btrfs's, then the
 /// engine's statistics.
 pub fn status_text(vol: &Volume) -> String {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use redb::{ReadableTable, WriteTransaction};
 use wring_engine::stream::{compress_batch, Extent};
-use wring_engine::{CompressSpec, Policy};
+use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
@@ -82,6 +82,26 @@ impl Volume {
         }
     }
 
+    /// Compress one extent on the calling thread.
+    fn compress_one(
+        &self,
+        spec: CompressSpec,
+        policy: Policy,
+        src: &[u8],
+    ) -> Result<Extent, wring_engine::Error> {
+        let mut dst = vec![0u8; compressed_limit(src.len())];
+        Ok(
+            match self.engine.compress_with(spec, policy, src, &mut dst)? {
+                Outcome::Compressed(n) => {
+                    dst.truncate(n);
+                    Extent::Compressed(dst)
+                }
+                Outcome::Incompressible => Extent::Incompressible,
+                Outcome::Skipped => Extent::Skipped,
+            },
+        )
+    }
+
     /// Compress chunks (index, bytes) by the inode's rules, in parallel on the engine's streams.
     fn encode(
         &self,
@@ -99,7 +119,13 @@ impl Volume {
         let results = match decision {
             Some((spec, policy, _)) => {
                 let inputs: Vec<&[u8]> = live.iter().map(|&i| chunks[i].1.as_slice()).collect();
-                compress_batch(&self.engine, spec, policy, &inputs, opts.streams)
+                match inputs.as_slice() {
+                    // One extent (small files, partial overwrites): on this FUSE thread, into a
+                    // buffer of its size. compress_batch would spawn a thread and give it a
+                    // max-extent (4 MiB) buffer for it.
+                    [one] => vec![self.compress_one(spec, policy, one)],
+                    _ => compress_batch(&self.engine, spec, policy, &inputs, opts.streams),
+                }
             }
             None => Vec::new(),
         };

@@ -2,6 +2,7 @@
 //! start and kill it; users run `wring mount`).
 
 fn main() {
+    wring_fs::daemon::init_stderr_log();
     let args: Vec<std::path::PathBuf> = std::env::args_os().skip(1).map(Into::into).collect();
     if args.len() < 2 {
         eprintln!("usage: wring-fsd DIR MOUNTPOINT [OPTIONS]");

@@ -1,0 +1,577 @@
+//! `wring bench fs`: seed 001's experiment through a real mount. For each method: mkfs, mount
+//! wring with `compress-force=METHOD,max_extent=…` (a background daemon, as `wring mount`
+//! starts it), copy the corpus in and sync (timed together), take the ratio from the
+//! filesystem's own stat, unmount, drop caches, mount, read everything back with tar (timed).
+//! The same on a kernel btrfs mounted with `compress-force=METHOD`. Then, for one method, the
+//! large-extent run against the default: ratio gain and cold random 4 KiB read latency.
+//!
+//! MB here are 10^6 bytes.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::daemon;
+use crate::options::format_size;
+use crate::store::Store;
+use crate::{STAT_XATTR, SYNC_XATTR};
+
+/// How to start a background mount daemon.
+#[derive(Debug, Clone)]
+pub enum Launcher {
+    /// The wring CLI: `EXE mount -f -o OPTIONS DIR MOUNTPOINT`.
+    Cli(PathBuf),
+    /// The bare daemon: `EXE DIR MOUNTPOINT OPTIONS`.
+    Fsd(PathBuf),
+}
+
+impl Launcher {
+    fn args(&self, dir: &Path, mnt: &Path, opts: &str) -> (PathBuf, Vec<OsString>) {
+        match self {
+            Launcher::Cli(exe) => (
+                exe.clone(),
+                vec![
+                    "mount".into(),
+                    "-f".into(),
+                    "-o".into(),
+                    opts.into(),
+                    dir.into(),
+                    mnt.into(),
+                ],
+            ),
+            Launcher::Fsd(exe) => (exe.clone(), vec![dir.into(), mnt.into(), opts.into()]),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directory whose files are copied in.
+    pub corpus: PathBuf,
+    /// Copies of it.
+    pub copies: usize,
+    /// Methods in btrfs's spelling (`lzo`, `zstd:3`, …).
+    pub methods: Vec<String>,
+    /// wring's max_extent for the main table.
+    pub max_extent: usize,
+    /// Method of the extent-size comparison (also gets random reads in the main table).
+    pub extent_method: String,
+    /// The larger max_extent to compare against `max_extent`; `None` skips the comparison.
+    pub big_extent: Option<usize>,
+    /// Random 4 KiB reads per latency measurement.
+    pub random_reads: usize,
+    /// Also run kernel btrfs.
+    pub kernel: bool,
+    /// How to start the daemon.
+    pub launcher: Launcher,
+    /// Scratch directory for stores and mount points.
+    pub work: PathBuf,
+}
+
+/// Latency of cold random 4 KiB reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Latency {
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Reads measured.
+    pub reads: usize,
+}
+
+/// One filesystem's run of one method.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    /// Bytes copied in.
+    pub bytes: u64,
+    /// Uncompressed bytes of the extents (the fs's own stat).
+    pub uncompressed: u64,
+    /// Stored bytes of the extents (the fs's own stat).
+    pub stored: u64,
+    /// Copy + sync.
+    pub write: Duration,
+    /// tar read-back after remount with cold caches.
+    pub read: Duration,
+    /// Cold random reads, when measured.
+    pub latency: Option<Latency>,
+}
+
+impl Run {
+    /// Write MB/s.
+    pub fn write_mbs(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.write.as_secs_f64().max(1e-9)
+    }
+    /// Read MB/s.
+    pub fn read_mbs(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.read.as_secs_f64().max(1e-9)
+    }
+    /// uncompressed / stored.
+    pub fn ratio(&self) -> f64 {
+        if self.stored == 0 {
+            0.0
+        } else {
+            self.uncompressed as f64 / self.stored as f64
+        }
+    }
+}
+
+/// One method: wring and (optionally) kernel btrfs.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The method.
+    pub method: String,
+    /// wring.
+    pub wring: Run,
+    /// Kernel btrfs.
+    pub kernel: Option<Run>,
+}
+
+/// The extent-size comparison.
+#[derive(Debug, Clone)]
+pub struct ExtentCompare {
+    /// The method.
+    pub method: String,
+    /// (max_extent, run) at the default size.
+    pub small: (usize, Run),
+    /// (max_extent, run) at the large size.
+    pub big: (usize, Run),
+    /// Kernel btrfs with the same method, when run.
+    pub kernel: Option<Run>,
+}
+
+/// Everything measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Bytes of one copy of the corpus and its file count.
+    pub corpus: (u64, usize),
+    /// One row per method.
+    pub rows: Vec<Row>,
+    /// The extent-size comparison.
+    pub extent: Option<ExtentCompare>,
+}
+
+fn progress(msg: &str) {
+    eprintln!("bench fs: {msg}");
+}
+
+/// Regular files under `dir` (relative path, size), sorted.
+pub fn corpus_files(dir: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let rd = std::fs::read_dir(dir.join(&rel))
+            .map_err(|e| format!("reading {}: {e}", dir.join(&rel).display()))?;
+        for ent in rd {
+            let ent = ent.map_err(|e| e.to_string())?;
+            let ft = ent.file_type().map_err(|e| e.to_string())?;
+            let r = rel.join(ent.file_name());
+            if ft.is_dir() {
+                stack.push(r);
+            } else if ft.is_file() {
+                let len = ent.metadata().map_err(|e| e.to_string())?.len();
+                out.push((r, len));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn sh(cmd: &str) -> Result<(), String> {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map_err(|e| format!("running sh: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "`{cmd}` failed ({}): {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+/// Write back everything and empty the page, dentry and inode caches.
+fn drop_caches() -> Result<(), String> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3")
+        .map_err(|e| format!("dropping caches (needs root): {e}"))
+}
+
+fn copy_in(corpus: &Path, dest: &Path, copies: usize) -> Result<(), String> {
+    for k in 0..copies {
+        sh(&format!(
+            "cp -r {} {}",
+            quote(corpus),
+            quote(&dest.join(format!("c{k}")))
+        ))?;
+    }
+    Ok(())
+}
+
+/// Read every file back. GNU tar does not read file data when the archive is /dev/null (it
+/// notices and only stats), so the archive goes to a pipe and `cat` discards it.
+fn tar_read(dir: &Path) -> Result<Duration, String> {
+    let t = Instant::now();
+    sh(&format!("tar cf - -C {} . | cat > /dev/null", quote(dir)))?;
+    Ok(t.elapsed())
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// `n` preads of 4 KiB at random 4 KiB-aligned offsets (seeded) over the files of `root`,
+/// uniform over their pages, each timed. Readahead is switched off per file so each read asks
+/// the filesystem for just that page.
+pub fn random_reads(root: &Path, files: &[(PathBuf, u64)], n: usize) -> Result<Latency, String> {
+    let mut open = Vec::new();
+    let mut ends = Vec::new();
+    let mut pages = 0u64;
+    for (rel, len) in files {
+        if *len == 0 {
+            continue;
+        }
+        let f = File::open(root.join(rel))
+            .map_err(|e| format!("opening {}: {e}", root.join(rel).display()))?;
+        // SAFETY: an advice call on an open descriptor.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        pages += len.div_ceil(4096);
+        open.push(f);
+        ends.push(pages);
+    }
+    if pages == 0 || n == 0 {
+        return Ok(Latency::default());
+    }
+    let mut rng = Rng(0x5eed_0001);
+    let mut buf = vec![0u8; 4096];
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let page = rng.below(pages);
+        let i = ends.partition_point(|&e| e <= page);
+        let first = if i == 0 { 0 } else { ends[i - 1] };
+        let off = (page - first) * 4096;
+        let t = Instant::now();
+        open[i]
+            .read_at(&mut buf, off)
+            .map_err(|e| format!("pread at {off}: {e}"))?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok(Latency {
+        p50: times[times.len() / 2],
+        p99: times[(times.len() * 99 / 100).min(times.len() - 1)],
+        reads: times.len(),
+    })
+}
+
+/// A background wring mount, unmounted on drop.
+struct WringMount {
+    mnt: PathBuf,
+    live: bool,
+}
+
+impl WringMount {
+    fn mount(l: &Launcher, dir: &Path, mnt: &Path, opts: &str) -> Result<WringMount, String> {
+        let (exe, args) = l.args(dir, mnt, opts);
+        daemon::mount_background(&exe, &args)
+            .map_err(|e| format!("mounting {} with -o {opts}: {e}", dir.display()))?;
+        Ok(WringMount {
+            mnt: mnt.to_path_buf(),
+            live: true,
+        })
+    }
+
+    fn umount(mut self) -> Result<(), String> {
+        self.live = false;
+        daemon::umount(&self.mnt).map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for WringMount {
+    fn drop(&mut self) {
+        if self.live {
+            let _ = daemon::umount(&self.mnt);
+        }
+    }
+}
+
+/// syncfs (writes back the kernel's dirty pages through FUSE), then a durable commit.
+fn wring_sync(mnt: &Path) -> Result<(), String> {
+    let f = File::open(mnt).map_err(|e| e.to_string())?;
+    // SAFETY: syncfs on an open descriptor.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(format!("syncfs: {}", std::io::Error::last_os_error()));
+    }
+    daemon::get_xattr(mnt, SYNC_XATTR).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// (uncompressed, stored) from the `raw:` line of the fs's stat report of `path`.
+fn wring_usage(path: &Path) -> Result<(u64, u64), String> {
+    let text = daemon::get_xattr(path, STAT_XATTR).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&text);
+    let raw = text
+        .lines()
+        .find(|l| l.starts_with("raw:"))
+        .ok_or_else(|| format!("no raw: line in the stat report:\n{text}"))?;
+    let field = |name: &str| -> Result<u64, String> {
+        raw.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .ok_or_else(|| format!("no {name}= in '{raw}'"))
+    };
+    Ok((field("uncompressed")?, field("disk")?))
+}
+
+fn total_bytes(files: &[(PathBuf, u64)]) -> u64 {
+    files.iter().map(|f| f.1).sum()
+}
+
+/// One wring run of `method` at `max_extent`; random reads when `random`.
+pub fn wring_run(
+    cfg: &Config,
+    files: &[(PathBuf, u64)],
+    method: &str,
+    max_extent: usize,
+    random: bool,
+) -> Result<Run, String> {
+    let base = cfg.work.join(format!(
+        "wring-{}-{}",
+        method.replace(':', "_"),
+        format_size(max_extent)
+    ));
+    let _ = std::fs::remove_dir_all(&base);
+    let (store, mnt) = (base.join("store"), base.join("mnt"));
+    std::fs::create_dir_all(&mnt).map_err(|e| format!("creating {}: {e}", mnt.display()))?;
+    Store::mkfs(&store).map_err(|e| e.to_string())?;
+    let opts = format!(
+        "compress-force={method},max_extent={}",
+        format_size(max_extent)
+    );
+    let label = format!("wring {opts}");
+    let mut run = Run {
+        bytes: total_bytes(files) * cfg.copies as u64,
+        ..Run::default()
+    };
+    let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+    progress(&format!("{label}: copying"));
+    let t = Instant::now();
+    copy_in(&cfg.corpus, &mnt, cfg.copies)?;
+    wring_sync(&mnt)?;
+    run.write = t.elapsed();
+    (run.uncompressed, run.stored) = wring_usage(&mnt)?;
+    m.umount()?;
+    drop_caches()?;
+    let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+    progress(&format!("{label}: reading back"));
+    run.read = tar_read(&mnt)?;
+    m.umount()?;
+    if random {
+        // A fresh mount: the fs's decompressed-extent cache is empty too.
+        drop_caches()?;
+        let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+        progress(&format!("{label}: random reads"));
+        run.latency = Some(random_reads(&mnt.join("c0"), files, cfg.random_reads)?);
+        m.umount()?;
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    Ok(run)
+}
+
+/// The same on a kernel btrfs mounted with `compress-force=METHOD`.
+pub fn kernel_run(
+    cfg: &Config,
+    files: &[(PathBuf, u64)],
+    method: &str,
+    random: bool,
+) -> Result<Run, String> {
+    use wring_btrfs::testing::ScratchFs;
+    let opts = format!("compress-force={method}");
+    let label = format!("btrfs {opts}");
+    let mut fs = ScratchFs::new(&opts).map_err(|e| e.to_string())?;
+    let mut run = Run {
+        bytes: total_bytes(files) * cfg.copies as u64,
+        ..Run::default()
+    };
+    progress(&format!("{label}: copying"));
+    let t = Instant::now();
+    copy_in(&cfg.corpus, fs.path(), cfg.copies)?;
+    fs.sync().map_err(|e| e.to_string())?;
+    run.write = t.elapsed();
+    let (report, _) =
+        wring_btrfs::stat::stat_paths(&[fs.path().to_path_buf()]).map_err(|e| e.to_string())?;
+    let total = report.total();
+    (run.uncompressed, run.stored) = (total.uncompressed, total.disk);
+    fs.remount().map_err(|e| e.to_string())?;
+    drop_caches()?;
+    progress(&format!("{label}: reading back"));
+    run.read = tar_read(fs.path())?;
+    if random {
+        fs.remount().map_err(|e| e.to_string())?;
+        drop_caches()?;
+        progress(&format!("{label}: random reads"));
+        run.latency = Some(random_reads(
+            &fs.path().join("c0"),
+            files,
+            cfg.random_reads,
+        )?);
+    }
+    Ok(run)
+}
+
+/// Run the whole benchmark.
+pub fn run(cfg: &Config) -> Result<Report, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("bench fs needs root (FUSE and loop mounts, dropping the page cache)".into());
+    }
+    let files = corpus_files(&cfg.corpus)?;
+    if files.is_empty() {
+        return Err(format!("no files in the corpus {}", cfg.corpus.display()));
+    }
+    std::fs::create_dir_all(&cfg.work)
+        .map_err(|e| format!("creating {}: {e}", cfg.work.display()))?;
+    let compare = cfg.big_extent.is_some();
+    let mut rows = Vec::new();
+    for method in &cfg.methods {
+        let random = compare && *method == cfg.extent_method;
+        let wring = wring_run(cfg, &files, method, cfg.max_extent, random)?;
+        let kernel = if cfg.kernel {
+            Some(kernel_run(cfg, &files, method, random)?)
+        } else {
+            None
+        };
+        rows.push(Row {
+            method: method.clone(),
+            wring,
+            kernel,
+        });
+    }
+    let extent = match cfg.big_extent {
+        None => None,
+        Some(big) => {
+            let found = rows.iter().find(|r| r.method == cfg.extent_method);
+            let (small, kernel) = match found {
+                Some(r) => (r.wring.clone(), r.kernel.clone()),
+                None => (
+                    wring_run(cfg, &files, &cfg.extent_method, cfg.max_extent, true)?,
+                    None,
+                ),
+            };
+            let big_run = wring_run(cfg, &files, &cfg.extent_method, big, true)?;
+            Some(ExtentCompare {
+                method: cfg.extent_method.clone(),
+                small: (cfg.max_extent, small),
+                big: (big, big_run),
+                kernel,
+            })
+        }
+    };
+    Ok(Report {
+        corpus: (total_bytes(&files), files.len()),
+        rows,
+        extent,
+    })
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+impl Report {
+    /// The markdown tables.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let copies = self
+            .rows
+            .first()
+            .map(|r| r.wring.bytes / self.corpus.0.max(1))
+            .unwrap_or(1);
+        let _ = writeln!(
+            s,
+            "corpus: {} files, {:.1} MB × {copies} (MB = 10^6 bytes; write = copy + sync, read = tar of everything after remount with cold caches)\n",
+            self.corpus.1,
+            self.corpus.0 as f64 / 1e6
+        );
+        s += "| method | wring write MB/s | kernel write MB/s | write wring/kernel | wring ratio | kernel ratio | ratio wring/kernel | wring read MB/s | kernel read MB/s | read wring/kernel |\n";
+        s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        let na = || "–".to_string();
+        for r in &self.rows {
+            let w = &r.wring;
+            let k = r.kernel.as_ref();
+            let f1 = |v: f64| format!("{v:.1}");
+            let f2 = |v: f64| format!("{v:.2}");
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.method,
+                f1(w.write_mbs()),
+                k.map_or_else(na, |k| f1(k.write_mbs())),
+                k.map_or_else(na, |k| f2(w.write_mbs() / k.write_mbs())),
+                f2(w.ratio()),
+                k.map_or_else(na, |k| f2(k.ratio())),
+                k.map_or_else(na, |k| f2(w.ratio() / k.ratio())),
+                f1(w.read_mbs()),
+                k.map_or_else(na, |k| f1(k.read_mbs())),
+                k.map_or_else(na, |k| f2(w.read_mbs() / k.read_mbs())),
+            );
+        }
+        if let Some(e) = &self.extent {
+            let _ = writeln!(
+                s,
+                "\n{}: max_extent {} vs {} (random reads: 4 KiB preads at seeded random aligned offsets, caches dropped and the fs freshly mounted)\n",
+                e.method,
+                format_size(e.big.0),
+                format_size(e.small.0)
+            );
+            s += "| fs | max_extent | ratio | ratio gain | write MB/s | read MB/s | random 4K p50 | random 4K p99 |\n";
+            s += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+            let base = e.small.1.ratio();
+            let mut line = |fs: &str, ext: String, r: &Run, gain: String| {
+                let (p50, p99) = r
+                    .latency
+                    .map_or_else(|| (na(), na()), |l| (us(l.p50), us(l.p99)));
+                let _ = writeln!(
+                    s,
+                    "| {fs} | {ext} | {:.2} | {gain} | {:.1} | {:.1} | {p50} | {p99} |",
+                    r.ratio(),
+                    r.write_mbs(),
+                    r.read_mbs()
+                );
+            };
+            line("wring", format_size(e.small.0), &e.small.1, "—".into());
+            let gain = (e.big.1.ratio() / base - 1.0) * 100.0;
+            line(
+                "wring",
+                format_size(e.big.0),
+                &e.big.1,
+                format!("{gain:+.1}%"),
+            );
+            if let Some(k) = &e.kernel {
+                line("kernel btrfs", "128K".into(), k, "—".into());
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,99 @@
+//! `wring bench fs` through its library function: a tiny corpus and one method must give every
+//! row (no timing assertions); the full run is an ignored test taking WRING_CORPUS.
+mod common;
+use common::*;
+
+use std::path::PathBuf;
+
+use wring_fs::bench::{self, Config, Launcher};
+
+fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
+    Config {
+        corpus,
+        copies: 1,
+        methods: methods.iter().map(|m| m.to_string()).collect(),
+        max_extent: 128 << 10,
+        extent_method: "zstd:3".into(),
+        big_extent: Some(1 << 20),
+        random_reads: 2000,
+        kernel: true,
+        launcher: Launcher::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into()),
+        work,
+    }
+}
+
+#[test]
+fn bench_fs_tiny_corpus() {
+    if !require_root("bench_fs_tiny_corpus") {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-bench-fs-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let src = base.join("corpus");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    // A few MB: slices of the corpus files, or generated text when there is no corpus.
+    let c = corpus();
+    for (n, (rel, len)) in bench::corpus_files(&c)
+        .unwrap()
+        .into_iter()
+        .take(4)
+        .enumerate()
+    {
+        let data = std::fs::read(c.join(&rel)).unwrap();
+        let name = format!("f{n}");
+        std::fs::write(
+            src.join("sub").join(name),
+            &data[..(len as usize).min(1 << 20)],
+        )
+        .unwrap();
+    }
+    std::fs::write(src.join("text"), text(&mut Rng(3), 2 << 20)).unwrap();
+    let mut cfg = config(src, base.join("work"), &["zstd:1"]);
+    cfg.extent_method = "zstd:1".into();
+    cfg.random_reads = 50;
+    let report = bench::run(&cfg);
+    let _ = std::fs::remove_dir_all(&base);
+    let report = report.unwrap();
+    let table = report.render();
+    eprintln!("{table}");
+    assert_eq!(report.rows.len(), 1);
+    let row = &report.rows[0];
+    assert_eq!(row.method, "zstd:1");
+    let k = row.kernel.as_ref().expect("kernel row");
+    for r in [&row.wring, k] {
+        assert!(r.bytes > 2 << 20 && r.stored > 0 && r.uncompressed >= r.bytes / 2);
+        assert!(r.ratio() > 1.0, "{r:?}");
+        assert_eq!(r.latency.map(|l| l.reads), Some(50));
+    }
+    let e = report.extent.as_ref().expect("extent comparison");
+    assert_eq!((e.small.0, e.big.0), (128 << 10, 1 << 20));
+    assert!(e.big.1.latency.is_some() && e.big.1.ratio() > 1.0);
+    assert!(
+        table.contains("| zstd:1 |") && table.contains("| wring | 1M |"),
+        "{table}"
+    );
+}
+
+/// The full benchmark: `WRING_CORPUS=/tmp/wring-corpus cargo test --release -p wring-fs
+/// --test bench_fs -- --ignored --nocapture` (WRING_METHODS, WRING_COPIES optional).
+#[test]
+#[ignore]
+fn bench_fs_full() {
+    if !require_root("bench_fs_full") {
+        return;
+    }
+    let corpus = PathBuf::from(std::env::var_os("WRING_CORPUS").expect("set WRING_CORPUS"));
+    let methods = std::env::var("WRING_METHODS").unwrap_or("lzo,zstd:1,zstd:3,zlib:3".into());
+    let methods: Vec<&str> = methods.split(',').collect();
+    let work = PathBuf::from(format!("/tmp/wring-bench-fs-{}", std::process::id()));
+    let mut cfg = config(corpus, work.clone(), &methods);
+    if let Some(k) = std::env::var("WRING_COPIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        cfg.copies = k;
+    }
+    let report = bench::run(&cfg);
+    let _ = std::fs::remove_dir_all(&work);
+    println!("{}", report.unwrap().render());
+}

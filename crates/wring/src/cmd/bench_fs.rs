@@ -1,0 +1,92 @@
+//! `wring bench fs`: seed 001's experiment through a real wring mount against kernel btrfs —
+//! write (copy + sync) and read (tar after remount) throughput and ratio per method, then the
+//! large-extent comparison (ratio gain, cold random 4 KiB read latency). Needs root.
+//! Thin: parse, call wring_fs::bench, print.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use wring_fs::bench::{self, Config, Launcher};
+use wring_fs::options::{parse_size, parse_spec};
+
+/// `wring bench fs` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Corpus directory to copy in (default: $WRING_CORPUS)
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// Copies of the corpus
+    #[arg(long, default_value_t = 1)]
+    copies: usize,
+    /// Methods, btrfs's spelling, comma-separated
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "lzo,zstd:1,zstd:3,zlib:3"
+    )]
+    methods: Vec<String>,
+    /// wring's max_extent for the main table
+    #[arg(long, default_value = "128K")]
+    max_extent: String,
+    /// The larger max_extent compared against --max-extent ("none" to skip the comparison)
+    #[arg(long, default_value = "1M")]
+    big_extent: String,
+    /// Method of the extent-size comparison
+    #[arg(long, default_value = "zstd:3")]
+    extent_method: String,
+    /// Random 4 KiB reads per latency measurement
+    #[arg(long, default_value_t = 2000)]
+    random_reads: usize,
+    /// Skip kernel btrfs
+    #[arg(long)]
+    no_kernel: bool,
+    /// Scratch directory for stores and mount points
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+fn size(what: &str, text: &str) -> Result<usize> {
+    parse_size(text).with_context(|| format!("{what}: '{text}' is not a size (4K to 4M)"))
+}
+
+/// Run `wring bench fs`.
+pub fn run(args: Args) -> Result<()> {
+    let corpus = match args
+        .corpus
+        .or_else(|| std::env::var_os("WRING_CORPUS").map(Into::into))
+    {
+        Some(c) => c,
+        None => bail!("no corpus: pass --corpus DIR or set WRING_CORPUS"),
+    };
+    if !corpus.is_dir() {
+        bail!("the corpus {} is not a directory", corpus.display());
+    }
+    if args.copies == 0 {
+        bail!("--copies must be at least 1");
+    }
+    for m in args.methods.iter().chain([&args.extent_method]) {
+        parse_spec("compress-force", m)?;
+    }
+    let big_extent = match args.big_extent.as_str() {
+        "none" | "" => None,
+        t => Some(size("--big-extent", t)?),
+    };
+    let cfg = Config {
+        corpus,
+        copies: args.copies,
+        methods: args.methods,
+        max_extent: size("--max-extent", &args.max_extent)?,
+        extent_method: args.extent_method,
+        big_extent,
+        random_reads: args.random_reads,
+        kernel: !args.no_kernel,
+        launcher: Launcher::Cli(std::env::current_exe().context("finding the wring executable")?),
+        work: args.work_dir.unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("wring-bench-fs-{}", std::process::id()))
+        }),
+    };
+    let report = bench::run(&cfg);
+    let _ = std::fs::remove_dir_all(&cfg.work);
+    print!("{}", report.map_err(anyhow::Error::msg)?.render());
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! The real `wring` CLI backgrounds its mount daemon correctly: `wring mount` returns only once
+//! the mount is live (and does not hold the caller's pipes open), `wring status` shows the
+//! options, `wring umount` unmounts and the daemon exits.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const WRING: &str = env!("CARGO_BIN_EXE_wring");
+
+fn is_mounted(p: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let p = p.to_string_lossy();
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*p))
+}
+
+/// Run `wring ARGS…` capturing its output, failing when it takes longer than `limit` (a
+/// daemon that kept the caller's stdout or stderr pipe would make `output()` hang).
+fn wring(args: &[&str], limit: Duration) -> Output {
+    let mut cmd = Command::new(WRING);
+    cmd.args(args).stdin(Stdio::null());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(cmd.output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(o) => o.expect("running wring"),
+        Err(_) => panic!("`wring {}` did not return within {limit:?}", args.join(" ")),
+    }
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Unmounts (lazily) and removes the scratch directory whatever happens.
+struct Scratch {
+    base: PathBuf,
+    mnt: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if is_mounted(&self.mnt) {
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(&self.mnt)
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+#[test]
+fn mount_status_umount_in_background() {
+    if !wring_btrfs::testing::require_root("mount_status_umount_in_background") {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-cli-fs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let s = Scratch {
+        mnt: base.join("mnt"),
+        base,
+    };
+    let store = s.base.join("store");
+    std::fs::create_dir_all(&s.mnt).unwrap();
+    let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
+    let limit = Duration::from_secs(30);
+
+    ok(&wring(&["mkfs", st], limit), "wring mkfs");
+    let started = Instant::now();
+    ok(
+        &wring(&["mount", "-o", "compress=zstd:1", st, mnt], limit),
+        "wring mount",
+    );
+    // Ready on return: no waiting, no retrying.
+    assert!(
+        is_mounted(&s.mnt),
+        "not mounted when `wring mount` returned"
+    );
+    let file = s.mnt.join("hello");
+    std::fs::write(&file, b"hello, wring\n").expect("create a file right after mount");
+    assert_eq!(std::fs::read(&file).unwrap(), b"hello, wring\n");
+    eprintln!("mount returned after {:?}", started.elapsed());
+
+    let pid: i32 =
+        String::from_utf8(wring_fs::daemon::get_xattr(&s.mnt, wring_fs::PID_XATTR).unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+    assert!(alive(pid), "daemon {pid} is not running");
+    assert_ne!(pid as u32, std::process::id());
+
+    let status = ok(&wring(&["status", mnt], limit), "wring status");
+    assert!(
+        status.contains("compress=zstd:1"),
+        "status lacks compress=: {status}"
+    );
+
+    // A second mount on the same point fails with a message, and leaves the first alone.
+    let again = wring(&["mount", st, mnt], limit);
+    assert!(!again.status.success(), "a second mount succeeded");
+    assert!(is_mounted(&s.mnt));
+
+    ok(&wring(&["umount", mnt], limit), "wring umount");
+    assert!(!is_mounted(&s.mnt), "still mounted after `wring umount`");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "daemon {pid} still running after umount");
+
+    // What was written survived: fsck is clean and a new mount reads it back.
+    let fsck = ok(&wring(&["fsck", st], limit), "wring fsck");
+    assert!(fsck.contains("no problems found"), "{fsck}");
+    ok(&wring(&["mount", st, mnt], limit), "wring mount (again)");
+    assert_eq!(std::fs::read(&file).unwrap(), b"hello, wring\n");
+    ok(&wring(&["umount", mnt], limit), "wring umount (again)");
+    assert!(!is_mounted(&s.mnt));
+}
