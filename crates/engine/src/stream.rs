@@ -75,7 +75,8 @@ fn worker(
     next: &AtomicUsize,
 ) -> Vec<(usize, Result<Extent, Error>)> {
     let mut out = Vec::new();
-    let mut dst = vec![0u8; engine.max_extent()];
+    let longest = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut dst = vec![0u8; compressed_limit(longest.min(engine.max_extent()))];
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(src) = inputs.get(i) else { return out };
