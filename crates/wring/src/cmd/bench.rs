@@ -1,9 +1,361 @@
-//! `wring bench ...` (being written).
+//! `wring bench ...`: the seeds' tables on wring's engine, with the kernel beside them.
+//! Thin: parse, load the corpus, call wring-bench, write the outputs.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use wring_bench::corpus::Corpus;
+use wring_bench::kernel::{self, KernelConfig, ReadMethod};
+use wring_bench::levels::{self, LevelsConfig};
+use wring_bench::machine::{available_parallelism, Machine};
+use wring_bench::progress::Progress;
+use wring_bench::report::Report;
+use wring_bench::streams::{self, StreamsConfig};
+use wring_bench::zram::{self, ZramConfig};
+use wring_bench::{interrupt, plot};
 
 /// Benchmark subcommands.
 #[derive(clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Ratio, compression and decompression MB/s and workspace memory per algorithm and level
+    /// (seeds 000 and 001) on wring's engine, with the managers' overhead over the bare library
+    Levels(LevelsArgs),
+    /// W concurrent writers under stream limits 1, 2, … and the speed-up over one stream (seed 002)
+    Streams(StreamsArgs),
+    /// The kernel's btrfs (compress-force on a loop-mounted image) and zram beside wring's
+    /// engine, same corpus, same run (needs root)
+    Kernel(KernelArgs),
+    /// `wring btrfs recompress` at -j 1 and -j 2 against the kernel's compress-force write of
+    /// the same data at the same level (needs root)
+    Recompress(super::bench_recompress::Args),
+    /// Seed 001's experiment through a wring-fs mount, with the kernel's btrfs beside it, and
+    /// max_extent=1M against 128K (needs root)
+    Fs(super::bench_fs::Args),
+}
 
-pub fn run(c: Command) -> anyhow::Result<()> {
-    match c {}
+/// Options every benchmark takes.
+#[derive(clap::Args)]
+pub struct CommonArgs {
+    /// Corpus directory: every regular file under it, recursively. Default: a deterministic
+    /// ~80 MB sample of files every Linux machine has (/usr/share/doc, python's sources under
+    /// /usr/lib, shared libraries, /usr/share data). `../shared/corpus/build.sh DIR` builds the
+    /// shared Silesia-like corpus.
+    #[arg(long, value_name = "DIR")]
+    corpus: Option<PathBuf>,
+    /// Use only the first BYTES of the corpus, files in order, the last one cut (K, M, G suffixes)
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_bytes: Option<u64>,
+    /// Also write the whole report as JSON to FILE; `-` prints it on stdout instead of the
+    /// markdown table
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write every row as CSV (one long table: table,source,method,…) to FILE; `-` prints
+    /// it on stdout instead of the markdown table
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// No progress bar (it is also hidden when stdout is not a terminal)
+    #[arg(long, short)]
+    quiet: bool,
+    /// Time each of wring's phases N times and keep the fastest (other load on the machine
+    /// only ever slows a run down)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: usize,
+}
+
+/// Options of `wring bench levels`.
+#[derive(clap::Args)]
+pub struct LevelsArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Only these algorithms, comma-separated (zstd,zlib,lzo,lz4,lz4hc)
+    #[arg(long, value_delimiter = ',')]
+    algorithms: Vec<String>,
+    /// Levels: items for every selected algorithm (`1,3,9`, `1..9`, `-5`) or for one
+    /// (`zstd:-5,zstd:1..15,zlib:9,lzo`). Default: zstd:-5,zstd:1..15,zstd:19,zlib:1..9,lzo,lz4,lz4hc:9
+    #[arg(long, allow_hyphen_values = true)]
+    levels: Option<String>,
+    /// Engine streams, and threads compressing and decompressing (default: available parallelism)
+    #[arg(long)]
+    streams: Option<usize>,
+    /// Skip timing the bare library call (no manager-overhead column)
+    #[arg(long)]
+    no_bare: bool,
+    /// PNG of ratio against compression speed
+    #[arg(long, value_name = "FILE", default_value = "bench-levels.png")]
+    plot: PathBuf,
+    /// Draw no plot
+    #[arg(long)]
+    no_plot: bool,
+}
+
+/// Options of `wring bench streams`.
+#[derive(clap::Args)]
+pub struct StreamsArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Methods to compress with, comma-separated
+    #[arg(long, default_value = streams::DEFAULT_SPECS)]
+    methods: String,
+    /// Numbers of concurrent writers, comma-separated (default: 1, P and 2P, P = available parallelism)
+    #[arg(long, value_delimiter = ',')]
+    writers: Vec<usize>,
+    /// Stream limits, comma-separated (default: 1, 2, … P)
+    #[arg(long, value_delimiter = ',')]
+    limits: Vec<usize>,
+}
+
+/// How `wring bench kernel` reads the filesystem back.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ReadArg {
+    /// `tar cf - . | cat > /dev/null`, as seed 001
+    Tar,
+    /// Read every file, 1 MiB at a time
+    Files,
+}
+
+/// Options of `wring bench kernel`.
+#[derive(clap::Args)]
+pub struct KernelArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Copies of the corpus written to each btrfs
+    #[arg(long, default_value_t = 1)]
+    copies: usize,
+    /// btrfs methods as mount options spell them, comma-separated (lz4, lz4hc and zstd above 15
+    /// get wring's row and n/a)
+    #[arg(long, default_value = kernel::DEFAULT_METHODS, allow_hyphen_values = true)]
+    methods: String,
+    /// wring's streams (default: available parallelism; zram gets as many writers)
+    #[arg(long)]
+    streams: Option<usize>,
+    /// How to read the filesystem back after the remount
+    #[arg(long, value_enum, default_value_t = ReadArg::Tar)]
+    read: ReadArg,
+    /// Also time wring's bare library call
+    #[arg(long)]
+    bare: bool,
+    /// Skip the btrfs part
+    #[arg(long)]
+    no_btrfs: bool,
+    /// Skip the zram part
+    #[arg(long)]
+    no_zram: bool,
+    /// zram algorithms, comma-separated (default: lzo-rle, lzo and lz4, where offered)
+    #[arg(long, value_delimiter = ',')]
+    zram_algorithms: Vec<String>,
+    /// Reset /dev/zram0 even if it was already initialised (never when it is swap or mounted)
+    #[arg(long)]
+    zram_force: bool,
+    /// PNG of ratio against compression speed, the kernel's points beside wring's
+    #[arg(long, value_name = "FILE", default_value = "bench-kernel.png")]
+    plot: PathBuf,
+    /// Draw no plot
+    #[arg(long)]
+    no_plot: bool,
+}
+
+pub fn run(c: Command) -> Result<()> {
+    match c {
+        Command::Levels(a) => {
+            install_ctrlc();
+            run_levels(a)
+        }
+        Command::Streams(a) => {
+            install_ctrlc();
+            run_streams(a)
+        }
+        Command::Kernel(a) => {
+            install_ctrlc();
+            run_kernel(a)
+        }
+        Command::Recompress(a) => super::bench_recompress::run(a),
+        Command::Fs(a) => super::bench_fs::run(a),
+    }
+}
+
+/// First Ctrl-C: stop at the next step and undo mounts and zram; again, or when nothing needs
+/// undoing: exit at once.
+fn install_ctrlc() {
+    let result = ctrlc::set_handler(|| {
+        if interrupt::needs_cleanup() && !interrupt::requested() {
+            eprintln!("\nwring bench: interrupted; cleaning up (Ctrl-C again to quit at once)");
+            interrupt::request();
+        } else {
+            eprintln!("\nwring bench: interrupted");
+            std::process::exit(130);
+        }
+    });
+    if let Err(e) = result {
+        log::warn!("no Ctrl-C handler: {e}");
+    }
+}
+
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    digits
+        .parse::<u64>()
+        .map(|n| n << shift)
+        .map_err(|_| format!("'{text}' is not a size (e.g. 65536, 64K, 16M, 1G)"))
+}
+
+struct Setup {
+    corpus: Corpus,
+    progress: Progress,
+    machine: Machine,
+}
+
+/// The note saying how many timings each figure is the fastest of.
+fn repeat_note(report: &mut Report, repeat: usize) {
+    if repeat > 1 {
+        report.notes.push(format!(
+            "every wring timing is the fastest of {repeat} runs"
+        ));
+    }
+}
+
+fn setup(common: &CommonArgs) -> Result<Setup> {
+    let progress = Progress::new(!common.quiet && std::io::stdout().is_terminal());
+    let mut corpus = match &common.corpus {
+        Some(dir) => {
+            Corpus::load(dir).with_context(|| format!("loading --corpus {}", dir.display()))?
+        }
+        None => Corpus::default_sample().context("sampling the default corpus")?,
+    };
+    if let Some(max) = common.max_bytes {
+        corpus = corpus.truncated(max);
+    }
+    if corpus.bytes() == 0 {
+        bail!("the corpus is empty");
+    }
+    Ok(Setup {
+        corpus,
+        progress,
+        machine: Machine::detect(),
+    })
+}
+
+fn run_levels(a: LevelsArgs) -> Result<()> {
+    let algorithms = levels::parse_algorithms(&a.algorithms)?;
+    let specs = levels::parse_specs(&algorithms, a.levels.as_deref())?;
+    let s = setup(&a.common)?;
+    let streams = a.streams.unwrap_or_else(available_parallelism).max(1);
+    let mut cfg = LevelsConfig::new(specs, streams);
+    cfg.bare = !a.no_bare;
+    cfg.repeat = a.common.repeat.max(1);
+    let mut report = Report::new("levels", s.machine, s.corpus.info(), streams);
+    report.levels = levels::run(&s.corpus, &cfg, &s.progress)?;
+    repeat_note(&mut report, cfg.repeat);
+    report.notes.push(
+        "memory KB = one workspace for that level (codec state plus its 128 KiB extent buffer); the engine holds at most one per stream".into(),
+    );
+    if cfg.bare {
+        report.notes.push("bare = the same extents through a codec state per thread with no workspace manager; overhead = engine time / bare time".into());
+    }
+    s.progress.finish();
+    finish(&report, &a.common, (!a.no_plot).then_some(a.plot.as_path()))
+}
+
+fn run_streams(a: StreamsArgs) -> Result<()> {
+    let specs = kernel::parse_methods(&a.methods)?;
+    let s = setup(&a.common)?;
+    let p = available_parallelism();
+    let mut cfg = StreamsConfig::defaults(specs, p);
+    if !a.writers.is_empty() {
+        cfg.writers = a.writers.iter().map(|&w| w.max(1)).collect();
+    }
+    if !a.limits.is_empty() {
+        cfg.limits = a.limits.iter().map(|&l| l.max(1)).collect();
+    }
+    cfg.repeat = a.common.repeat.max(1);
+    let mut report = Report::new("streams", s.machine, s.corpus.info(), p);
+    report.streams_rows = streams::run(&s.corpus, &cfg, &s.progress)?;
+    repeat_note(&mut report, cfg.repeat);
+    report.notes.push("each writer compresses the whole corpus extent by extent through one shared engine (as each dd wrote the same file in seed 002); MB/s counts every writer's input".into());
+    s.progress.finish();
+    finish(&report, &a.common, None)
+}
+
+fn run_kernel(a: KernelArgs) -> Result<()> {
+    if !wring_btrfs::testing::is_root() {
+        bail!("wring bench kernel needs root (loop devices, mount, encoded reads, zram)");
+    }
+    let methods = kernel::parse_methods(&a.methods)?;
+    let s = setup(&a.common)?;
+    let streams = a.streams.unwrap_or_else(available_parallelism).max(1);
+    let mut report = Report::new("kernel", s.machine, s.corpus.info(), streams);
+    if !a.no_btrfs {
+        let cfg = KernelConfig {
+            methods,
+            copies: a.copies.max(1),
+            streams,
+            read: match a.read {
+                ReadArg::Tar => ReadMethod::Tar,
+                ReadArg::Files => ReadMethod::Files,
+            },
+            bare: a.bare,
+            repeat: a.common.repeat.max(1),
+        };
+        report.btrfs = kernel::run_btrfs(&s.corpus, &cfg, &s.progress)?;
+        repeat_note(&mut report, cfg.repeat);
+        report.notes.push("btrfs: the kernel compresses at writeback on its own workers; its write+sync MB/s includes the filesystem and the loop device, its read MB/s the filesystem, decompression and tar".into());
+    }
+    if !a.no_zram {
+        let mut cfg = ZramConfig::new(streams);
+        cfg.algorithms = a.zram_algorithms.clone();
+        cfg.force = a.zram_force;
+        let (rows, huge) = zram::run(&s.corpus, &cfg, &s.progress)?;
+        report.zram = rows;
+        report.zram_huge_class = Some(huge);
+        report.notes.push(format!("zram: {streams} writers and readers; wring's pages are stored compressed below zsmalloc's huge class size ({huge} bytes here) and whole otherwise"));
+    }
+    s.progress.finish();
+    finish(&report, &a.common, (!a.no_plot).then_some(a.plot.as_path()))
+}
+
+/// Print the markdown (unless JSON or CSV goes to stdout), write the files, draw the plot.
+fn finish(report: &Report, common: &CommonArgs, plot_path: Option<&Path>) -> Result<()> {
+    let dash = Path::new("-");
+    let mut stdout_taken = false;
+    if let Some(path) = &common.json {
+        let json = report.json()?;
+        stdout_taken |= emit(path, dash, &json)?;
+    }
+    if let Some(path) = &common.csv {
+        stdout_taken |= emit(path, dash, &report.csv())?;
+    }
+    if !stdout_taken {
+        print!("{}", report.markdown());
+    }
+    if let Some(path) = plot_path {
+        let outcome = plot::plot(report, path)?;
+        if !outcome.labels {
+            eprintln!(
+                "wring bench: no TrueType font found (install fonts-dejavu-core); {} has no labels",
+                path.display()
+            );
+        }
+        eprintln!("wring bench: plot written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Write `text` to `path`, or to stdout when `path` is `-`; true when it went to stdout.
+fn emit(path: &Path, dash: &Path, text: &str) -> Result<bool> {
+    if path == dash {
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
+        }
+        return Ok(true);
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wring bench: wrote {}", path.display());
+    Ok(false)
 }

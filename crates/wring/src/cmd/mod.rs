@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_fs;
+pub mod bench_recompress;
 pub mod btrfs;
 pub mod fs;
 pub mod levels;

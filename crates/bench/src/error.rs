@@ -1,0 +1,79 @@
+//! The library's one error type.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why a benchmark could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A file or device operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The corpus has no data to compress.
+    #[error("the corpus at {0} holds no readable, non-empty files")]
+    EmptyCorpus(PathBuf),
+    /// A compression spec or level list that cannot be understood.
+    #[error("{0}")]
+    Spec(String),
+    /// The engine failed on an extent.
+    #[error("{spec}: extent {index}: {source}")]
+    Engine {
+        /// The spec being measured.
+        spec: String,
+        /// Which extent, in corpus order.
+        index: usize,
+        /// The engine's error.
+        #[source]
+        source: wring_engine::Error,
+    },
+    /// A decompressed extent differs from its input.
+    #[error("{spec}: extent {index} does not decompress to its input")]
+    Mismatch {
+        /// The spec being measured.
+        spec: String,
+        /// Which extent, in corpus order.
+        index: usize,
+    },
+    /// A scratch btrfs could not be made, mounted or removed.
+    #[error("scratch btrfs: {0}")]
+    Scratch(#[from] wring_btrfs::testing::EnvError),
+    /// An encoded read failed while measuring the kernel's extents.
+    #[error("reading extents: {0}")]
+    Btrfs(#[from] wring_btrfs::BtrfsError),
+    /// zram could not be configured or measured.
+    #[error("zram: {0}")]
+    Zram(String),
+    /// The benchmark needs root.
+    #[error("{0} needs root (loop devices, mount, encoded reads, zram)")]
+    NotRoot(&'static str),
+    /// The user pressed Ctrl-C; everything set up has been undone.
+    #[error("interrupted")]
+    Interrupted,
+    /// The plot could not be drawn or written.
+    #[error("plot {path}: {reason}")]
+    Plot {
+        /// The PNG file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The JSON report could not be produced.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl BenchError {
+    /// An I/O error with a description of what was being done.
+    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
+        BenchError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,665 @@
+//! `wring bench levels`: seed 000's level table and seed 001's method table on wring's engine.
+//!
+//! The corpus is cut into independent extents of at most 128 KiB (per file, as btrfs cuts
+//! them). For each algorithm and level the extents are compressed on the engine's streams
+//! through its workspace managers ([`compress_batch`]), then decompressed on as many threads
+//! and checked byte for byte. Then the same extents go through the bare library call — a codec
+//! state per thread, made before the clock starts, no manager — so that the managers' overhead
+//! shows as a ratio of times.
+//!
+//! Ratio is input bytes over stored bytes, every extent rounded up to whole 4 KiB blocks as
+//! btrfs allocates it and an extent that does not save a block counted raw; the unrounded
+//! ratio is given too. MB/s is input bytes over wall-clock time of all threads together.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use wring_engine::codec::{standalone, CodecState};
+use wring_engine::stream::{compress_batch, Extent};
+use wring_engine::{compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Policy};
+
+use crate::corpus::Corpus;
+use crate::metrics::{mb_per_s, overhead, Stored};
+use crate::progress::Progress;
+use crate::{interrupt, BenchError};
+
+/// What `wring bench levels` measures when no `--levels` is given: seed 000's zstd levels with
+/// a negative one and 19 beyond btrfs's range, zlib's nine, lzo, lz4 and lz4hc's default.
+pub const DEFAULT_LEVELS: &str = "zstd:-5,zstd:1..15,zstd:19,zlib:1..9,lzo,lz4,lz4hc:9";
+
+/// Settings of a levels run.
+#[derive(Debug, Clone)]
+pub struct LevelsConfig {
+    /// Algorithms and levels, in report order.
+    pub specs: Vec<CompressSpec>,
+    /// Engine streams, and threads compressing and decompressing.
+    pub streams: usize,
+    /// Also time the bare library call (the managers' overhead).
+    pub bare: bool,
+    /// Largest extent (128 KiB as btrfs).
+    pub max_extent: usize,
+    /// Time every phase this many times and keep the fastest (other load only slows runs down).
+    pub repeat: usize,
+}
+
+impl LevelsConfig {
+    /// `specs` on `streams` streams, bare timing on, btrfs's 128 KiB extents.
+    pub fn new(specs: Vec<CompressSpec>, streams: usize) -> LevelsConfig {
+        LevelsConfig {
+            specs,
+            streams: streams.max(1),
+            bare: true,
+            max_extent: wring_engine::MAX_EXTENT,
+            repeat: 1,
+        }
+    }
+}
+
+/// The bare library call on the same extents, and the managers' overhead against it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BareFigures {
+    /// Wall-clock seconds to compress every extent.
+    pub compress_secs: f64,
+    /// Wall-clock seconds to decompress every extent.
+    pub decompress_secs: f64,
+    /// Input MB/s compressing.
+    pub compress_mbps: f64,
+    /// Input MB/s decompressing.
+    pub decompress_mbps: f64,
+    /// Engine time over bare time, compressing (1.00 = no overhead).
+    pub compress_overhead: f64,
+    /// Engine time over bare time, decompressing.
+    pub decompress_overhead: f64,
+}
+
+/// One algorithm and level through wring's engine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelRow {
+    /// The spec as btrfs spells it (`zstd:3`, `lzo`).
+    pub spec: String,
+    /// The algorithm.
+    pub algorithm: String,
+    /// The level (0 for lzo and lz4).
+    pub level: i32,
+    /// Whether the kernel's btrfs has this algorithm and level.
+    pub in_btrfs: bool,
+    /// Streams and threads used.
+    pub streams: usize,
+    /// Extents, input and stored bytes.
+    pub stored: Stored,
+    /// Input over stored bytes, extents rounded up to 4 KiB.
+    pub ratio: f64,
+    /// Input over stored bytes, unrounded.
+    pub ratio_unrounded: f64,
+    /// Wall-clock seconds to compress every extent.
+    pub compress_secs: f64,
+    /// Wall-clock seconds to decompress every extent (raw extents are copied).
+    pub decompress_secs: f64,
+    /// Input MB/s compressing.
+    pub compress_mbps: f64,
+    /// Input MB/s decompressing.
+    pub decompress_mbps: f64,
+    /// A workspace serving this level: codec memory plus its extent buffer, in KiB.
+    pub workspace_kb: u64,
+    /// The codec's part of it, in KiB.
+    pub codec_kb: u64,
+    /// Times a compressing thread waited for a workspace (stream limit or memory).
+    pub waits: u64,
+    /// The bare library call, when timed.
+    pub bare: Option<BareFigures>,
+}
+
+/// Algorithms named in `--algorithms` (empty: all of them).
+pub fn parse_algorithms(names: &[String]) -> Result<Vec<Algorithm>, BenchError> {
+    names
+        .iter()
+        .map(|n| {
+            n.trim()
+                .parse::<Algorithm>()
+                .map_err(|e| BenchError::Spec(format!("--algorithms: {e}")))
+        })
+        .collect()
+}
+
+/// The specs to measure. `levels` is a comma-separated list whose items are either a level
+/// or range for every algorithm in `algorithms` that has it (`3`, `1..9`, `1-9`, `-5`), or
+/// an algorithm with a level or range (`zstd:-5`, `zstd:1..15`, `lzo`). Without `levels`,
+/// [`DEFAULT_LEVELS`]. `algorithms` (empty: all) filters either way. Duplicates are dropped.
+pub fn parse_specs(
+    algorithms: &[Algorithm],
+    levels: Option<&str>,
+) -> Result<Vec<CompressSpec>, BenchError> {
+    let wanted = |a: Algorithm| algorithms.is_empty() || algorithms.contains(&a);
+    let mut out = Vec::new();
+    for item in levels
+        .unwrap_or(DEFAULT_LEVELS)
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        match item.split_once(':') {
+            Some((name, range)) => {
+                let alg = parse_algorithm(name)?;
+                for level in parse_range(range)? {
+                    if level < alg.min_level() || level > alg.max_level() || level == 0 {
+                        return Err(BenchError::Spec(format!(
+                            "--levels: {alg} has levels {}..={}, not {level}",
+                            alg.min_level(),
+                            alg.max_level()
+                        )));
+                    }
+                    if wanted(alg) {
+                        out.push(CompressSpec::new(alg, level));
+                    }
+                }
+            }
+            None if item.parse::<Algorithm>().is_ok() => {
+                let alg = parse_algorithm(item)?;
+                if wanted(alg) {
+                    out.push(CompressSpec::default_for(alg));
+                }
+            }
+            None => {
+                let range = parse_range(item)?;
+                let selected = if algorithms.is_empty() {
+                    Algorithm::ALL.to_vec()
+                } else {
+                    algorithms.to_vec()
+                };
+                for alg in selected {
+                    if !alg.has_levels() {
+                        out.push(CompressSpec::default_for(alg));
+                        continue;
+                    }
+                    for &level in &range {
+                        if level != 0 && level >= alg.min_level() && level <= alg.max_level() {
+                            out.push(CompressSpec::new(alg, level));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    out.retain(|s| seen.insert(*s));
+    if out.is_empty() {
+        return Err(BenchError::Spec(
+            "--levels/--algorithms select nothing to measure".into(),
+        ));
+    }
+    Ok(out)
+}
+
+fn parse_algorithm(name: &str) -> Result<Algorithm, BenchError> {
+    name.trim()
+        .parse::<Algorithm>()
+        .map_err(|e| BenchError::Spec(format!("--levels: {e}")))
+}
+
+/// `3` → [3]; `1..9` or `1-9` → 1..=9; `-5` → [-5]; `-15..-1` → -15..=-1.
+pub fn parse_range(text: &str) -> Result<Vec<i32>, BenchError> {
+    let bad = || {
+        BenchError::Spec(format!(
+            "--levels: '{text}' is not a level or range (3, -5, 1..9, 1-9)"
+        ))
+    };
+    let num = |s: &str| s.trim().parse::<i32>().map_err(|_| bad());
+    let text = text.trim();
+    let (lo, hi) = if let Some((a, b)) = text.split_once("..") {
+        (num(a)?, num(b.trim_start_matches('='))?)
+    } else if let Some(pos) = text.get(1..).and_then(|rest| rest.find('-')) {
+        (num(&text[..=pos])?, num(&text[pos + 2..])?)
+    } else {
+        let n = num(text)?;
+        (n, n)
+    };
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok((lo..=hi).collect())
+}
+
+/// Measures specs one after another on the same engine and corpus.
+pub struct LevelBench<'c> {
+    engine: Engine,
+    extents: Vec<&'c [u8]>,
+    streams: usize,
+    bare: bool,
+    max_extent: usize,
+    repeat: usize,
+    out: Vec<u8>,
+}
+
+impl<'c> LevelBench<'c> {
+    /// An engine with `cfg.streams` streams over the extents of `corpus`.
+    pub fn new(corpus: &'c Corpus, cfg: &LevelsConfig) -> LevelBench<'c> {
+        let engine = Engine::new(EngineConfig {
+            streams: cfg.streams.max(1),
+            max_extent: cfg.max_extent,
+            ..Default::default()
+        });
+        let extents = corpus.extents(cfg.max_extent);
+        // One destination for every decompressed extent, touched now so that page faults
+        // stay out of the timings.
+        let out = vec![0xa5u8; corpus.bytes() as usize];
+        LevelBench {
+            engine,
+            extents,
+            streams: cfg.streams.max(1),
+            bare: cfg.bare,
+            max_extent: cfg.max_extent,
+            repeat: cfg.repeat.max(1),
+            out,
+        }
+    }
+
+    /// Number of extents.
+    pub fn extent_count(&self) -> usize {
+        self.extents.len()
+    }
+
+    /// The engine (for its statistics).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Steps [`LevelBench::measure`] reports to a progress bar.
+    pub fn steps(&self) -> u64 {
+        if self.bare {
+            4
+        } else {
+            2
+        }
+    }
+
+    /// Compress, decompress and check every extent with `spec`, and, when configured, the same
+    /// through the bare library call. Each repetition runs engine and bare back to back, so
+    /// that other load on the machine falls on both alike; the fastest of each is kept.
+    pub fn measure(
+        &mut self,
+        spec: CompressSpec,
+        progress: &Progress,
+    ) -> Result<LevelRow, BenchError> {
+        let Some(alg) = spec.algorithm else {
+            return Err(BenchError::Spec(
+                "'no' compresses nothing to measure".into(),
+            ));
+        };
+        let name = spec.to_string();
+        interrupt::check()?;
+        progress.step(format!("{name}: compressing"));
+        self.warm_up(spec)?;
+        let waits_before = self.waits(alg);
+        let mut best = [f64::INFINITY; 4];
+        let mut compressed = Vec::new();
+        for round in 0..self.repeat {
+            interrupt::check()?;
+            let t = Instant::now();
+            let batch = compress_batch(
+                &self.engine,
+                spec,
+                Policy::Force,
+                &self.extents,
+                self.streams,
+            );
+            best[0] = best[0].min(t.elapsed().as_secs_f64());
+            compressed = self.collect(&name, batch)?;
+            if round == 0 {
+                progress.done();
+            }
+            if self.bare {
+                interrupt::check()?;
+                progress.step(format!("{name}: bare library"));
+                best[2] = best[2].min(self.bare_compress(spec, &name, &compressed)?);
+            }
+            interrupt::check()?;
+            progress.step(format!("{name}: decompressing"));
+            let engine = &self.engine;
+            let secs = decompress_all(
+                &self.extents,
+                &mut self.out,
+                self.streams,
+                &name,
+                &compressed,
+                || Ok(()),
+                |_, c, dst| engine.decompress(alg, c, dst),
+            )?;
+            best[1] = best[1].min(secs);
+            if round == 0 {
+                progress.done();
+            }
+            if self.bare {
+                interrupt::check()?;
+                best[3] = best[3].min(self.bare_decompress(spec, &name, &compressed)?);
+                if round == 0 {
+                    progress.done();
+                    progress.done();
+                }
+            }
+        }
+        let waits = (self.waits(alg) - waits_before) / self.repeat as u64;
+        let mut stored = Stored::default();
+        for (e, c) in self.extents.iter().zip(&compressed) {
+            stored.add(e.len(), c.as_ref().map(Vec::len));
+        }
+        let [compress_secs, decompress_secs, bare_c, bare_d] = best;
+        let input = stored.input;
+        let bare = self.bare.then(|| BareFigures {
+            compress_mbps: mb_per_s(input, bare_c),
+            decompress_mbps: mb_per_s(input, bare_d),
+            compress_overhead: overhead(compress_secs, bare_c),
+            decompress_overhead: overhead(decompress_secs, bare_d),
+            compress_secs: bare_c,
+            decompress_secs: bare_d,
+        });
+        let manager = self.engine.manager(alg);
+        Ok(LevelRow {
+            spec: name,
+            algorithm: alg.name().to_string(),
+            level: spec.level,
+            in_btrfs: alg.max_btrfs_level().is_some_and(|max| spec.level <= max),
+            streams: self.streams,
+            ratio: stored.ratio(),
+            ratio_unrounded: stored.ratio_unrounded(),
+            stored,
+            compress_mbps: mb_per_s(input, compress_secs),
+            decompress_mbps: mb_per_s(input, decompress_secs),
+            compress_secs,
+            decompress_secs,
+            workspace_kb: kib(manager.workspace_bytes(spec.level)),
+            codec_kb: kib(manager.level_bytes(spec.level)),
+            waits,
+            bare,
+        })
+    }
+
+    /// Let the manager allocate its workspaces for this level before the clock runs.
+    fn warm_up(&self, spec: CompressSpec) -> Result<(), BenchError> {
+        let n = self.extents.len().min(self.streams * 2);
+        let name = spec.to_string();
+        for (index, r) in compress_batch(
+            &self.engine,
+            spec,
+            Policy::Force,
+            &self.extents[..n],
+            self.streams,
+        )
+        .into_iter()
+        .enumerate()
+        {
+            r.map_err(|source| BenchError::Engine {
+                spec: name.clone(),
+                index,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn waits(&self, alg: Algorithm) -> u64 {
+        self.engine.manager(alg).stats().waits
+    }
+
+    /// Compressed bytes per extent (`None`: stored raw).
+    fn collect(
+        &self,
+        name: &str,
+        batch: Vec<Result<Extent, wring_engine::Error>>,
+    ) -> Result<Vec<Option<Vec<u8>>>, BenchError> {
+        batch
+            .into_iter()
+            .enumerate()
+            .map(|(index, r)| match r {
+                Ok(Extent::Compressed(v)) => Ok(Some(v)),
+                Ok(Extent::Incompressible | Extent::Skipped) => Ok(None),
+                Err(source) => Err(BenchError::Engine {
+                    spec: name.to_string(),
+                    index,
+                    source,
+                }),
+            })
+            .collect()
+    }
+
+    /// Seconds to compress every extent through bare codec states, one per thread; checks
+    /// that they store what the engine stored.
+    fn bare_compress(
+        &self,
+        spec: CompressSpec,
+        name: &str,
+        managed: &[Option<Vec<u8>>],
+    ) -> Result<f64, BenchError> {
+        let Some(alg) = spec.algorithm else {
+            return Ok(0.0);
+        };
+        let max_extent = self.max_extent;
+        let sizes: Vec<AtomicUsize> = (0..self.extents.len())
+            .map(|_| AtomicUsize::new(0))
+            .collect();
+        let extents = &self.extents;
+        let secs = parallel(
+            self.streams,
+            extents.len(),
+            || {
+                Ok((
+                    bare_state(alg, spec.level, max_extent)?,
+                    vec![0u8; max_extent],
+                ))
+            },
+            |(state, dst): &mut (Box<dyn CodecState>, Vec<u8>), i| {
+                let src = extents[i];
+                let limit = compressed_limit(src.len());
+                let r = if limit == 0 {
+                    None
+                } else {
+                    state
+                        .compress(spec.level, src, &mut dst[..limit])
+                        .map_err(|source| BenchError::Engine {
+                            spec: name.to_string(),
+                            index: i,
+                            source,
+                        })?
+                };
+                // Copy the result out as compress_batch does, so that only the managers differ.
+                let kept = r.map(|n| dst[..n].to_vec());
+                sizes[i].store(
+                    kept.as_ref().map_or(usize::MAX, Vec::len),
+                    Ordering::Relaxed,
+                );
+                Ok(())
+            },
+        )?;
+        for (index, (size, m)) in sizes.iter().zip(managed).enumerate() {
+            let bare = size.load(Ordering::Relaxed);
+            let engine = m.as_ref().map_or(usize::MAX, Vec::len);
+            if bare != engine {
+                log::warn!(
+                    "{name}: extent {index}: bare library gave {bare} bytes, engine {engine}"
+                );
+            }
+        }
+        Ok(secs)
+    }
+
+    /// Seconds to decompress every extent through bare codec states, one per thread.
+    fn bare_decompress(
+        &mut self,
+        spec: CompressSpec,
+        name: &str,
+        managed: &[Option<Vec<u8>>],
+    ) -> Result<f64, BenchError> {
+        let Some(alg) = spec.algorithm else {
+            return Ok(0.0);
+        };
+        let max_extent = self.max_extent;
+        decompress_all(
+            &self.extents,
+            &mut self.out,
+            self.streams,
+            name,
+            managed,
+            || bare_state(alg, spec.level, max_extent),
+            |state, c, dst| {
+                let n = state.decompress(c, dst)?;
+                dst[n..].fill(0);
+                Ok(n)
+            },
+        )
+    }
+}
+
+/// A codec state outside any manager.
+fn bare_state(
+    alg: Algorithm,
+    level: i32,
+    max_extent: usize,
+) -> Result<Box<dyn CodecState>, BenchError> {
+    standalone(alg, level, max_extent).map_err(|e| BenchError::Spec(e.to_string()))
+}
+
+/// Run a levels benchmark: one row per spec, in order.
+pub fn run(
+    corpus: &Corpus,
+    cfg: &LevelsConfig,
+    progress: &Progress,
+) -> Result<Vec<LevelRow>, BenchError> {
+    let mut bench = LevelBench::new(corpus, cfg);
+    progress.add_steps(bench.steps() * cfg.specs.len() as u64);
+    cfg.specs
+        .iter()
+        .map(|&spec| bench.measure(spec, progress))
+        .collect()
+}
+
+/// Decompress every extent into its place in `out` on `threads` threads, each with a state
+/// from `init`; raw extents are copied. Returns the wall-clock seconds, after checking every
+/// extent against its input (outside the timing).
+#[allow(clippy::too_many_arguments)]
+fn decompress_all<S, I, F>(
+    extents: &[&[u8]],
+    out: &mut [u8],
+    threads: usize,
+    name: &str,
+    compressed: &[Option<Vec<u8>>],
+    init: I,
+    decode: F,
+) -> Result<f64, BenchError>
+where
+    I: Fn() -> Result<S, BenchError> + Sync,
+    F: Fn(&mut S, &[u8], &mut [u8]) -> Result<usize, wring_engine::Error> + Sync,
+{
+    out.fill(0);
+    let slots = split_slots(out, extents.iter().map(|e| e.len()));
+    let secs = parallel(threads, extents.len(), init, |state, i| {
+        let mut slot = slots[i].lock().unwrap_or_else(|p| p.into_inner());
+        match &compressed[i] {
+            Some(c) => {
+                decode(state, c, &mut slot).map_err(|source| BenchError::Engine {
+                    spec: name.to_string(),
+                    index: i,
+                    source,
+                })?;
+            }
+            None => slot.copy_from_slice(extents[i]),
+        }
+        Ok(())
+    })?;
+    drop(slots);
+    check(extents, out, name)?;
+    Ok(secs)
+}
+
+/// Every extent in `out` equals its input.
+fn check(extents: &[&[u8]], out: &[u8], name: &str) -> Result<(), BenchError> {
+    let mut pos = 0;
+    for (index, e) in extents.iter().enumerate() {
+        if out.get(pos..pos + e.len()) != Some(*e) {
+            return Err(BenchError::Mismatch {
+                spec: name.to_string(),
+                index,
+            });
+        }
+        pos += e.len();
+    }
+    Ok(())
+}
+
+fn kib(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(1024)
+}
+
+/// `buf` cut into consecutive slices of the given lengths, each behind its own lock so that
+/// threads can fill them in any order.
+pub(crate) fn split_slots(
+    buf: &mut [u8],
+    lens: impl Iterator<Item = usize>,
+) -> Vec<Mutex<&mut [u8]>> {
+    let mut rest = buf;
+    let mut slots = Vec::new();
+    for len in lens {
+        let n = len.min(rest.len());
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        slots.push(Mutex::new(head));
+        rest = tail;
+    }
+    slots
+}
+
+/// Run `work(state, i)` for every `i < n` on `threads` threads, each with a state from `init`
+/// made before the clock starts. Returns the wall-clock seconds from the moment all threads
+/// are ready until the last one finishes; the first error wins.
+pub(crate) fn parallel<S, I, W>(
+    threads: usize,
+    n: usize,
+    init: I,
+    work: W,
+) -> Result<f64, BenchError>
+where
+    I: Fn() -> Result<S, BenchError> + Sync,
+    W: Fn(&mut S, usize) -> Result<(), BenchError> + Sync,
+{
+    let threads = threads.clamp(1, n.max(1));
+    let next = AtomicUsize::new(0);
+    let ready = Barrier::new(threads + 1);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let state = init();
+                    ready.wait();
+                    let mut state = state?;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n || failed.load(Ordering::Relaxed) {
+                            return Ok(());
+                        }
+                        if let Err(e) = work(&mut state, i) {
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                })
+            })
+            .collect();
+        ready.wait();
+        let t = Instant::now();
+        let mut first_error = None;
+        for w in workers {
+            let r = w
+                .join()
+                .unwrap_or_else(|_| Err(BenchError::Spec("a benchmark thread panicked".into())));
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(secs),
+        }
+    })
+}

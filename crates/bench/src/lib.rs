@@ -1,0 +1,29 @@
+//! wring-bench: the experiments people choose a compression system by, run on wring's engine
+//! with the kernel beside it on the same machine in the same run.
+//!
+//! * [`levels`] — seed 000's level table and seed 001's method table: every algorithm and level
+//!   over a corpus cut into independent 128 KiB extents, through the engine's workspace managers
+//!   and streams, with the bare library call timed alongside to show the managers' overhead;
+//! * [`streams`] — seed 002's experiment: W concurrent writers under stream limits 1, 2, …;
+//! * [`kernel`] — the same methods through the kernel's btrfs (compress-force on a loop-mounted
+//!   image) and [`zram`] — the corpus through /dev/zram0, each beside wring's figures;
+//! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
+//!   compression speed.
+//!
+//! Every figure comes from the run that prints it. Sizes are in bytes, speeds in MB/s with
+//! MB = 10^6 bytes (as lzbench and the seeds' tables), over wall-clock time.
+
+pub mod corpus;
+mod error;
+pub mod interrupt;
+pub mod kernel;
+pub mod levels;
+pub mod machine;
+pub mod metrics;
+pub mod plot;
+pub mod progress;
+pub mod report;
+pub mod streams;
+pub mod zram;
+
+pub use error::BenchError;

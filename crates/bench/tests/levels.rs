@@ -1,0 +1,94 @@
+//! A levels run on the tiny corpus: rows, their arithmetic, and the level-list parser.
+//! Speeds are only checked for being positive; no timing is asserted.
+
+mod common;
+
+use wring_bench::levels::{self, parse_range, parse_specs, LevelsConfig};
+use wring_bench::progress::Progress;
+use wring_engine::{Algorithm, CompressSpec};
+
+fn specs(list: &str) -> Vec<String> {
+    parse_specs(&[], Some(list))
+        .expect(list)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn level_lists() {
+    assert_eq!(parse_range("3").unwrap(), vec![3]);
+    assert_eq!(parse_range("-5").unwrap(), vec![-5]);
+    assert_eq!(parse_range("1..3").unwrap(), vec![1, 2, 3]);
+    assert_eq!(parse_range("1-3").unwrap(), vec![1, 2, 3]);
+    assert_eq!(parse_range("-3..-1").unwrap(), vec![-3, -2, -1]);
+    assert!(parse_range("3..1").is_err());
+    assert!(parse_range("fast").is_err());
+
+    assert_eq!(
+        specs("zstd:-5,zstd:1..3,zlib:9,lzo,lz4,lz4hc:9"),
+        vec!["zstd:-5", "zstd:1", "zstd:2", "zstd:3", "zlib:9", "lzo", "lz4", "lz4hc:9"]
+    );
+    // A bare level applies to every algorithm that has it; level-less ones appear once.
+    let only = parse_specs(&[Algorithm::Zlib, Algorithm::Lzo], Some("-5,1,12")).unwrap();
+    let only: Vec<String> = only.iter().map(ToString::to_string).collect();
+    assert_eq!(only, vec!["lzo", "zlib:1"]);
+    // Duplicates go.
+    assert_eq!(specs("zstd:3,zstd:3,zstd:2..3"), vec!["zstd:3", "zstd:2"]);
+    // An explicit out-of-range level is an error, not a silent clamp.
+    assert!(parse_specs(&[], Some("zlib:12")).is_err());
+    assert!(parse_specs(&[], Some("brotli:3")).is_err());
+    // The default list, filtered by algorithm.
+    let default = parse_specs(&[Algorithm::Zstd], None).unwrap();
+    assert_eq!(default.len(), 17);
+    assert_eq!(default[0], CompressSpec::new(Algorithm::Zstd, -5));
+    assert_eq!(default[16], CompressSpec::new(Algorithm::Zstd, 19));
+    assert_eq!(parse_specs(&[], None).unwrap().len(), 17 + 9 + 3);
+}
+
+#[test]
+fn rows_on_the_tiny_corpus() {
+    let corpus = common::corpus();
+    let specs = parse_specs(&[], Some("zstd:1,zstd:19,zlib:6,lzo,lz4,lz4hc:9")).unwrap();
+    let mut cfg = LevelsConfig::new(specs.clone(), 2);
+    cfg.repeat = 2;
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("levels run");
+    assert_eq!(rows.len(), specs.len());
+    for (row, spec) in rows.iter().zip(&specs) {
+        assert_eq!(row.spec, spec.to_string());
+        assert_eq!(row.stored.input, corpus.bytes());
+        assert_eq!(row.stored.extents, 10);
+        // The 1000-byte file and the random one never save a block.
+        assert!(row.stored.incompressible >= 3, "{row:?}");
+        assert_eq!(row.stored.stored % 4096, 0);
+        assert!(row.stored.stored >= row.stored.stored_unrounded);
+        assert!(
+            row.ratio > 1.0 && row.ratio <= row.ratio_unrounded,
+            "{row:?}"
+        );
+        assert_eq!(row.ratio, row.stored.ratio());
+        assert!(row.compress_mbps > 0.0 && row.decompress_mbps > 0.0);
+        assert!((row.compress_mbps - corpus.bytes() as f64 / 1e6 / row.compress_secs).abs() < 1e-6);
+        assert!(row.workspace_kb > row.codec_kb && row.codec_kb > 0);
+        let bare = row.bare.expect("bare timing");
+        assert!(bare.compress_mbps > 0.0 && bare.decompress_mbps > 0.0);
+        assert!((bare.compress_overhead - row.compress_secs / bare.compress_secs).abs() < 1e-9);
+        assert!(
+            (bare.decompress_overhead - row.decompress_secs / bare.decompress_secs).abs() < 1e-9
+        );
+    }
+    let by = |s: &str| rows.iter().find(|r| r.spec == s).expect(s);
+    assert!(by("zstd:19").ratio >= by("zstd:1").ratio);
+    assert!(by("zstd:19").workspace_kb >= by("zstd:1").workspace_kb);
+    assert!(by("lzo").in_btrfs && !by("lz4").in_btrfs && !by("zstd:19").in_btrfs);
+}
+
+#[test]
+fn without_bare_timing_there_are_no_bare_figures() {
+    let corpus = common::corpus().truncated(256 * 1024);
+    let mut cfg = LevelsConfig::new(vec![CompressSpec::new(Algorithm::Zstd, 3)], 1);
+    cfg.bare = false;
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    assert!(rows[0].bare.is_none());
+    assert_eq!(rows[0].streams, 1);
+}

@@ -1,0 +1,73 @@
+//! `wring bench recompress`: wring's recompression (-j1, -j2) against the kernel's
+//! compress-force writeback of the same data at the same level, as a markdown table of MB/s
+//! and ratios. Needs root (loop-mounted scratch btrfs). Thin: the work is in wring-btrfs.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use wring_btrfs::bench::{load_corpus, markdown, run as run_bench, DEFAULT_SPECS};
+use wring_btrfs::testing::{samples, CORPUS_ENV};
+use wring_engine::{CompressSpec, Policy};
+
+/// Options of `wring bench recompress`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Corpus directory (default: $WRING_CORPUS, else a sample of system files)
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// Copies of the corpus written per run
+    #[arg(long, default_value_t = 1)]
+    copies: usize,
+    /// Specs to compare, comma-separated
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_SPECS.map(String::from))]
+    specs: Vec<String>,
+    /// Compress every extent fully, as the kernel's compress-force does, instead of wring's
+    /// default early abort on incompressible data
+    #[arg(long)]
+    no_early_abort: bool,
+    /// Bytes of system-file sample when there is no corpus
+    #[arg(long, default_value_t = 64 << 20)]
+    sample_bytes: usize,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if !wring_btrfs::testing::is_root() {
+        bail!("wring bench recompress needs root (loop devices, mount, encoded writes)");
+    }
+    let specs = args
+        .specs
+        .iter()
+        .map(|s| {
+            s.trim()
+                .parse::<CompressSpec>()
+                .with_context(|| format!("in --specs: {s}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let dir = args
+        .corpus
+        .or_else(|| std::env::var_os(CORPUS_ENV).map(PathBuf::from));
+    let corpus = match &dir {
+        Some(d) => load_corpus(d)?,
+        None => samples(args.sample_bytes),
+    };
+    let bytes: usize = corpus.iter().map(|s| s.data.len()).sum();
+    eprintln!(
+        "corpus: {} files, {:.1} MB ({}), {} cop{}",
+        corpus.len(),
+        bytes as f64 / 1e6,
+        dir.as_ref()
+            .map_or("system sample".to_string(), |d| d.display().to_string()),
+        args.copies,
+        if args.copies == 1 { "y" } else { "ies" }
+    );
+    let policy = if args.no_early_abort {
+        Policy::Force
+    } else {
+        Policy::EarlyAbort
+    };
+    let rows = run_bench(&corpus, args.copies, &specs, policy, &mut |note| {
+        eprintln!("  {note}")
+    })?;
+    print!("{}", markdown(&rows));
+    Ok(())
+}
