@@ -64,9 +64,11 @@ fn decide(
     }
 }
 
+/// Whether a range is all zeros (it then becomes a hole).
 fn is_zero(buf: &[u8]) -> bool {
-    let (pre, mid, post) = unsafe { buf.align_to::<u64>() };
-    pre.iter().all(|&b| b == 0) && mid.iter().all(|&w| w == 0) && post.iter().all(|&b| b == 0)
+    // OR-folding a chunk vectorises; checking between chunks still stops early on data.
+    buf.chunks(256)
+        .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// Encoded extents ready to insert: `None` is a hole. The flag says to mark NOCOMPRESS.
