@@ -31,7 +31,13 @@ cargo "$toolchain" run --quiet --example seeds -- "$work/seeds"
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    mapfile -t targets < <(cargo "$toolchain" fuzz list)
+    # Every decoder target. `roundtrip` is left out of the default smoke run while its one
+    # finding is open: AddressSanitizer reports stack-use-after-scope inside zstd's own
+    # ZSTD_selectBtGetAllMatches (zstd_opt.c:899) when compressing the input saved in
+    # fuzz/regressions/ at zstd:19 (first two bytes 0xff 0xff select it). Reproduce with
+    #   cargo +nightly fuzz run roundtrip fuzz/regressions/roundtrip-zstd19-asan-use-after-scope
+    # Name it explicitly to run it: scripts/fuzz-smoke.sh roundtrip
+    mapfile -t targets < <(cargo "$toolchain" fuzz list | grep -vx roundtrip)
 fi
 
 # The closing statistics of a libFuzzer log: runs, speed and coverage.
