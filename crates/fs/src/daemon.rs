@@ -81,8 +81,12 @@ pub fn status_text(vol: &Volume) -> String {
 pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
     let allow_other = opts.allow_other;
-    let n_threads = opts.streams.clamp(2, 8);
+    // More request threads than compression streams: a thread waiting for a stream must not
+    // hold up lookups, getattrs and reads queued behind it.
+    let n_threads = (opts.streams + 4).clamp(4, 16);
+    let writeback = opts.streams.max(1);
     let vol = Arc::new(Volume::open(dir, opts)?);
+    vol.start_writeback(writeback)?;
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("wring:{}", dir.display())),
@@ -97,8 +101,12 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     };
     config.n_threads = Some(n_threads);
     config.clone_fd = true;
+    let canon = mountpoint.canonicalize().ok();
     let session = fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config)
         .map_err(io(format!("mounting on {}", mountpoint.display())))?;
+    if let Some(canon) = &canon {
+        crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
+    }
     if std::env::var_os(NOTIFY_ENV).is_some() {
         let log = std::fs::OpenOptions::new()
             .create(true)

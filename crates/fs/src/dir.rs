@@ -82,7 +82,7 @@ impl Volume {
             Some(v) => v.value().0,
             None => return Err(errno(libc::ENOENT)),
         };
-        Ok((ino, store::get_inode(&inodes, ino)?))
+        Ok((ino, self.with_pending(ino, store::get_inode(&inodes, ino)?)))
     }
 
     /// Start a listing of `dir` under handle `fh`.

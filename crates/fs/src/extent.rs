@@ -14,6 +14,7 @@ use redb::{ReadableTable, WriteTransaction};
 use wring_engine::stream::{compress_batch, Extent};
 use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
+use crate::delalloc::Decision;
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
 use crate::store::records::{
@@ -38,11 +39,7 @@ pub(crate) fn property<T: ReadableTable<(u64, &'static [u8]), &'static [u8]>>(
 
 /// What to do with new data of an inode: spec and policy, or raw; and whether an extent that
 /// does not compress marks the inode NOCOMPRESS (only under `compress`, never with a property).
-fn decide(
-    opts: &Options,
-    inode: &Inode,
-    prop: Option<CompressSpec>,
-) -> Option<(CompressSpec, Policy, bool)> {
+fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision {
     let force = matches!(opts.compress, Compress::Force(_));
     match prop {
         Some(spec) if spec.algorithm.is_none() => None,
@@ -65,12 +62,14 @@ fn decide(
 }
 
 /// Whether a range is all zeros (it then becomes a hole).
-fn is_zero(buf: &[u8]) -> bool {
+pub(crate) fn is_zero(buf: &[u8]) -> bool {
     // OR-folding a chunk vectorises; checking between chunks still stops early on data.
     buf.chunks(256)
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
+/// Decoded extents by index.
+type Decoded = Vec<(u64, Arc<Vec<u8>>)>;
 /// Encoded extents ready to insert: `None` is a hole. The flag says to mark NOCOMPRESS.
 type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 /// Encoded extents and whether to mark the inode NOCOMPRESS.
@@ -85,7 +84,7 @@ impl Volume {
     }
 
     /// Compress one extent on the calling thread.
-    fn compress_one(
+    pub(crate) fn compress_one(
         &self,
         spec: CompressSpec,
         policy: Policy,
@@ -174,7 +173,7 @@ impl Volume {
     }
 
     /// Insert encoded extents, replacing what was there; returns the change in stored bytes.
-    fn put_extents(
+    pub(crate) fn put_extents(
         &self,
         txn: &WriteTransaction,
         ino: u64,
@@ -249,28 +248,50 @@ impl Volume {
         Ok(data)
     }
 
-    /// Read up to `size` bytes at `offset`.
+    /// Read up to `size` bytes at `offset`: dirty extents first (they are newer), then the
+    /// store; the extents of a large read are decoded in parallel on the engine's streams.
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, FsError> {
+        // Dirty extents before the snapshot: one committed meanwhile is in the snapshot.
+        let pending = self.da.pending(ino);
+        let mut dirty = Vec::new();
+        if let Some(p) = pending.filter(|_| size > 0) {
+            let e = p.extent_size as u64;
+            for idx in offset / e..=(offset + size as u64 - 1) / e {
+                if let Some(d) = self.da.dirty(ino, idx) {
+                    dirty.push((idx, d));
+                }
+            }
+        }
         let txn = self.store.read()?;
         let inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         if inode.kind == Kind::Dir {
             return Err(errno(libc::EISDIR));
         }
-        if offset >= inode.size || size == 0 {
+        let file_size = inode.size.max(pending.map_or(0, |p| p.size));
+        if offset >= file_size || size == 0 {
             return Ok(Vec::new());
         }
-        let end = inode.size.min(offset + size as u64);
+        let end = file_size.min(offset + size as u64);
         let mut out = vec![0u8; (end - offset) as usize];
-        if inode.extent_size == 0 {
-            return Ok(out);
-        }
-        let e = inode.extent_size as u64;
+        let e = match (inode.extent_size, pending) {
+            (0, None) => return Ok(out),
+            (0, Some(p)) => p.extent_size as u64,
+            (n, _) => n as u64,
+        };
+        let mut parts: Decoded = dirty;
+        let mut stored = Vec::new();
         let extents = txn.open_table(EXTENTS)?;
         for r in extents.range((ino, offset / e)..=(ino, (end - 1) / e))? {
             let (k, v) = r?;
             let idx = k.value().1;
+            if !parts.iter().any(|p| p.0 == idx) {
+                stored.push((idx, v));
+            }
+        }
+        let decoded = self.decode_many(ino, e, &stored)?;
+        parts.extend(decoded);
+        for (idx, data) in parts {
             let cstart = idx * e;
-            let data = self.decode_extent(ino, idx, cstart, v.value())?;
             let from = offset.max(cstart);
             let to = end.min(cstart + data.len() as u64);
             if from < to {
@@ -281,15 +302,63 @@ impl Volume {
         Ok(out)
     }
 
-    /// Write `data` at `offset`.
-    pub fn write(&self, ino: u64, offset: u64, data: &[u8]) -> Result<(), FsError> {
+    /// Decode stored extents (index, value): on this thread when there is one, else spread over
+    /// the engine's streams.
+    fn decode_many(
+        &self,
+        ino: u64,
+        e: u64,
+        stored: &[(u64, redb::AccessGuard<'_, &'static [u8]>)],
+    ) -> Result<Decoded, FsError> {
+        let one = |(idx, v): &(u64, redb::AccessGuard<'_, &'static [u8]>)| {
+            self.decode_extent(ino, *idx, idx * e, v.value())
+                .map(|d| (*idx, d))
+        };
+        let threads = self.options().streams.min(stored.len());
+        if threads <= 1 {
+            return stored.iter().map(one).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        type Numbered = Vec<(usize, Result<(u64, Arc<Vec<u8>>), FsError>)>;
+        let results: Vec<Numbered> = std::thread::scope(|s| {
+            let work = || {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = stored.get(i) else {
+                        return mine;
+                    };
+                    mine.push((i, one(item)));
+                }
+            };
+            let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+            let mut all = vec![work()];
+            all.extend(helpers.into_iter().map(|h| h.join().unwrap_or_default()));
+            all
+        });
+        let mut flat: Vec<_> = results.into_iter().flatten().collect();
+        flat.sort_by_key(|r| r.0);
+        flat.into_iter().map(|r| r.1).collect()
+    }
+
+    /// Write `data` at `offset`; `kill` (the writer's uid and gid) drops the file's privileges
+    /// (set-ID bits, capabilities), as the kernel asks for some writes. The extents touched are rebuilt whole (a partial one
+    /// from its dirty or stored contents) and queued for writeback.
+    pub fn write(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &[u8],
+        kill: Option<(u32, u32)>,
+    ) -> Result<(), FsError> {
         if data.is_empty() {
             return Ok(());
         }
         let end = offset
             .checked_add(data.len() as u64)
             .ok_or(errno(libc::EFBIG))?;
-        let _g = self.inode_lock(ino);
+        self.throttle();
+        let g = self.inode_lock(ino);
         let opts = self.options();
         let rtxn = self.store.read()?;
         let inode = store::get_inode(&rtxn.open_table(INODES)?, ino)?;
@@ -297,8 +366,12 @@ impl Volume {
             return Err(errno(libc::EINVAL));
         }
         let prop = property(&rtxn.open_table(XATTRS)?, ino)?;
-        let e = self.extent_size(&inode);
-        let new_size = inode.size.max(end);
+        let pending = self.da.pending(ino);
+        let e = match pending {
+            Some(p) => p.extent_size as u64,
+            None => self.extent_size(&inode),
+        };
+        let new_size = inode.size.max(pending.map_or(0, |p| p.size)).max(end);
         let mut chunks = Vec::new();
         {
             let extents = rtxn.open_table(EXTENTS)?;
@@ -312,14 +385,17 @@ impl Volume {
                 let buf = if ws == 0 && we >= clen {
                     src.to_vec()
                 } else {
-                    let mut buf = match extents.get((ino, idx))? {
-                        Some(v) => self
-                            .decode_extent(ino, idx, cstart, v.value())?
-                            .as_ref()
-                            .clone(),
-                        None => Vec::new(),
+                    let mut buf = match self.da.dirty(ino, idx) {
+                        Some(d) => d.as_ref().clone(),
+                        None => match extents.get((ino, idx))? {
+                            Some(v) => self
+                                .decode_extent(ino, idx, cstart, v.value())?
+                                .as_ref()
+                                .clone(),
+                            None => Vec::new(),
+                        },
                     };
-                    buf.resize(clen, 0);
+                    buf.resize(clen.max(buf.len()), 0);
                     buf[ws..we].copy_from_slice(src);
                     buf
                 };
@@ -327,26 +403,21 @@ impl Volume {
             }
         }
         drop(rtxn);
-        let (encoded, mark) = self.encode(&opts, &inode, prop, chunks)?;
-        let txn = self.store.write()?;
-        // The inode may have been deleted meanwhile: fail before touching its extents.
-        store::get_inode(&txn.open_table(INODES)?, ino)?;
-        let delta = self.put_extents(&txn, ino, encoded)?;
-        {
-            let mut inodes = txn.open_table(INODES)?;
-            let mut cur = store::get_inode(&inodes, ino)?;
-            cur.size = cur.size.max(end);
-            cur.extent_size = e as u32;
-            cur.disk = cur.disk.saturating_add_signed(delta);
-            if mark {
-                cur.flags |= FLAG_NOCOMPRESS;
-            }
-            let now = Time::now();
-            cur.mtime = now;
-            cur.ctime = now;
-            inodes.insert(ino, cur.to_bytes().as_slice())?;
+        if let Some(caller) = kill {
+            let txn = self.store.write()?;
+            let mut cur = store::get_inode(&txn.open_table(INODES)?, ino)?;
+            crate::inode::kill_privs(&txn, ino, &mut cur, caller)?;
+            txn.open_table(INODES)?
+                .insert(ino, cur.to_bytes().as_slice())?;
+            self.store.commit(txn, false)?;
         }
-        self.store.commit(txn, false)
+        let decision = decide(&opts, &inode, prop);
+        self.da.enqueue(ino, e as u32, new_size, decision, chunks);
+        drop(g);
+        if self.da.workers() == 0 {
+            self.flush_delalloc(Some(ino))?;
+        }
+        Ok(())
     }
 
     /// Truncate or extend to `size` within `txn` (the caller holds the inode lock).
@@ -401,9 +472,12 @@ impl Volume {
         Ok(())
     }
 
-    /// Make `ino`'s data durable (fsync/fdatasync): a durable commit of everything so far.
-    pub fn fsync(&self, _ino: u64) -> Result<(), FsError> {
-        self.store.sync()
+    /// Make `ino`'s data durable (fsync/fdatasync): its writeback, then a durable commit of
+    /// everything so far; a writeback error since the last fsync is reported here.
+    pub fn fsync(&self, ino: u64) -> Result<(), FsError> {
+        let r = self.flush_delalloc(Some(ino));
+        self.store.sync()?;
+        r
     }
 }
 

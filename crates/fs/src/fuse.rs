@@ -159,10 +159,11 @@ impl fuser::Filesystem for WringFs {
                 | InitFlags::FUSE_BIG_WRITES
                 | InitFlags::FUSE_ASYNC_READ
                 | InitFlags::FUSE_PARALLEL_DIROPS
-                | InitFlags::FUSE_MAX_PAGES,
+                | InitFlags::FUSE_MAX_PAGES
+                | InitFlags::FUSE_HANDLE_KILLPRIV_V2,
         );
         let _ = config.set_max_write(1 << 20);
-        let _ = config.set_max_readahead(1 << 20);
+        let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
         let _ = config.set_max_background(64);
         Ok(())
     }
@@ -186,7 +187,7 @@ impl fuser::Filesystem for WringFs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -209,6 +210,7 @@ impl fuser::Filesystem for WringFs {
             size,
             atime: time(atime),
             mtime: time(mtime),
+            caller: Some((req.uid(), req.gid())),
         };
         match self.vol.setattr(ino.0, &set) {
             Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
@@ -352,17 +354,20 @@ impl fuser::Filesystem for WringFs {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _wf: WriteFlags,
+        wf: WriteFlags,
         _flags: OpenFlags,
         _lock: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.vol.write(ino.0, offset, data) {
+        let kill = wf
+            .contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
+            .then(|| (req.uid(), req.gid()));
+        match self.vol.write(ino.0, offset, data, kill) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(err(e)),
         }

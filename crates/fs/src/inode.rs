@@ -32,6 +32,35 @@ pub struct SetAttr {
     pub atime: Option<Option<SystemTime>>,
     /// New modification time (`None` inside: now).
     pub mtime: Option<Option<SystemTime>>,
+    /// Who asks (uid, gid); a size change by anyone but root drops the set-ID bits.
+    pub caller: Option<(u32, u32)>,
+}
+
+/// The security.capability attribute, dropped when a file's privileges are killed.
+const CAPS_XATTR: &[u8] = b"security.capability";
+
+/// Kill a file's privileges after a write, truncate or chown by `caller` (uid, gid), as the
+/// VFS does (setattr_should_drop_suidgid): set-user-ID always; set-group-ID with group execute,
+/// or without it when the caller is neither root nor in the file's group (only the caller's
+/// primary group is known here); and the file capabilities. The mount asks the kernel to leave
+/// this to the filesystem (FUSE_HANDLE_KILLPRIV_V2), which spares a getxattr round trip on
+/// every write.
+pub(crate) fn kill_privs(
+    txn: &WriteTransaction,
+    ino: u64,
+    inode: &mut Inode,
+    caller: (u32, u32),
+) -> Result<(), FsError> {
+    if inode.kind != Kind::File {
+        return Ok(());
+    }
+    inode.perm &= !libc::S_ISUID;
+    let outsider = caller.0 != 0 && caller.1 != inode.gid;
+    if inode.perm & libc::S_IXGRP != 0 || outsider {
+        inode.perm &= !libc::S_ISGID;
+    }
+    txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
+    Ok(())
 }
 
 fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
@@ -240,7 +269,7 @@ impl Volume {
 
     /// Change attributes; a size change truncates or extends.
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
-        let _g = self.inode_lock(ino);
+        let _g = self.quiesce(ino)?;
         let txn = self.store.write()?;
         let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         let now = Time::now();
@@ -250,6 +279,14 @@ impl Volume {
             } else {
                 inode.mtime = now;
             }
+            if let Some(c) = set.caller.filter(|c| c.0 != 0) {
+                kill_privs(&txn, ino, &mut inode, c)?;
+            }
+        }
+        let chown =
+            set.uid.is_some_and(|u| u != inode.uid) || set.gid.is_some_and(|g| g != inode.gid);
+        if chown && set.mode.is_none() {
+            kill_privs(&txn, ino, &mut inode, set.caller.unwrap_or((0, 0)))?;
         }
         if let Some(m) = set.mode {
             inode.perm = m & 0o7777;

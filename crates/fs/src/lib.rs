@@ -12,8 +12,10 @@
 //! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`] and
 //! [`stat`].
 
+pub mod bdi;
 pub mod bench;
 pub mod daemon;
+mod delalloc;
 pub mod dir;
 mod error;
 pub mod extent;

@@ -102,6 +102,8 @@ impl fmt::Display for Report {
 impl Volume {
     /// The report for `ino` (a file, or every file under a directory).
     pub fn stat_report(&self, ino: u64) -> Result<Report, FsError> {
+        // Report what is stored: write back what is still dirty first.
+        self.flush_delalloc(None)?;
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
         let dirents = txn.open_table(DIRENTS)?;

@@ -38,6 +38,7 @@ pub struct Volume {
     pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
     pub(crate) next_fh: AtomicU64,
     pub(crate) cache: Mutex<VecDeque<Cached>>,
+    pub(crate) da: Arc<crate::delalloc::Delalloc>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -65,6 +66,7 @@ impl Volume {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             cache: Mutex::new(VecDeque::new()),
+            da: Arc::default(),
         };
         vol.purge_orphans()?;
         Ok(vol)
@@ -108,9 +110,12 @@ impl Volume {
         lock(&self.stripes[(ino as usize) % LOCK_STRIPES])
     }
 
-    /// Make everything durable.
+    /// Make everything durable: all writeback, then a durable commit. A writeback error since
+    /// the last sync is reported (after the commit).
     pub fn sync(&self) -> Result<(), FsError> {
-        self.store.sync()
+        let r = self.flush_delalloc(None);
+        self.store.sync()?;
+        r
     }
 
     /// A new file handle number.
@@ -310,18 +315,31 @@ impl Volume {
         })
     }
 
-    /// Read an inode from the last commit.
+    /// Read an inode from the last commit, with what its dirty extents add.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
-        store::get_inode(&inodes, ino)
+        Ok(self.with_pending(ino, store::get_inode(&inodes, ino)?))
+    }
+
+    /// `inode` as it will be once its dirty extents are written back (size and times).
+    pub(crate) fn with_pending(&self, ino: u64, mut inode: Inode) -> Inode {
+        if let Some(p) = self.da.pending(ino) {
+            inode.size = inode.size.max(p.size);
+            if p.mtime > inode.ctime {
+                inode.mtime = p.mtime;
+                inode.ctime = p.mtime;
+            }
+        }
+        inode
     }
 }
 
 impl Drop for Volume {
     fn drop(&mut self) {
-        if let Err(e) = self.store.sync() {
+        if let Err(e) = self.sync() {
             log::error!("final commit failed: {e}");
         }
+        self.stop_writeback();
     }
 }

@@ -61,7 +61,7 @@ impl Kind {
 pub const FLAG_NOCOMPRESS: u8 = 1;
 
 /// A timestamp as seconds and nanoseconds since the epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Time {
     /// Seconds (may be negative).
     pub secs: i64,

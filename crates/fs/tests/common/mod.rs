@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+#[allow(unused_imports)]
 pub use wring_btrfs::testing::require_root;
 
 pub struct Mount {

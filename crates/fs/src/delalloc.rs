@@ -1,0 +1,397 @@
+//! Delayed allocation: a write hands whole extents to writeback threads that compress them on
+//! the engine's streams and commit them, so the FUSE write returns after one copy, as a btrfs
+//! buffered write returns once the page cache holds the data.
+//!
+//! Mirrors btrfs's delalloc ranges and async_cow (inode.c: cow_file_range_async runs
+//! compress_file_range on a workqueue; fsync starts and waits for writeback first). Differs in
+//! buffering whole extents, not pages, and in being short-lived: the kernel's page cache above
+//! the mount already absorbs small writes, so this buffer only lets compression overlap with
+//! the writer (a FUSE close waits for every write reply) and is bounded by [`DIRTY_LIMIT`].
+//!
+//! Ordering rules that keep reads and crashes right:
+//! - A dirty extent is visible to reads and read-modify-writes from the moment it is queued
+//!   until its writeback has committed it to the store; the dirty entry is removed only after
+//!   that commit, under the inode lock, so a reader always finds it in one place or the other.
+//! - Each rewrite of an extent gets a new generation; a writeback whose generation is no
+//!   longer the dirty one (rewritten, truncated) throws its result away.
+//! - fsync, sync, setattr and truncate wait for (and help with) the inode's writeback first.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use wring_engine::stream::Extent;
+use wring_engine::{CompressSpec, Policy};
+
+use crate::error::{errno, FsError};
+use crate::store::records::{checksum, Encoding, ExtentHeader, Time, FLAG_NOCOMPRESS};
+use crate::store::{self, INODES};
+use crate::volume::{lock, Volume};
+
+/// Bytes of dirty extents beyond which writers wait (and help) for writeback.
+pub const DIRTY_LIMIT: usize = 64 << 20;
+
+/// How an extent is to be stored: spec, policy, and whether an incompressible result marks the
+/// inode NOCOMPRESS; `None` stores it raw.
+pub(crate) type Decision = Option<(CompressSpec, Policy, bool)>;
+
+/// One extent waiting for writeback.
+pub(crate) struct Job {
+    pub ino: u64,
+    pub idx: u64,
+    pub gen: u64,
+    pub extent_size: u32,
+    pub data: Arc<Vec<u8>>,
+    pub decision: Decision,
+    pub time: Time,
+}
+
+/// Writeback state of one inode with dirty extents.
+#[derive(Default)]
+struct InodeState {
+    /// Size including the dirty extents.
+    size: u64,
+    /// The extent size the dirty extents were cut with.
+    extent_size: u32,
+    /// Time of the last write.
+    mtime: Time,
+    /// Jobs queued or running.
+    jobs: usize,
+}
+
+/// A dirty extent: its generation and contents, by (inode, extent index).
+type DirtyMap = HashMap<(u64, u64), (u64, Arc<Vec<u8>>)>;
+
+#[derive(Default)]
+struct State {
+    dirty: DirtyMap,
+    inodes: HashMap<u64, InodeState>,
+    queue: VecDeque<Job>,
+    /// Writeback errors not yet reported by an fsync (btrfs: the mapping's error).
+    errors: HashMap<u64, FsError>,
+    jobs: usize,
+    bytes: usize,
+    next_gen: u64,
+    shutdown: bool,
+}
+
+/// What a file's dirty extents add to its stored inode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub size: u64,
+    pub extent_size: u32,
+    pub mtime: Time,
+}
+
+/// The delalloc queue of one mount.
+#[derive(Default)]
+pub(crate) struct Delalloc {
+    state: Mutex<State>,
+    /// Signalled when a job is queued (workers wait on it).
+    work: Condvar,
+    /// Signalled when a job finishes (fsync, sync and throttled writers wait on it).
+    done: Condvar,
+    workers: AtomicUsize,
+}
+
+impl Delalloc {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn wait<'a>(&self, cv: &Condvar, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        cv.wait(g).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What dirty extents add to `ino`, if it has any.
+    pub fn pending(&self, ino: u64) -> Option<Pending> {
+        self.state().inodes.get(&ino).map(|s| Pending {
+            size: s.size,
+            extent_size: s.extent_size,
+            mtime: s.mtime,
+        })
+    }
+
+    /// The dirty contents of extent `idx` of `ino`.
+    pub fn dirty(&self, ino: u64, idx: u64) -> Option<Arc<Vec<u8>>> {
+        self.state().dirty.get(&(ino, idx)).map(|d| d.1.clone())
+    }
+
+    /// Queue extents (index, whole contents) of `ino`; the file is `size` bytes long after them.
+    pub fn enqueue(
+        &self,
+        ino: u64,
+        extent_size: u32,
+        size: u64,
+        decision: Decision,
+        extents: Vec<(u64, Vec<u8>)>,
+    ) {
+        let time = Time::now();
+        let mut st = self.state();
+        for (idx, data) in extents {
+            st.next_gen += 1;
+            let gen = st.next_gen;
+            let data = Arc::new(data);
+            st.bytes += data.len();
+            st.jobs += 1;
+            // A superseded job still runs (and throws its result away), so its bytes stay
+            // counted until then.
+            st.dirty.insert((ino, idx), (gen, data.clone()));
+            st.queue.push_back(Job {
+                ino,
+                idx,
+                gen,
+                extent_size,
+                data,
+                decision,
+                time,
+            });
+            let s = st.inodes.entry(ino).or_default();
+            s.jobs += 1;
+        }
+        let s = st.inodes.entry(ino).or_default();
+        s.size = s.size.max(size);
+        s.extent_size = extent_size;
+        s.mtime = time;
+        drop(st);
+        self.work.notify_all();
+    }
+
+    /// Whether `job` is still the dirty version of its extent.
+    fn is_current(&self, job: &Job) -> bool {
+        self.state()
+            .dirty
+            .get(&(job.ino, job.idx))
+            .is_some_and(|d| d.0 == job.gen)
+    }
+
+    /// Account for a finished job: drop its dirty entry if it is still current, keep its error.
+    fn finish(&self, job: &Job, err: Option<FsError>) {
+        let mut st = self.state();
+        if st
+            .dirty
+            .get(&(job.ino, job.idx))
+            .is_some_and(|d| d.0 == job.gen)
+        {
+            st.dirty.remove(&(job.ino, job.idx));
+        }
+        st.bytes -= job.data.len();
+        st.jobs -= 1;
+        if let Some(s) = st.inodes.get_mut(&job.ino) {
+            s.jobs -= 1;
+            if s.jobs == 0 {
+                st.inodes.remove(&job.ino);
+            }
+        }
+        if let Some(e) = err {
+            st.errors.entry(job.ino).or_insert(e);
+        }
+        drop(st);
+        self.done.notify_all();
+    }
+
+    /// Take a queued job (of `ino`, or any) to run on the calling thread.
+    fn take(st: &mut State, ino: Option<u64>) -> Option<Job> {
+        let pos = st
+            .queue
+            .iter()
+            .position(|j| ino.is_none_or(|i| j.ino == i))?;
+        st.queue.remove(pos)
+    }
+
+    /// Writeback threads running.
+    pub fn workers(&self) -> usize {
+        self.workers.load(Ordering::Relaxed)
+    }
+}
+
+impl Volume {
+    /// Start `n` writeback threads for this mount (without them writes are written back on
+    /// the writing thread).
+    pub fn start_writeback(self: &Arc<Self>, n: usize) -> Result<(), FsError> {
+        for i in 0..n {
+            let weak = Arc::downgrade(self);
+            let da = self.da.clone();
+            std::thread::Builder::new()
+                .name(format!("wring-wb{i}"))
+                .spawn(move || writeback_thread(da, weak))
+                .map_err(|source| FsError::Io {
+                    what: "starting a writeback thread".into(),
+                    source,
+                })?;
+            self.da.workers.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Wait until `ino`'s dirty extents (or everyone's) are committed, running queued ones on
+    /// this thread meanwhile; returns (and forgets) a writeback error met on the way.
+    pub(crate) fn flush_delalloc(&self, ino: Option<u64>) -> Result<(), FsError> {
+        let mut st = self.da.state();
+        loop {
+            let left = match ino {
+                Some(i) => st.inodes.get(&i).map_or(0, |s| s.jobs),
+                None => st.jobs,
+            };
+            if left == 0 {
+                let err = match ino {
+                    Some(i) => st.errors.remove(&i),
+                    None => {
+                        let first = st.errors.keys().next().copied();
+                        first.and_then(|k| st.errors.remove(&k))
+                    }
+                };
+                return err.map_or(Ok(()), Err);
+            }
+            if let Some(job) = Delalloc::take(&mut st, ino) {
+                drop(st);
+                self.writeback(job);
+                st = self.da.state();
+            } else {
+                st = self.da.wait(&self.da.done, st);
+            }
+        }
+    }
+
+    /// Hold a writer back while the dirty bytes are over the limit, helping with writeback.
+    pub(crate) fn throttle(&self) {
+        let mut st = self.da.state();
+        while st.bytes > DIRTY_LIMIT {
+            if let Some(job) = Delalloc::take(&mut st, None) {
+                drop(st);
+                self.writeback(job);
+                st = self.da.state();
+            } else {
+                st = self.da.wait(&self.da.done, st);
+            }
+        }
+    }
+
+    /// The inode lock of `ino`, taken once no writeback of it is queued or running.
+    pub(crate) fn quiesce(&self, ino: u64) -> Result<MutexGuard<'_, ()>, FsError> {
+        loop {
+            self.flush_delalloc(Some(ino))?;
+            let g = self.inode_lock(ino);
+            if self.da.pending(ino).is_none() {
+                return Ok(g);
+            }
+        }
+    }
+
+    /// Compress and commit one dirty extent.
+    fn writeback(&self, job: Job) {
+        let encoded = if crate::extent::is_zero(&job.data) {
+            Ok(None)
+        } else {
+            self.encode_job(&job).map(Some)
+        };
+        let _g = self.inode_lock(job.ino);
+        let r = match encoded {
+            Ok(enc) if self.da.is_current(&job) => self.commit_job(&job, enc),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &r {
+            log::error!(
+                "writeback of {} offset {} failed: {e}",
+                self.path_of(job.ino),
+                job.idx * job.extent_size as u64
+            );
+        }
+        self.da.finish(&job, r.err());
+    }
+
+    /// The stored form of a job's extent and whether it marks the inode NOCOMPRESS.
+    fn encode_job(&self, job: &Job) -> Result<(ExtentHeader, Vec<u8>, bool), FsError> {
+        let raw = |mark: bool| {
+            let h = ExtentHeader {
+                encoding: Encoding::Raw,
+                ram_len: job.data.len() as u32,
+                crc: checksum(&job.data),
+                seq: 0,
+            };
+            (h, job.data.as_ref().clone(), mark)
+        };
+        let Some((spec, policy, mark)) = job.decision else {
+            return Ok(raw(false));
+        };
+        Ok(match self.compress_one(spec, policy, &job.data)? {
+            Extent::Compressed(c) => {
+                let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
+                let h = ExtentHeader {
+                    encoding: Encoding::Compressed(alg, spec.level),
+                    ram_len: job.data.len() as u32,
+                    crc: checksum(&c),
+                    seq: 0,
+                };
+                (h, c, false)
+            }
+            Extent::Incompressible => raw(mark),
+            Extent::Skipped => raw(false),
+        })
+    }
+
+    /// Commit a job's extent (`None`: a hole) with the inode's size and times.
+    fn commit_job(
+        &self,
+        job: &Job,
+        enc: Option<(ExtentHeader, Vec<u8>, bool)>,
+    ) -> Result<(), FsError> {
+        let txn = self.store.write()?;
+        let mut inode = match store::get_inode(&txn.open_table(INODES)?, job.ino) {
+            Ok(i) => i,
+            // Deleted meanwhile: nothing to keep.
+            Err(FsError::Errno(libc::ENOENT)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mark = enc.as_ref().is_some_and(|e| e.2);
+        let delta = self.put_extents(&txn, job.ino, vec![(job.idx, enc.map(|e| (e.0, e.1)))])?;
+        let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
+        inode.size = inode.size.max(end);
+        if inode.extent_size == 0 {
+            inode.extent_size = job.extent_size;
+        }
+        inode.disk = inode.disk.saturating_add_signed(delta);
+        if mark {
+            inode.flags |= FLAG_NOCOMPRESS;
+        }
+        // A setattr after the write (touch -d, tar restoring times) has a later ctime and wins.
+        if job.time >= inode.ctime {
+            inode.mtime = job.time;
+            inode.ctime = job.time;
+        }
+        txn.open_table(INODES)?
+            .insert(job.ino, inode.to_bytes().as_slice())?;
+        self.store.commit(txn, false)
+    }
+
+    /// Stop the writeback threads (after the last writeback).
+    pub(crate) fn stop_writeback(&self) {
+        self.da.state().shutdown = true;
+        self.da.work.notify_all();
+    }
+}
+
+fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {
+    loop {
+        let job = {
+            let mut st = da.state();
+            loop {
+                if st.shutdown {
+                    return;
+                }
+                if let Some(j) = st.queue.pop_front() {
+                    break j;
+                }
+                st = da.wait(&da.work, st);
+            }
+        };
+        let Some(v) = vol.upgrade() else {
+            // The mount is going away; its final flush runs what is left.
+            da.state().queue.push_front(job);
+            da.done.notify_all();
+            return;
+        };
+        v.writeback(job);
+    }
+}
