@@ -16,17 +16,25 @@
 //!   longer the dirty one (rewritten, truncated) throws its result away.
 //! - fsync, sync, setattr and truncate wait for (and help with) the inode's writeback first.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
-use wring_engine::stream::Extent;
-use wring_engine::{CompressSpec, Policy};
+use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
 use crate::error::{errno, FsError};
-use crate::store::records::{checksum, Encoding, ExtentHeader, Time, FLAG_NOCOMPRESS};
+use crate::store::records::{
+    checksum, Encoding, ExtentHeader, Time, EXTENT_HEADER_LEN, FLAG_NOCOMPRESS,
+};
 use crate::store::{self, INODES};
 use crate::volume::{lock, Volume};
+
+thread_local! {
+    /// Per thread: the extent value being built (header and stored bytes), reused so writeback
+    /// neither allocates nor zeroes per extent.
+    static VALUE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
 pub const DIRTY_LIMIT: usize = 64 << 20;
@@ -280,63 +288,75 @@ impl Volume {
 
     /// Compress and commit one dirty extent.
     fn writeback(&self, job: Job) {
-        let encoded = if crate::extent::is_zero(&job.data) {
-            Ok(None)
-        } else {
-            self.encode_job(&job).map(Some)
-        };
-        let _g = self.inode_lock(job.ino);
-        let r = match encoded {
-            Ok(enc) if self.da.is_current(&job) => self.commit_job(&job, enc),
-            Ok(_) => Ok(()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = &r {
-            log::error!(
-                "writeback of {} offset {} failed: {e}",
-                self.path_of(job.ino),
-                job.idx * job.extent_size as u64
-            );
-        }
-        self.da.finish(&job, r.err());
-    }
-
-    /// The stored form of a job's extent and whether it marks the inode NOCOMPRESS.
-    fn encode_job(&self, job: &Job) -> Result<(ExtentHeader, Vec<u8>, bool), FsError> {
-        let raw = |mark: bool| {
-            let h = ExtentHeader {
-                encoding: Encoding::Raw,
-                ram_len: job.data.len() as u32,
-                crc: checksum(&job.data),
-                seq: 0,
+        VALUE.with_borrow_mut(|buf| {
+            let encoded = if crate::extent::is_zero(&job.data) {
+                Ok(None)
+            } else {
+                self.encode_job(&job, buf).map(Some)
             };
-            (h, job.data.as_ref().clone(), mark)
-        };
-        let Some((spec, policy, mark)) = job.decision else {
-            return Ok(raw(false));
-        };
-        Ok(match self.compress_one(spec, policy, &job.data)? {
-            Extent::Compressed(c) => {
-                let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
-                let h = ExtentHeader {
-                    encoding: Encoding::Compressed(alg, spec.level),
-                    ram_len: job.data.len() as u32,
-                    crc: checksum(&c),
-                    seq: 0,
-                };
-                (h, c, false)
+            let _g = self.inode_lock(job.ino);
+            let r = match encoded {
+                Ok(enc) if self.da.is_current(&job) => {
+                    let value = enc.map(|(len, mark)| (&mut buf[..len], mark));
+                    self.commit_job(&job, value)
+                }
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &r {
+                log::error!(
+                    "writeback of {} offset {} failed: {e}",
+                    self.path_of(job.ino),
+                    job.idx * job.extent_size as u64
+                );
             }
-            Extent::Incompressible => raw(mark),
-            Extent::Skipped => raw(false),
+            self.da.finish(&job, r.err());
         })
     }
 
-    /// Commit a job's extent (`None`: a hole) with the inode's size and times.
-    fn commit_job(
-        &self,
-        job: &Job,
-        enc: Option<(ExtentHeader, Vec<u8>, bool)>,
-    ) -> Result<(), FsError> {
+    /// Encode a job's extent into `buf` (header and stored bytes): returns the value's length
+    /// and whether it marks the inode NOCOMPRESS.
+    fn encode_job(&self, job: &Job, buf: &mut Vec<u8>) -> Result<(usize, bool), FsError> {
+        let data = job.data.as_slice();
+        let need = EXTENT_HEADER_LEN + compressed_limit(data.len()).max(data.len());
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
+        let raw = |buf: &mut Vec<u8>, mark: bool| {
+            buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + data.len()].copy_from_slice(data);
+            let h = ExtentHeader {
+                encoding: Encoding::Raw,
+                ram_len: data.len() as u32,
+                crc: checksum(data),
+                seq: 0,
+            };
+            h.put(buf);
+            (EXTENT_HEADER_LEN + data.len(), mark)
+        };
+        let Some((spec, policy, mark)) = job.decision else {
+            return Ok(raw(buf, false));
+        };
+        let limit = compressed_limit(data.len());
+        let out = &mut buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + limit];
+        Ok(match self.engine.compress_with(spec, policy, data, out)? {
+            Outcome::Compressed(n) => {
+                let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
+                let h = ExtentHeader {
+                    encoding: Encoding::Compressed(alg, spec.level),
+                    ram_len: data.len() as u32,
+                    crc: checksum(&buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + n]),
+                    seq: 0,
+                };
+                h.put(buf);
+                (EXTENT_HEADER_LEN + n, false)
+            }
+            Outcome::Incompressible => raw(buf, mark),
+            Outcome::Skipped => raw(buf, false),
+        })
+    }
+
+    /// Commit a job's extent value (`None`: a hole) with the inode's size and times.
+    fn commit_job(&self, job: &Job, value: Option<(&mut [u8], bool)>) -> Result<(), FsError> {
         let txn = self.store.write()?;
         let mut inode = match store::get_inode(&txn.open_table(INODES)?, job.ino) {
             Ok(i) => i,
@@ -344,8 +364,8 @@ impl Volume {
             Err(FsError::Errno(libc::ENOENT)) => return Ok(()),
             Err(e) => return Err(e),
         };
-        let mark = enc.as_ref().is_some_and(|e| e.2);
-        let delta = self.put_extents(&txn, job.ino, vec![(job.idx, enc.map(|e| (e.0, e.1)))])?;
+        let mark = value.as_ref().is_some_and(|v| v.1);
+        let delta = self.put_value(&txn, job.ino, job.idx, value.map(|v| v.0))?;
         let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
         inode.size = inode.size.max(end);
         if inode.extent_size == 0 {

@@ -68,8 +68,25 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
-/// Decoded extents by index.
-type Decoded = Vec<(u64, Arc<Vec<u8>>)>;
+/// Where a read finds an extent's bytes.
+enum Source<'v> {
+    /// Dirty, not yet written back.
+    Dirty(Arc<Vec<u8>>),
+    /// A stored extent value.
+    Stored(&'v [u8]),
+}
+
+/// One extent's part of a read: its source and the slice of the reply it fills.
+struct Item<'v, 'o> {
+    idx: u64,
+    cstart: u64,
+    /// Offset in the extent of the first byte wanted.
+    skip: usize,
+    /// The read wants the whole extent (decode straight into `dst`).
+    whole: bool,
+    src: Source<'v>,
+    dst: &'o mut [u8],
+}
 /// Encoded extents ready to insert: `None` is a hole. The flag says to mark NOCOMPRESS.
 type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 /// Encoded extents and whether to mark the inode NOCOMPRESS.
@@ -201,6 +218,30 @@ impl Volume {
         Ok(delta)
     }
 
+    /// Insert one encoded extent value (`None`: a hole), replacing what was there, with a new
+    /// sequence number; returns the change in stored bytes.
+    pub(crate) fn put_value(
+        &self,
+        txn: &WriteTransaction,
+        ino: u64,
+        idx: u64,
+        value: Option<&mut [u8]>,
+    ) -> Result<i64, FsError> {
+        let mut delta = 0i64;
+        let mut extents = txn.open_table(EXTENTS)?;
+        if let Some(old) = extents.remove((ino, idx))? {
+            delta -= old.value().len().saturating_sub(EXTENT_HEADER_LEN) as i64;
+        }
+        if let Some(v) = value {
+            ExtentHeader::set_seq(v, store::next_counter(txn, "seq")?);
+            delta += v.len().saturating_sub(EXTENT_HEADER_LEN) as i64;
+            extents.insert((ino, idx), &*v)?;
+        }
+        drop(extents);
+        store::add_counter(txn, "used", delta)?;
+        Ok(delta)
+    }
+
     /// Decode one extent value (verifying its checksum) into its bytes, through the cache.
     pub(crate) fn decode_extent(
         &self,
@@ -213,6 +254,28 @@ impl Volume {
         if let Some(d) = self.cache_get(ino, idx, h.seq) {
             return Ok(d);
         }
+        let mut data = vec![0u8; h.ram_len as usize];
+        self.decode_into(ino, offset, value, &mut data)?;
+        let data = Arc::new(data);
+        self.cache_put(ino, idx, h.seq, data.clone());
+        Ok(data)
+    }
+
+    /// The decoded length of an extent value.
+    fn ram_len(ino: u64, offset: u64, value: &[u8]) -> Result<usize, FsError> {
+        Ok(Volume::header(ino, offset, value)?.ram_len as usize)
+    }
+
+    /// Verify an extent value's checksum and decode it into `out` (its decoded length); a
+    /// mismatch or a decoder error is EIO with a log line naming the file and offset.
+    fn decode_into(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), FsError> {
+        let h = Volume::header(ino, offset, value)?;
         let stored = &value[EXTENT_HEADER_LEN..];
         let corrupt = |reason: String| {
             log::error!(
@@ -225,32 +288,47 @@ impl Volume {
                 reason,
             }
         };
-        if checksum(stored) != h.crc {
+        let crc = checksum(stored);
+        if crc != h.crc {
             return Err(corrupt(format!(
-                "checksum mismatch (stored {:08x}, computed {:08x})",
-                h.crc,
-                checksum(stored)
+                "checksum mismatch (stored {:08x}, computed {crc:08x})",
+                h.crc
             )));
         }
-        let data = match h.encoding {
-            Encoding::Raw if stored.len() == h.ram_len as usize => stored.to_vec(),
+        if out.len() != h.ram_len as usize {
+            return Err(corrupt("extent length mismatch".into()));
+        }
+        match h.encoding {
+            Encoding::Raw if stored.len() == out.len() => out.copy_from_slice(stored),
             Encoding::Raw => return Err(corrupt("raw extent length mismatch".into())),
             Encoding::Compressed(alg, _) => {
-                let mut out = vec![0u8; h.ram_len as usize];
                 self.engine
-                    .decompress(alg, stored, &mut out)
+                    .decompress(alg, stored, out)
                     .map_err(|e| corrupt(e.to_string()))?;
-                out
             }
-        };
-        let data = Arc::new(data);
-        self.cache_put(ino, idx, h.seq, data.clone());
-        Ok(data)
+        }
+        Ok(())
     }
 
     /// Read up to `size` bytes at `offset`: dirty extents first (they are newer), then the
-    /// store; the extents of a large read are decoded in parallel on the engine's streams.
+    /// store. Extents the read covers whole are decoded straight into the reply, in parallel on
+    /// the engine's streams; partly covered ones go through the cache of decoded extents.
     pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, FsError> {
+        let mut out = Vec::new();
+        self.read_into(ino, offset, size, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Volume::read`] into `out` (resized to what was read), so a caller can reuse one
+    /// buffer: only the parts no extent fills (holes) are zeroed.
+    pub fn read_into(
+        &self,
+        ino: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FsError> {
+        out.clear();
         // Dirty extents before the snapshot: one committed meanwhile is in the snapshot.
         let pending = self.da.pending(ino);
         let mut dirty = Vec::new();
@@ -269,76 +347,109 @@ impl Volume {
         }
         let file_size = inode.size.max(pending.map_or(0, |p| p.size));
         if offset >= file_size || size == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let end = file_size.min(offset + size as u64);
-        let mut out = vec![0u8; (end - offset) as usize];
+        // Capacity is kept between calls; only new length is zero-filled, then holes below.
+        out.resize((end - offset) as usize, 0);
         let e = match (inode.extent_size, pending) {
-            (0, None) => return Ok(out),
+            (0, None) => {
+                out.fill(0);
+                return Ok(());
+            }
             (0, Some(p)) => p.extent_size as u64,
             (n, _) => n as u64,
         };
-        let mut parts: Decoded = dirty;
-        let mut stored = Vec::new();
         let extents = txn.open_table(EXTENTS)?;
+        let mut stored = Vec::new();
         for r in extents.range((ino, offset / e)..=(ino, (end - 1) / e))? {
             let (k, v) = r?;
             let idx = k.value().1;
-            if !parts.iter().any(|p| p.0 == idx) {
+            if !dirty.iter().any(|d| d.0 == idx) {
                 stored.push((idx, v));
             }
         }
-        let decoded = self.decode_many(ino, e, &stored)?;
-        parts.extend(decoded);
-        for (idx, data) in parts {
+        // Cut `out` into one target per extent, in index order.
+        let mut items: Vec<Item<'_, '_>> = Vec::new();
+        let mut rest: &mut [u8] = out;
+        let mut at = offset;
+        let mut sources: Vec<(u64, Source<'_>)> = dirty
+            .into_iter()
+            .map(|(i, d)| (i, Source::Dirty(d)))
+            .chain(stored.iter().map(|(i, v)| (*i, Source::Stored(v.value()))))
+            .collect();
+        sources.sort_by_key(|s| s.0);
+        for (idx, src) in sources {
             let cstart = idx * e;
+            let len = match &src {
+                Source::Dirty(d) => d.len(),
+                Source::Stored(v) => Volume::ram_len(ino, cstart, v)?,
+            } as u64;
             let from = offset.max(cstart);
-            let to = end.min(cstart + data.len() as u64);
-            if from < to {
-                out[(from - offset) as usize..(to - offset) as usize]
-                    .copy_from_slice(&data[(from - cstart) as usize..(to - cstart) as usize]);
+            let to = end.min(cstart + len);
+            if from >= to {
+                continue;
             }
+            let (gap, tail) = std::mem::take(&mut rest).split_at_mut((from - at) as usize);
+            gap.fill(0);
+            let (dst, tail) = tail.split_at_mut((to - from) as usize);
+            rest = tail;
+            at = to;
+            items.push(Item {
+                idx,
+                cstart,
+                skip: (from - cstart) as usize,
+                whole: from == cstart && to == cstart + len,
+                src,
+                dst,
+            });
         }
-        Ok(out)
+        rest.fill(0);
+        self.fill(ino, items)
     }
 
-    /// Decode stored extents (index, value): on this thread when there is one, else spread over
-    /// the engine's streams.
-    fn decode_many(
-        &self,
-        ino: u64,
-        e: u64,
-        stored: &[(u64, redb::AccessGuard<'_, &'static [u8]>)],
-    ) -> Result<Decoded, FsError> {
-        let one = |(idx, v): &(u64, redb::AccessGuard<'_, &'static [u8]>)| {
-            self.decode_extent(ino, *idx, idx * e, v.value())
-                .map(|d| (*idx, d))
-        };
-        let threads = self.options().streams.min(stored.len());
-        if threads <= 1 {
-            return stored.iter().map(one).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        type Numbered = Vec<(usize, Result<(u64, Arc<Vec<u8>>), FsError>)>;
-        let results: Vec<Numbered> = std::thread::scope(|s| {
-            let work = || {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = stored.get(i) else {
-                        return mine;
-                    };
-                    mine.push((i, one(item)));
+    /// Fill read targets: on this thread when there is one, else spread over the streams.
+    fn fill(&self, ino: u64, items: Vec<Item<'_, '_>>) -> Result<(), FsError> {
+        let one = |it: Item<'_, '_>| -> Result<(), FsError> {
+            match it.src {
+                Source::Dirty(d) => {
+                    let n = it.dst.len();
+                    it.dst.copy_from_slice(&d[it.skip..it.skip + n]);
                 }
-            };
+                Source::Stored(v) if it.whole => self.decode_into(ino, it.cstart, v, it.dst)?,
+                Source::Stored(v) => {
+                    let d = self.decode_extent(ino, it.idx, it.cstart, v)?;
+                    let n = it.dst.len();
+                    it.dst.copy_from_slice(&d[it.skip..it.skip + n]);
+                }
+            }
+            Ok(())
+        };
+        let decodes = items
+            .iter()
+            .filter(|i| matches!(i.src, Source::Stored(_)))
+            .count();
+        let threads = self.options().streams.min(decodes);
+        if threads <= 1 {
+            return items.into_iter().try_for_each(one);
+        }
+        let queue = std::sync::Mutex::new(items);
+        let work = || -> Result<(), FsError> {
+            loop {
+                let Some(it) = crate::volume::lock(&queue).pop() else {
+                    return Ok(());
+                };
+                one(it)?;
+            }
+        };
+        std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-            let mut all = vec![work()];
-            all.extend(helpers.into_iter().map(|h| h.join().unwrap_or_default()));
-            all
-        });
-        let mut flat: Vec<_> = results.into_iter().flatten().collect();
-        flat.sort_by_key(|r| r.0);
-        flat.into_iter().map(|r| r.1).collect()
+            let mine = work();
+            helpers
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(errno(libc::EIO))))
+                .fold(mine, |a, b| a.and(b))
+        })
     }
 
     /// Write `data` at `offset`; `kill` (the writer's uid and gid) drops the file's privileges

@@ -346,10 +346,14 @@ impl fuser::Filesystem for WringFs {
         _lock: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.vol.read(ino.0, offset, size) {
-            Ok(d) => reply.data(&d),
-            Err(e) => reply.error(err(e)),
+        thread_local! {
+            /// The reply buffer of this request thread, kept between reads.
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
+        BUF.with_borrow_mut(|buf| match self.vol.read_into(ino.0, offset, size, buf) {
+            Ok(()) => reply.data(buf),
+            Err(e) => reply.error(err(e)),
+        })
     }
 
     fn write(

@@ -256,20 +256,30 @@ fn alg_from(c: u8) -> Option<Algorithm> {
 impl ExtentHeader {
     /// Encode the header followed by `data`.
     pub fn encode(&self, data: &[u8]) -> Vec<u8> {
-        let mut b = Vec::with_capacity(EXTENT_HEADER_LEN + data.len());
+        let mut b = vec![0u8; EXTENT_HEADER_LEN];
+        self.put(&mut b);
+        b.extend_from_slice(data);
+        b
+    }
+
+    /// Write the header into the first [`EXTENT_HEADER_LEN`] bytes of `b`.
+    pub fn put(&self, b: &mut [u8]) {
         let (code, level) = match self.encoding {
             Encoding::Raw => (0u8, 0i32),
             Encoding::Compressed(a, l) => (alg_code(a), l),
         };
-        b.push(1); // version
-        b.push(code);
-        b.push(level as i8 as u8);
-        b.push(0);
-        b.extend_from_slice(&self.ram_len.to_le_bytes());
-        b.extend_from_slice(&self.crc.to_le_bytes());
-        b.extend_from_slice(&self.seq.to_le_bytes());
-        b.extend_from_slice(data);
-        b
+        b[0] = 1; // version
+        b[1] = code;
+        b[2] = level as i8 as u8;
+        b[3] = 0;
+        b[4..8].copy_from_slice(&self.ram_len.to_le_bytes());
+        b[8..12].copy_from_slice(&self.crc.to_le_bytes());
+        b[12..20].copy_from_slice(&self.seq.to_le_bytes());
+    }
+
+    /// Set the sequence number in an encoded value.
+    pub fn set_seq(value: &mut [u8], seq: u64) {
+        value[12..20].copy_from_slice(&seq.to_le_bytes());
     }
 
     /// Decode the header; the stored bytes follow at [`EXTENT_HEADER_LEN`].
