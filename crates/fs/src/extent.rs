@@ -531,6 +531,49 @@ impl Volume {
         Ok(())
     }
 
+    /// fallocate(2): mode 0 extends the size (nothing can be reserved ahead in a compressed
+    /// store, as btrfs cannot for compressed extents either); `KEEP_SIZE` alone does nothing;
+    /// `PUNCH_HOLE|KEEP_SIZE` and `ZERO_RANGE` write zeros, which become holes extent by extent.
+    /// Other modes are EOPNOTSUPP.
+    pub fn fallocate(&self, ino: u64, offset: u64, len: u64, mode: i32) -> Result<(), FsError> {
+        let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let punch = mode & libc::FALLOC_FL_PUNCH_HOLE != 0;
+        let zero = mode & libc::FALLOC_FL_ZERO_RANGE != 0;
+        let known =
+            libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE;
+        if mode & !known != 0 || (punch && (!keep || zero)) {
+            return Err(errno(libc::EOPNOTSUPP));
+        }
+        if len == 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        let end = offset.checked_add(len).ok_or(errno(libc::EFBIG))?;
+        let inode = self.inode(ino)?;
+        match inode.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(errno(libc::EISDIR)),
+            _ => return Err(errno(libc::ENODEV)),
+        }
+        if punch || zero {
+            const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+            let zend = if keep { end.min(inode.size) } else { end };
+            let mut at = offset;
+            while at < zend {
+                let n = (zend - at).min(ZEROS.len() as u64);
+                self.write(ino, at, &ZEROS[..n as usize], None)?;
+                at += n;
+            }
+        }
+        if !keep && end > self.inode(ino)?.size {
+            let set = crate::inode::SetAttr {
+                size: Some(end),
+                ..Default::default()
+            };
+            self.setattr(ino, &set)?;
+        }
+        Ok(())
+    }
+
     /// Truncate or extend to `size` within `txn` (the caller holds the inode lock).
     pub(crate) fn truncate_in(
         &self,

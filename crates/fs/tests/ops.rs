@@ -18,7 +18,7 @@ fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
     let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
     let d = |root: &Path, i: u64| root.join(format!("t{t}/d/f{i}"));
     let (a, b) = (rng.below(4), rng.below(4));
-    let op = rng.below(9);
+    let op = rng.below(11);
     let off = rng.below(700_000);
     let big = rng.below(4) == 0;
     let len = 1 + rng.below(if big { 1_500_000 } else { 9000 }) as usize;
@@ -46,7 +46,23 @@ fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
             5 => fs::rename(f(root, a), d(root, b)),
             6 => fs::hard_link(d(root, a), f(root, b)),
             7 => fs::remove_file(f(root, a)),
-            _ => fs::rename(d(root, a), f(root, b)),
+            8 => fs::rename(d(root, a), f(root, b)),
+            // fallocate: punch a hole, zero a range (maybe extending), or extend.
+            _ => OpenOptions::new().write(true).open(f(root, a)).and_then(|h| {
+                let mode = match b {
+                    0 => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    1 => libc::FALLOC_FL_ZERO_RANGE,
+                    2 => libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                    _ => 0,
+                };
+                use std::os::fd::AsRawFd;
+                // SAFETY: fallocate on an open descriptor.
+                let r = unsafe { libc::fallocate(h.as_raw_fd(), mode, off as i64, len as i64) };
+                match r {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            }),
         };
     }
     format!("t{t} op {op} a {a} b {b} off {off} len {len}")
