@@ -555,7 +555,7 @@ impl Volume {
             _ => return Err(errno(libc::ENODEV)),
         }
         if punch || zero {
-            const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+            static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
             let zend = if keep { end.min(inode.size) } else { end };
             let mut at = offset;
             while at < zend {

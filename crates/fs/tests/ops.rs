@@ -48,21 +48,24 @@ fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
             7 => fs::remove_file(f(root, a)),
             8 => fs::rename(d(root, a), f(root, b)),
             // fallocate: punch a hole, zero a range (maybe extending), or extend.
-            _ => OpenOptions::new().write(true).open(f(root, a)).and_then(|h| {
-                let mode = match b {
-                    0 => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    1 => libc::FALLOC_FL_ZERO_RANGE,
-                    2 => libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
-                    _ => 0,
-                };
-                use std::os::fd::AsRawFd;
-                // SAFETY: fallocate on an open descriptor.
-                let r = unsafe { libc::fallocate(h.as_raw_fd(), mode, off as i64, len as i64) };
-                match r {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                }
-            }),
+            _ => OpenOptions::new()
+                .write(true)
+                .open(f(root, a))
+                .and_then(|h| {
+                    let mode = match b {
+                        0 => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                        1 => libc::FALLOC_FL_ZERO_RANGE,
+                        2 => libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE,
+                        _ => 0,
+                    };
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: fallocate on an open descriptor.
+                    let r = unsafe { libc::fallocate(h.as_raw_fd(), mode, off as i64, len as i64) };
+                    match r {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    }
+                }),
         };
     }
     format!("t{t} op {op} a {a} b {b} off {off} len {len}")

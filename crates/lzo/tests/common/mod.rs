@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod reference;
+
 use std::sync::Once;
 
 use lzo_sys::lzo1x::{lzo1x_1_compress, lzo1x_decompress_safe, LZO1X_1_MEM_COMPRESS};
