@@ -49,6 +49,7 @@ impl Volume {
     /// Open the store in `dir` with `options`, deleting orphans a crash left behind.
     pub fn open(dir: &std::path::Path, options: Options) -> Result<Volume, FsError> {
         let store = Store::open(dir)?;
+        store.start_flusher()?;
         let engine = Engine::new(EngineConfig {
             max_extent: MAX_MAX_EXTENT,
             streams: options.streams,

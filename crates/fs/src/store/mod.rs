@@ -8,7 +8,9 @@
 pub mod records;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use redb::{
@@ -40,12 +42,19 @@ pub const ROOT: u64 = 1;
 pub const DB_FILE: &str = "wring.redb";
 /// How long non-durable commits may pile up before one is made durable (btrfs commit=).
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
+/// redb's cache: half of it may hold pages of non-durable commits before they go to the file.
+/// Kept small so committed data reaches the page cache early and the flusher can start its
+/// writeback, instead of all of it waiting for the next durable commit.
+pub const CACHE_BYTES: usize = 64 << 20;
+/// How often the flusher starts writeback of the database file's dirty pages.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The open store.
 pub struct Store {
     db: Database,
     dir: PathBuf,
     last_durable: Mutex<Instant>,
+    flusher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
@@ -101,12 +110,31 @@ impl Store {
                 source: std::io::Error::from_raw_os_error(libc::ENOENT),
             });
         }
-        let db = Database::open(&path)?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .open(&path)?;
         Ok(Store {
             db,
             dir: dir.to_path_buf(),
             last_durable: Mutex::new(Instant::now()),
+            flusher: Mutex::new(None),
         })
+    }
+
+    /// Start the flusher: every [`FLUSH_INTERVAL`] it asks the kernel to start writing the
+    /// database file's dirty pages (sync_file_range, no waiting), as the kernel's flusher
+    /// threads would for btrfs's data, so a durable commit finds little left to write.
+    pub fn start_flusher(&self) -> Result<(), FsError> {
+        let file = std::fs::File::open(self.dir.join(DB_FILE))
+            .map_err(io(format!("opening {}", self.dir.join(DB_FILE).display())))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("wring-flush".into())
+            .spawn(move || flush_loop(file, flag))
+            .map_err(io("starting the flusher".into()))?;
+        *self.flusher.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, handle));
+        Ok(())
     }
 
     /// The store directory.
@@ -152,6 +180,30 @@ impl Store {
     /// Mutable access for integrity checks (fsck) on a store nobody has mounted.
     pub fn check_integrity(&mut self) -> Result<bool, FsError> {
         Ok(self.db.check_integrity()?)
+    }
+}
+
+fn flush_loop(file: std::fs::File, stop: Arc<AtomicBool>) {
+    use std::os::fd::AsRawFd;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(FLUSH_INTERVAL);
+        // SAFETY: sync_file_range on a descriptor this thread owns; whole file, start only.
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let flusher = self
+            .flusher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((stop, handle)) = flusher {
+            stop.store(true, Ordering::Relaxed);
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
     }
 }
 
