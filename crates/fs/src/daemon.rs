@@ -76,10 +76,23 @@ pub fn status_text(vol: &Volume) -> String {
     s
 }
 
+/// The daemon allocates and frees the same extent-sized buffers (its own, redb's pages) all the
+/// time; by default glibc hands large ones back to the kernel and faults them in again, zeroed.
+/// Keep up to a few hundred MiB of freed memory in the process instead.
+fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only changes allocator tunables; called before the threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
 /// Mount in the foreground until unmounted. With [`NOTIFY_ENV`] set, prints `ready` on stdout
 /// once the mount is live and sends further log output to the store's log file.
 pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
+    keep_freed_memory();
     let allow_other = opts.allow_other;
     // More request threads than compression streams: a thread waiting for a stream must not
     // hold up lookups, getattrs and reads queued behind it.

@@ -19,6 +19,7 @@ fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
         kernel: true,
         launcher: Launcher::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into()),
         work,
+        repeat: 1,
     }
 }
 

@@ -43,6 +43,9 @@ pub struct Args {
     /// Scratch directory for stores and mount points
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
 }
 
 fn size(what: &str, text: &str) -> Result<usize> {
@@ -84,6 +87,7 @@ pub fn run(args: Args) -> Result<()> {
         work: args.work_dir.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("wring-bench-fs-{}", std::process::id()))
         }),
+        repeat: args.repeat.max(1),
     };
     let report = bench::run(&cfg);
     let _ = std::fs::remove_dir_all(&cfg.work);
