@@ -233,8 +233,14 @@ fn copy_in(corpus: &Path, dest: &Path, copies: usize) -> Result<(), String> {
 }
 
 /// Read the corpus once so every copy starts from the page cache, whatever ran before.
-fn warm(corpus: &Path) -> Result<(), String> {
-    sh(&format!("cat {}/* > /dev/null", quote(corpus)))
+fn warm(corpus: &Path, files: &[(PathBuf, u64)]) -> Result<(), String> {
+    for (rel, _) in files {
+        let path = corpus.join(rel);
+        let mut f = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::io::copy(&mut f, &mut std::io::sink())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Read every file back. GNU tar does not read file data when the archive is /dev/null (it
@@ -390,7 +396,7 @@ pub fn wring_run(
         ..Run::default()
     };
     let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
-    warm(&cfg.corpus)?;
+    warm(&cfg.corpus, files)?;
     progress(&format!("{label}: copying"));
     let t = Instant::now();
     copy_in(&cfg.corpus, &mnt, cfg.copies)?;
@@ -430,7 +436,7 @@ pub fn kernel_run(
         bytes: total_bytes(files) * cfg.copies as u64,
         ..Run::default()
     };
-    warm(&cfg.corpus)?;
+    warm(&cfg.corpus, files)?;
     progress(&format!("{label}: copying"));
     let t = Instant::now();
     copy_in(&cfg.corpus, fs.path(), cfg.copies)?;
