@@ -254,6 +254,10 @@ impl Volume {
         if let Some(d) = self.cache_get(ino, idx, h.seq) {
             return Ok(d);
         }
+        let _g = self.decode_lock(ino, idx);
+        if let Some(d) = self.cache_get(ino, idx, h.seq) {
+            return Ok(d);
+        }
         let mut data = vec![0u8; h.ram_len as usize];
         self.decode_into(ino, offset, value, &mut data)?;
         let data = Arc::new(data);

@@ -34,6 +34,9 @@ pub struct Volume {
     pub(crate) engine: Engine,
     pub(crate) options: RwLock<Options>,
     stripes: Vec<Mutex<()>>,
+    /// Serialise decoding the same extent for the cache: two readers of one extent (adjacent
+    /// readahead requests share their boundary extents) decode it once.
+    decode_stripes: Vec<Mutex<()>>,
     pub(crate) open: Mutex<HashMap<u64, u32>>,
     pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
     pub(crate) next_fh: AtomicU64,
@@ -63,6 +66,7 @@ impl Volume {
             engine,
             options: RwLock::new(options),
             stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            decode_stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             open: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -109,6 +113,12 @@ impl Volume {
     /// Serialises data changes to one inode (btrfs's inode lock).
     pub(crate) fn inode_lock(&self, ino: u64) -> MutexGuard<'_, ()> {
         lock(&self.stripes[(ino as usize) % LOCK_STRIPES])
+    }
+
+    /// The decode lock of extent `idx` of `ino`.
+    pub(crate) fn decode_lock(&self, ino: u64, idx: u64) -> MutexGuard<'_, ()> {
+        let h = ino.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ idx;
+        lock(&self.decode_stripes[(h as usize) % LOCK_STRIPES])
     }
 
     /// Make everything durable: all writeback, then a durable commit. A writeback error since
