@@ -244,20 +244,11 @@ impl Volume {
             if left == 0 {
                 let err = match ino {
                     Some(i) => st.errors.remove(&i),
-                    None => {
-                        let first = st.errors.keys().next().copied();
-                        first.and_then(|k| st.errors.remove(&k))
-                    }
+                    None => st.errors.drain().map(|e| e.1).next(),
                 };
                 return err.map_or(Ok(()), Err);
             }
-            if let Some(job) = Delalloc::take(&mut st, ino) {
-                drop(st);
-                self.writeback(job);
-                st = self.da.state();
-            } else {
-                st = self.da.wait(&self.da.done, st);
-            }
+            st = self.help_or_wait(st, ino);
         }
     }
 
@@ -265,13 +256,23 @@ impl Volume {
     pub(crate) fn throttle(&self) {
         let mut st = self.da.state();
         while st.bytes > DIRTY_LIMIT {
-            if let Some(job) = Delalloc::take(&mut st, None) {
+            st = self.help_or_wait(st, None);
+        }
+    }
+
+    /// Run one queued job (of `ino`, or any) on this thread, or wait for one to finish.
+    fn help_or_wait<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        ino: Option<u64>,
+    ) -> MutexGuard<'a, State> {
+        match Delalloc::take(&mut st, ino) {
+            Some(job) => {
                 drop(st);
                 self.writeback(job);
-                st = self.da.state();
-            } else {
-                st = self.da.wait(&self.da.done, st);
+                self.da.state()
             }
+            None => self.da.wait(&self.da.done, st),
         }
     }
 
