@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use lzo_sys::lzo1x::{lzo1x_1_compress, lzo1x_decompress_safe, LZO1X_1_MEM_COMPRESS};
 use wring_lzo::{btrfs, compress, decompress, worst_compress, CompressState};
 
+use common::reference_compress;
+
 const SECTOR: usize = 4096;
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
@@ -197,11 +199,20 @@ fn throughput_vs_liblzo2() {
 
 /// MB/s of `bytes` for each of `fs`, from the fastest of many alternating
 /// passes: steadier than [`rate`] on a shared machine.
-fn best_rates<const N: usize>(bytes: usize, mut fs: [&mut dyn FnMut(); N]) -> [f64; N] {
+fn best_rates<const N: usize>(bytes: usize, fs: [&mut dyn FnMut(); N]) -> [f64; N] {
+    best_rates_within(Duration::from_secs(2), bytes, fs)
+}
+
+/// [`best_rates`], passing over `fs` for about `limit` (at least 5 rounds).
+fn best_rates_within<const N: usize>(
+    limit: Duration,
+    bytes: usize,
+    mut fs: [&mut dyn FnMut(); N],
+) -> [f64; N] {
     let mut best = [f64::MAX; N];
     let start = Instant::now();
     let mut rounds = 0;
-    while rounds < 5 || (rounds < 200 && start.elapsed() < Duration::from_secs(2)) {
+    while rounds < 5 || (rounds < 200 && start.elapsed() < limit) {
         for (f, b) in fs.iter_mut().zip(&mut best) {
             let t = Instant::now();
             f();
@@ -329,4 +340,105 @@ fn decompress_real_data() {
             ours / old
         );
     }
+}
+
+/// Compression speed and ratio on real files (see [`real_corpus`]) cut into
+/// 4 KiB pieces, each its own stream as btrfs and zram write them: this
+/// crate's compressor, the one it replaced (`common::reference_compress`)
+/// and liblzo2's `lzo1x_1_compress`; then whole 128 KiB extents in btrfs's
+/// framing. About a second per file (`--exact`, or the decompression
+/// benchmark runs too):
+/// `cargo test --release -p wring-lzo --test bench -- --ignored --nocapture --exact compress_real_data`.
+#[test]
+#[ignore]
+fn compress_real_data() {
+    let _ = common::lzo2_compress(b"init");
+    let limit = Duration::from_millis(600);
+    let mut state = CompressState::new();
+    let mut old_state = reference_compress::CompressState::new();
+    let mut wrk = vec![0u8; LZO1X_1_MEM_COMPRESS as usize];
+    // Time-weighted totals (all bytes over the sum of the times) and sizes.
+    let mut times = [0f64; 4];
+    let mut sizes = [0usize; 3];
+    let mut total_bytes = 0usize;
+    for (name, data) in real_corpus() {
+        let [mut buf, mut buf2, mut buf3] = [(); 3].map(|_| vec![0; worst_compress(SECTOR)]);
+        let a = pack_all(&data, SECTOR, |c, b| compress(c, b, &mut state).unwrap());
+        let b = pack_all(&data, SECTOR, |c, b| {
+            reference_compress::compress(c, b, &mut old_state).unwrap()
+        });
+        let c = pack_all(&data, SECTOR, |c, d| lzo2_compress_into(c, d, &mut wrk));
+        // Every stream must decode (here, with liblzo2) to its piece.
+        let mut out = vec![0; SECTOR];
+        for (s, piece) in a.iter().zip(data.chunks(SECTOR)) {
+            let n = lzo2_decompress_into(s, &mut out);
+            assert_eq!(&out[..n], piece, "{name}: liblzo2 decodes ours wrongly");
+        }
+        let len = |v: &[Vec<u8>]| v.iter().map(Vec::len).sum::<usize>();
+        let got = [len(&a), len(&b), len(&c)];
+        let [ours, old, theirs] = best_rates_within(
+            limit,
+            data.len(),
+            [
+                &mut || {
+                    for c in data.chunks(SECTOR) {
+                        std::hint::black_box(compress(c, &mut buf, &mut state).unwrap());
+                    }
+                },
+                &mut || {
+                    for c in data.chunks(SECTOR) {
+                        std::hint::black_box(
+                            reference_compress::compress(c, &mut buf2, &mut old_state).unwrap(),
+                        );
+                    }
+                },
+                &mut || {
+                    for c in data.chunks(SECTOR) {
+                        std::hint::black_box(lzo2_compress_into(c, &mut buf3, &mut wrk));
+                    }
+                },
+            ],
+        );
+        let mut dst = vec![0; worst_compress(128 << 10) + 4096];
+        let [framed] = best_rates_within(
+            limit / 2,
+            data.len(),
+            [&mut || {
+                for c in data.chunks(128 << 10) {
+                    std::hint::black_box(
+                        btrfs::compress_extent(c, &mut dst, SECTOR, &mut state).unwrap(),
+                    );
+                }
+            }],
+        );
+        let ratio = got.map(|n| n as f64 / data.len() as f64);
+        println!(
+            "{name:>16} 4 KiB: compress ours {ours:5.0} MB/s, before {old:5.0} MB/s ({:.2}x), \
+             liblzo2 {theirs:5.0} MB/s; ratio ours {:.4}, before {:.4}, liblzo2 {:.4}; \
+             128 KiB btrfs extents {framed:5.0} MB/s",
+            ours / old,
+            ratio[0],
+            ratio[1],
+            ratio[2],
+        );
+        for (t, r) in times.iter_mut().zip([ours, old, theirs, framed]) {
+            *t += data.len() as f64 / r;
+        }
+        for (s, n) in sizes.iter_mut().zip(got) {
+            *s += n;
+        }
+        total_bytes += data.len();
+    }
+    let [ours, old, theirs, framed] = times.map(|t| total_bytes as f64 / t);
+    let ratio = sizes.map(|n| n as f64 / total_bytes as f64);
+    println!(
+        "{:>16} 4 KiB: compress ours {ours:5.0} MB/s, before {old:5.0} MB/s ({:.2}x), \
+         liblzo2 {theirs:5.0} MB/s; ratio ours {:.4}, before {:.4}, liblzo2 {:.4}; \
+         128 KiB btrfs extents {framed:5.0} MB/s",
+        "all",
+        ours / old,
+        ratio[0],
+        ratio[1],
+        ratio[2],
+    );
 }

@@ -362,3 +362,107 @@ proptest! {
         }
     }
 }
+
+/// Inputs for the compressor, by shape and size: random bytes, runs of one
+/// byte, short patterns repeated, text-like and mixed data (the generators of
+/// `common`), and `patterned`; sized 0..64 bytes (the shortest, all literal
+/// or nearly), exactly 4096 bytes (a btrfs sector, a zram page), around 4096
+/// or anything up to 70 000 (several 48 KiB dictionary blocks).
+fn compressor_input() -> impl Strategy<Value = Vec<u8>> {
+    let size = prop_oneof![
+        2 => 0usize..64,
+        3 => Just(SECTOR),
+        1 => SECTOR - 24..SECTOR + 24,
+        1 => 0usize..70_000,
+    ];
+    let runs = prop::collection::vec((any::<u8>(), 1usize..300), 1..400).prop_map(|runs| {
+        runs.into_iter()
+            .flat_map(|(b, n)| std::iter::repeat_n(b, n))
+            .collect::<Vec<u8>>()
+    });
+    let pattern = (prop::collection::vec(any::<u8>(), 1..=24), 0usize..8)
+        .prop_map(|(pat, noise)| (pat, noise));
+    (
+        size,
+        0usize..7,
+        any::<u64>(),
+        runs,
+        pattern,
+        patterned(70_000),
+    )
+        .prop_map(|(n, kind, seed, runs, (pat, noise), patterned)| {
+            let mut v = match kind {
+                0 => common::random(n, seed),
+                1 => common::repetitive(n, seed),
+                2 => common::text(n, seed),
+                3 => common::mixed(n, seed),
+                4 => runs.into_iter().cycle().take(n).collect(),
+                5 => {
+                    // A short pattern repeated, with a few bytes changed.
+                    let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
+                    let mut rng = common::Rng::new(seed);
+                    for _ in 0..noise.min(n) {
+                        let i = rng.below(n);
+                        v[i] = rng.next_u64() as u8;
+                    }
+                    v
+                }
+                _ => patterned.into_iter().cycle().take(n).collect(),
+            };
+            v.truncate(n);
+            v
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// What the compressor writes decodes to the input with this crate's
+    /// decoder and with liblzo2's `lzo1x_decompress_safe`, stays within the
+    /// worst case, and fits exactly the room it reports: one byte less is an
+    /// error, never a panic.
+    #[test]
+    fn compressed_streams_decode_with_ours_and_liblzo2(src in compressor_input()) {
+        let mut state = CompressState::new();
+        let mut dst = vec![0; worst_compress(src.len())];
+        let n = compress(&src, &mut dst, &mut state).unwrap();
+        let p = &dst[..n];
+        prop_assert_eq!(&p[n - 3..], &[0x11, 0, 0]);
+
+        let mut out = vec![0xAA; src.len()];
+        prop_assert_eq!(decompress(p, &mut out), Ok(src.len()));
+        prop_assert!(out == src, "our decoder gives other bytes");
+        prop_assert!(
+            common::lzo2_decompress(p, src.len()).as_deref() == Ok(&src[..]),
+            "liblzo2 does not decode it to the input"
+        );
+
+        // The same state, reused: the same stream, into a destination with
+        // exactly enough room, and an error with one byte less.
+        let mut exact = vec![0; n];
+        prop_assert_eq!(compress(&src, &mut exact, &mut state), Ok(n));
+        prop_assert!(exact == p, "a reused state or a tight destination changes the stream");
+        let mut short = vec![0; n - 1];
+        prop_assert_eq!(
+            compress(&src, &mut short, &mut state),
+            Err(wring_lzo::Error::OutputOverrun)
+        );
+    }
+
+    /// The faster compressor writes, byte for byte, the stream the one it
+    /// replaced (`common::reference_compress`) writes, so its ratio is the
+    /// same by construction.
+    #[test]
+    fn same_stream_as_the_previous_compressor(src in compressor_input()) {
+        let mut dst = vec![0; worst_compress(src.len())];
+        let n = compress(&src, &mut dst, &mut CompressState::new()).unwrap();
+        let mut old = vec![0; worst_compress(src.len())];
+        let m = common::reference_compress::compress(
+            &src,
+            &mut old,
+            &mut common::reference_compress::CompressState::new(),
+        )
+        .unwrap();
+        prop_assert!(dst[..n] == old[..m], "the stream differs from the previous compressor's");
+    }
+}

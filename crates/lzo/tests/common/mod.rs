@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod reference;
+pub mod reference_compress;
 
 use std::sync::Once;
 
