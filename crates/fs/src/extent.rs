@@ -8,19 +8,22 @@
 //! written), so a partial overwrite is a read-modify-write of exactly one extent, and in keeping
 //! the level of every extent.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadableTable, Table};
 use wring_engine::stream::{compress_batch, Extent};
 use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
 use crate::delalloc::Decision;
 use crate::error::{errno, FsError};
+use crate::options::MAX_MAX_EXTENT;
 use crate::options::{Compress, Options};
 use crate::store::records::{
-    checksum, Encoding, ExtentHeader, Inode, Kind, Time, EXTENT_HEADER_LEN, FLAG_NOCOMPRESS,
+    checksum, external_item, stored, Encoding, ExtentHeader, Inode, Kind, Stored, Time,
+    EXTENT_HEADER_LEN, FLAG_NOCOMPRESS, INLINE_MAX,
 };
-use crate::store::{self, EXTENTS, INODES, XATTRS};
+use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
@@ -67,6 +70,14 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
     buf.chunks(256)
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
+
+thread_local! {
+    /// Stored bytes read from the data file, kept between extents so reads do not allocate.
+    static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The extents table of a write transaction.
+type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
 
 /// Where a read finds an extent's bytes.
 enum Source<'v> {
@@ -192,7 +203,7 @@ impl Volume {
     /// Insert encoded extents, replacing what was there; returns the change in stored bytes.
     pub(crate) fn put_extents(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         ino: u64,
         encoded: Extents,
     ) -> Result<i64, FsError> {
@@ -200,14 +211,12 @@ impl Volume {
         let mut seq = store::next_counter(txn, "seq")?;
         let mut extents = txn.open_table(EXTENTS)?;
         for (idx, enc) in encoded {
-            if let Some(old) = extents.remove((ino, idx))? {
-                delta -= old.value().len().saturating_sub(EXTENT_HEADER_LEN) as i64;
-            }
+            delta -= self.remove_item(txn, &mut extents, (ino, idx))?;
             if let Some((mut h, data)) = enc {
                 seq += 1;
                 h.seq = seq;
                 delta += data.len() as i64;
-                extents.insert((ino, idx), h.encode(&data).as_slice())?;
+                self.insert_item(txn, &mut extents, (ino, idx), &h.encode(&data))?;
             }
         }
         drop(extents);
@@ -222,24 +231,101 @@ impl Volume {
     /// sequence number; returns the change in stored bytes.
     pub(crate) fn put_value(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         ino: u64,
         idx: u64,
         value: Option<&mut [u8]>,
     ) -> Result<i64, FsError> {
-        let mut delta = 0i64;
         let mut extents = txn.open_table(EXTENTS)?;
-        if let Some(old) = extents.remove((ino, idx))? {
-            delta -= old.value().len().saturating_sub(EXTENT_HEADER_LEN) as i64;
-        }
+        let mut delta = -self.remove_item(txn, &mut extents, (ino, idx))?;
         if let Some(v) = value {
             ExtentHeader::set_seq(v, store::next_counter(txn, "seq")?);
             delta += v.len().saturating_sub(EXTENT_HEADER_LEN) as i64;
-            extents.insert((ino, idx), &*v)?;
+            self.insert_item(txn, &mut extents, (ino, idx), v)?;
         }
         drop(extents);
         store::add_counter(txn, "used", delta)?;
         Ok(delta)
+    }
+
+    /// Insert the item for `value` (header and stored bytes); stored bytes larger than
+    /// [`INLINE_MAX`] go to the data file and the item points at them.
+    fn insert_item(
+        &self,
+        txn: &Txn<'_>,
+        extents: &mut ExtentTable<'_>,
+        key: (u64, u64),
+        value: &[u8],
+    ) -> Result<(), FsError> {
+        if value.len() - EXTENT_HEADER_LEN <= INLINE_MAX {
+            extents.insert(key, value)?;
+        } else {
+            let offset = txn.put_stored(&value[EXTENT_HEADER_LEN..])?;
+            extents.insert(key, external_item(value, offset).as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Remove the item at `key`, giving up its stored bytes; returns how many there were.
+    pub(crate) fn remove_item(
+        &self,
+        txn: &Txn<'_>,
+        extents: &mut ExtentTable<'_>,
+        key: (u64, u64),
+    ) -> Result<i64, FsError> {
+        let Some(old) = extents.remove(key)? else {
+            return Ok(0);
+        };
+        let Some(s) = stored(old.value()) else {
+            return Ok(0);
+        };
+        txn.free_stored(s);
+        Ok(s.len() as i64)
+    }
+
+    /// Call `f` with the stored bytes of the item `value`: in the item, or read from the data
+    /// file into a per-thread buffer. A location the data file cannot hold is corruption.
+    fn with_stored<R>(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &[u8],
+        f: impl FnOnce(&[u8]) -> Result<R, FsError>,
+    ) -> Result<R, FsError> {
+        let (at, len) = match stored(value) {
+            Some(Stored::Inline(b)) => return f(b),
+            Some(Stored::External(at, len)) => (at, len),
+            None => return Err(self.corrupt(ino, offset, "extent item is damaged".into())),
+        };
+        let limit = compressed_limit(MAX_MAX_EXTENT).max(MAX_MAX_EXTENT) as u64;
+        if len > limit {
+            let why = format!("extent item claims {len} stored bytes");
+            return Err(self.corrupt(ino, offset, why));
+        }
+        STORED.with_borrow_mut(|buf| {
+            if buf.len() < len as usize {
+                buf.resize(len as usize, 0);
+            }
+            let buf = &mut buf[..len as usize];
+            self.store.read_stored(buf, at).map_err(|e| {
+                let why = format!("reading {len} stored bytes at {at} of the data file: {e}");
+                self.corrupt(ino, offset, why)
+            })?;
+            f(buf)
+        })
+    }
+
+    /// The error for a corrupt extent, with its log line naming the file and offset.
+    fn corrupt(&self, ino: u64, offset: u64, reason: String) -> FsError {
+        log::error!(
+            "corrupt extent: {} offset {offset}: {reason}",
+            self.path_of(ino)
+        );
+        FsError::Corrupt {
+            ino,
+            offset,
+            reason,
+        }
     }
 
     /// Decode one extent value (verifying its checksum) into its bytes, through the cache.
@@ -280,18 +366,21 @@ impl Volume {
         out: &mut [u8],
     ) -> Result<(), FsError> {
         let h = Volume::header(ino, offset, value)?;
-        let stored = &value[EXTENT_HEADER_LEN..];
-        let corrupt = |reason: String| {
-            log::error!(
-                "corrupt extent: {} offset {offset}: {reason}",
-                self.path_of(ino)
-            );
-            FsError::Corrupt {
-                ino,
-                offset,
-                reason,
-            }
-        };
+        self.with_stored(ino, offset, value, |stored| {
+            self.decode_stored(ino, offset, &h, stored, out)
+        })
+    }
+
+    /// [`Volume::decode_into`] once the stored bytes are at hand.
+    fn decode_stored(
+        &self,
+        ino: u64,
+        offset: u64,
+        h: &ExtentHeader,
+        stored: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), FsError> {
+        let corrupt = |reason: String| self.corrupt(ino, offset, reason);
         let crc = checksum(stored);
         if crc != h.crc {
             return Err(corrupt(format!(
@@ -581,7 +670,7 @@ impl Volume {
     /// Truncate or extend to `size` within `txn` (the caller holds the inode lock).
     pub(crate) fn truncate_in(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         ino: u64,
         inode: &mut Inode,
         size: u64,

@@ -3,7 +3,8 @@
 //! Mirrors `btrfs check` in read-only mode: the database's own integrity (redb's checksummed
 //! pages), then every cross-reference — directory entries point at inodes of the right kind,
 //! link counts match the names, every extent belongs to a file, lies within its size, passes
-//! its checksum and decodes to its length, and the stored-bytes counters add up.
+//! its checksum and decodes to its length, no two extents share bytes of the data file, and
+//! the stored-bytes counters add up.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use redb::ReadableTable;
 
 use crate::error::FsError;
 use crate::options::Options;
-use crate::store::records::{Inode, Kind, EXTENT_HEADER_LEN};
+use crate::store::records::{stored, Inode, Kind, Stored};
 use crate::store::{self, Store, DIRENTS, EXTENTS, INODES, ORPHANS, SYMLINKS};
 use crate::volume::Volume;
 
@@ -125,11 +126,16 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
     }
     let mut disk: HashMap<u64, u64> = HashMap::new();
     let mut used = 0u64;
+    let mut placed = Vec::new();
     for r in txn.open_table(EXTENTS)?.iter()? {
         let (k, v) = r?;
         let (ino, idx) = k.value();
         report.extents += 1;
-        let stored = (v.value().len().saturating_sub(EXTENT_HEADER_LEN)) as u64;
+        let where_ = stored(v.value());
+        if let Some(Stored::External(at, len)) = where_ {
+            placed.push((at, len, ino, idx));
+        }
+        let stored = where_.map_or(0, |s| s.len());
         used += stored;
         let Some(i) = inodes.get(&ino) else {
             report
@@ -155,6 +161,16 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
             Err(e) => report
                 .problems
                 .push(format!("{}: offset {offset}: {e}", vol.path_of(ino))),
+        }
+    }
+    placed.sort_unstable();
+    for w in placed.windows(2) {
+        let ((a, alen, aino, aidx), (b, _, bino, bidx)) = (w[0], w[1]);
+        if a + alen > b {
+            report.problems.push(format!(
+                "extent {aidx} of inode {aino} and extent {bidx} of inode {bino} share bytes \
+                 of the data file at {b}"
+            ));
         }
     }
     for (ino, i) in &inodes {

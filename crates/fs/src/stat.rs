@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use crate::error::FsError;
-use crate::store::records::{Encoding, Kind, EXTENT_HEADER_LEN};
+use crate::store::records::{stored_len, Encoding, Kind};
 use crate::store::{self, DIRENTS, EXTENTS, INODES};
 use crate::volume::Volume;
 
@@ -128,7 +128,7 @@ impl Volume {
                         let (_, v) = r?;
                         let v = v.value();
                         let h = Volume::header(cur, 0, v)?;
-                        let disk = (v.len() - EXTENT_HEADER_LEN) as u64;
+                        let disk = stored_len(v);
                         let ram = h.ram_len as u64;
                         let (ty, level) = match h.encoding {
                             Encoding::Raw => ("none".to_string(), "none".to_string()),

@@ -8,13 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::ReadableTable;
 use wring_engine::{Engine, EngineConfig};
 
 use crate::error::FsError;
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode};
-use crate::store::{self, Store, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
+use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
 
 const LOCK_STRIPES: usize = 64;
 /// Bytes of decompressed extents kept for sequential small reads.
@@ -171,7 +171,7 @@ impl Volume {
             self.purge(&txn, ino)?;
             self.store.commit(txn, false)?;
         } else {
-            txn.abort().map_err(|e| FsError::Store(e.into()))?;
+            drop(txn);
         }
         Ok(())
     }
@@ -182,7 +182,7 @@ impl Volume {
 
     /// Drop one link of `ino` within `txn`: when none is left, delete it, or leave it as an
     /// orphan while it is open (btrfs's orphan item).
-    pub(crate) fn drop_link(&self, txn: &WriteTransaction, ino: u64) -> Result<(), FsError> {
+    pub(crate) fn drop_link(&self, txn: &Txn<'_>, ino: u64) -> Result<(), FsError> {
         let mut inode = {
             let inodes = txn.open_table(INODES)?;
             store::get_inode(&inodes, ino)?
@@ -206,22 +206,16 @@ impl Volume {
     }
 
     /// Delete an inode with its extents, xattrs and symlink target.
-    pub(crate) fn purge(&self, txn: &WriteTransaction, ino: u64) -> Result<(), FsError> {
-        let mut freed = 0u64;
+    pub(crate) fn purge(&self, txn: &Txn<'_>, ino: u64) -> Result<(), FsError> {
+        let mut freed = 0i64;
         {
             let mut extents = txn.open_table(EXTENTS)?;
             let keys: Vec<(u64, u64)> = extents
                 .range((ino, 0)..=(ino, u64::MAX))?
-                .map(|r| r.map(|(k, v)| (k.value(), v.value().len())))
-                .map(|r| {
-                    r.map(|(k, len)| {
-                        freed += (len - crate::store::records::EXTENT_HEADER_LEN.min(len)) as u64;
-                        k
-                    })
-                })
+                .map(|r| r.map(|(k, _)| k.value()))
                 .collect::<Result<_, _>>()?;
             for k in keys {
-                extents.remove(k)?;
+                freed += self.remove_item(txn, &mut extents, k)?;
             }
         }
         {
@@ -237,7 +231,7 @@ impl Volume {
         txn.open_table(SYMLINKS)?.remove(ino)?;
         txn.open_table(INODES)?.remove(ino)?;
         txn.open_table(ORPHANS)?.remove(ino)?;
-        store::add_counter(txn, "used", -(freed as i64))?;
+        store::add_counter(txn, "used", -freed)?;
         store::add_counter(txn, "inodes", -1)?;
         self.forget_cache(ino, None);
         Ok(())

@@ -1,6 +1,7 @@
-//! A damaged extent: flip one byte of an extent's stored bytes in the store while unmounted;
-//! reading that range is EIO with a log line naming the file and offset, the rest of the file
-//! still reads back, and fsck reports the extent.
+//! A damaged extent: flip one byte of an extent's stored bytes in the store while unmounted
+//! (in the data file), and point another extent's item past the end of the data file; reading
+//! those ranges is EIO with a log line naming the file and offset, the rest of the file still
+//! reads back, and fsck reports both extents.
 mod common;
 use common::*;
 
@@ -9,12 +10,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use redb::ReadableTable;
-use wring_fs::store::records::EXTENT_HEADER_LEN;
-use wring_fs::store::{Store, DIRENTS, EXTENTS, ROOT};
+use wring_fs::store::records::{external_item, stored, Stored, EXTENT_HEADER_LEN};
+use wring_fs::store::{Store, DATA_FILE, DIRENTS, EXTENTS, ROOT};
 
 const EXTENT: u64 = 128 * 1024;
 const EXTENTS_IN_FILE: u64 = 16;
 const BAD: u64 = 8;
+/// The extent whose item points past the end of the data file.
+const LOST: u64 = 12;
 
 #[test]
 fn corrupt_extent_is_eio_and_logged() {
@@ -24,11 +27,17 @@ fn corrupt_extent_is_eio_and_logged() {
     let mut m = Mount::new("corrupt");
     let opts = "compress-force=zstd:3,max_extent=128K";
     m.start(opts);
-    let data = text(&mut Rng(7), (EXTENT * EXTENTS_IN_FILE) as usize);
+    // Text with a random byte in every 8: compressible, but too big for inline items.
+    let mut rng = Rng(7);
+    let mut data = text(&mut rng, (EXTENT * EXTENTS_IN_FILE) as usize);
+    for b in data.iter_mut().step_by(8) {
+        *b = rng.next() as u8;
+    }
     std::fs::write(m.p("victim"), &data).unwrap();
     m.stop();
 
-    // Flip a byte in the middle of extent BAD's stored bytes, through the store's own API.
+    // Flip a byte in the middle of extent BAD's stored bytes, found through the store's own
+    // API; move LOST's bytes, as its item says, far past the end of the data file.
     {
         let store = Store::open(&m.store).unwrap();
         let txn = store.write().unwrap();
@@ -39,11 +48,25 @@ fn corrupt_extent_is_eio_and_logged() {
         };
         {
             let mut extents = txn.open_table(EXTENTS).unwrap();
-            let mut value = extents.get((ino, BAD)).unwrap().unwrap().value().to_vec();
-            let stored = value.len() - EXTENT_HEADER_LEN;
-            assert!(stored > 16, "extent {BAD} holds {stored} bytes");
-            value[EXTENT_HEADER_LEN + stored / 2] ^= 0x5a;
-            extents.insert((ino, BAD), value.as_slice()).unwrap();
+            let value = extents.get((ino, BAD)).unwrap().unwrap().value().to_vec();
+            let Some(Stored::External(at, len)) = stored(&value) else {
+                panic!("extent {BAD} should be in the data file");
+            };
+            let data = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(m.store.join(DATA_FILE))
+                .unwrap();
+            let mut byte = [0u8];
+            data.read_exact_at(&mut byte, at + len / 2).unwrap();
+            data.write_all_at(&[byte[0] ^ 0x5a], at + len / 2).unwrap();
+            data.sync_all().unwrap();
+            let lost = extents.get((ino, LOST)).unwrap().unwrap().value().to_vec();
+            let n = stored(&lost).unwrap().len() as usize;
+            let mut inline = lost[..EXTENT_HEADER_LEN].to_vec();
+            inline.resize(EXTENT_HEADER_LEN + n, 0);
+            let moved = external_item(&inline, 1 << 40);
+            extents.insert((ino, LOST), moved.as_slice()).unwrap();
         }
         store.commit(txn, true).unwrap();
     }
@@ -59,7 +82,12 @@ fn corrupt_extent_is_eio_and_logged() {
         .read_exact_at(&mut buf, bad_off + 4096)
         .expect_err("reading the corrupt extent must fail");
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
-    for idx in [0, BAD - 1, BAD + 1, EXTENTS_IN_FILE - 1] {
+    let lost_off = LOST * EXTENT;
+    let err = f
+        .read_exact_at(&mut buf, lost_off)
+        .expect_err("reading the lost extent must fail");
+    assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    for idx in [0, BAD - 1, BAD + 1, LOST - 1, LOST + 1, EXTENTS_IN_FILE - 1] {
         let off = idx * EXTENT;
         let mut good = vec![0u8; EXTENT as usize];
         f.read_exact_at(&mut good, off)
@@ -77,18 +105,25 @@ fn corrupt_extent_is_eio_and_logged() {
 
     let log = std::fs::read_to_string(m.store.join(wring_fs::daemon::LOG_FILE)).unwrap();
     let want = "/victim (inode ";
-    assert!(
-        log.lines().any(|l| l.contains("corrupt extent")
-            && l.contains(want)
-            && l.contains(&format!("offset {bad_off}"))),
-        "no log line naming /victim at offset {bad_off}:\n{log}"
-    );
+    for (off, why) in [(bad_off, "checksum"), (lost_off, "data file")] {
+        assert!(
+            log.lines().any(|l| l.contains("corrupt extent")
+                && l.contains(want)
+                && l.contains(&format!("offset {off}"))
+                && l.contains(why)),
+            "no log line naming /victim at offset {off} ({why}):\n{log}"
+        );
+    }
 
     let r = wring_fs::fsck::fsck(&m.store).unwrap();
-    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
-    let p = &r.problems[0];
-    assert!(
-        p.contains("/victim") && p.contains(&format!("offset {bad_off}")) && p.contains("checksum"),
-        "{p}"
-    );
+    assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+    for (off, why) in [(bad_off, "checksum"), (lost_off, "data file")] {
+        assert!(
+            r.problems.iter().any(|p| p.contains("/victim")
+                && p.contains(&format!("offset {off}"))
+                && p.contains(why)),
+            "fsck does not report offset {off} ({why}): {:?}",
+            r.problems
+        );
+    }
 }

@@ -1,10 +1,14 @@
-//! The crash-safe store: one redb database file (`DIR/wring.redb`) holding every table.
+//! The crash-safe store: a redb database file (`DIR/wring.redb`) holding every table, and a
+//! data file (`DIR/wring.data`) holding the stored bytes of extents too large to keep inline.
 //!
 //! Mirrors btrfs's trees: inodes (fs tree INODE_ITEM), directory entries (DIR_ITEM), xattrs
 //! (XATTR_ITEM), file extents with their checksums (EXTENT_DATA + csum tree) and orphan items.
 //! redb is copy-on-write with a two-phase commit, like btrfs's transaction commit: a crash
-//! leaves the last durable commit, never a mix.
+//! leaves the last durable commit, never a mix. As btrfs writes data before the commit that
+//! refers to it, a durable commit first syncs the data file; space an extent gave up is reused
+//! only after that (see [`data`]).
 
+pub mod data;
 pub mod records;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +23,8 @@ use redb::{
 };
 
 use crate::error::{errno, FsError};
-use records::{Inode, Kind};
+use data::{DataFile, Range, ReaderGuard};
+use records::{Inode, Kind, Stored};
 
 /// Inode number → inode item.
 pub const INODES: TableDefinition<u64, &[u8]> = TableDefinition::new("inodes");
@@ -40,6 +45,8 @@ pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 pub const ROOT: u64 = 1;
 /// File name of the database in the store directory.
 pub const DB_FILE: &str = "wring.redb";
+/// File name of the data file in the store directory.
+pub const DATA_FILE: &str = "wring.data";
 /// How long non-durable commits may pile up before one is made durable (btrfs commit=).
 pub const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 /// redb's cache: half of it may hold pages of non-durable commits before they go to the file.
@@ -52,9 +59,83 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// The open store.
 pub struct Store {
     db: Database,
+    data: DataFile,
     dir: PathBuf,
     last_durable: Mutex<Instant>,
     flusher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+}
+
+/// What a write transaction did to the data file.
+#[derive(Default)]
+struct TxnSpace {
+    allocated: Vec<Range>,
+    freed: Vec<Range>,
+}
+
+/// A write transaction with the data file space it allocated and gave up: the allocated
+/// space goes back if it is dropped uncommitted; the space given up is pinned once committed.
+pub struct Txn<'s> {
+    txn: Option<WriteTransaction>,
+    data: &'s DataFile,
+    space: Mutex<TxnSpace>,
+}
+
+impl std::ops::Deref for Txn<'_> {
+    type Target = WriteTransaction;
+
+    fn deref(&self) -> &WriteTransaction {
+        // Taken only by `Store::commit`, which consumes the Txn.
+        self.txn
+            .as_ref()
+            .expect("a Txn holds its transaction until commit")
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        // Not committed: nothing refers to what it allocated; what it gave up is still in use.
+        let space = std::mem::take(&mut *lock(&self.space));
+        for r in space.allocated {
+            self.data.release(r);
+        }
+    }
+}
+
+impl Txn<'_> {
+    /// Write an extent's stored bytes to the data file; returns their offset.
+    pub fn put_stored(&self, bytes: &[u8]) -> Result<u64, FsError> {
+        let range = (self.data.allocate(bytes.len() as u64), bytes.len() as u64);
+        if let Err(e) = self.data.write_at(bytes, range.0) {
+            self.data.release(range);
+            return Err(FsError::Io {
+                what: "writing the data file".into(),
+                source: e,
+            });
+        }
+        lock(&self.space).allocated.push(range);
+        Ok(range.0)
+    }
+
+    /// This transaction dropped an item whose bytes were `stored`.
+    pub fn free_stored(&self, stored: Stored<'_>) {
+        if let Stored::External(offset, len) = stored {
+            lock(&self.space).freed.push((offset, len));
+        }
+    }
+}
+
+/// A read transaction whose extents' bytes stay in place while it lives.
+pub struct Snapshot<'s> {
+    txn: ReadTransaction,
+    _reader: ReaderGuard<'s>,
+}
+
+impl std::ops::Deref for Snapshot<'_> {
+    type Target = ReadTransaction;
+
+    fn deref(&self) -> &ReadTransaction {
+        &self.txn
+    }
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
@@ -95,6 +176,7 @@ impl Store {
             txn.open_table(ORPHANS)?;
         }
         txn.commit()?;
+        DataFile::open(&dir.join(DATA_FILE), Vec::new())?;
         Ok(())
     }
 
@@ -113,8 +195,10 @@ impl Store {
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .open(&path)?;
+        let data = DataFile::open(&dir.join(DATA_FILE), external_ranges(&db)?)?;
         Ok(Store {
             db,
+            data,
             dir: dir.to_path_buf(),
             last_durable: Mutex::new(Instant::now()),
             flusher: Mutex::new(None),
@@ -125,13 +209,17 @@ impl Store {
     /// database file's dirty pages (sync_file_range, no waiting), as the kernel's flusher
     /// threads would for btrfs's data, so a durable commit finds little left to write.
     pub fn start_flusher(&self) -> Result<(), FsError> {
-        let file = std::fs::File::open(self.dir.join(DB_FILE))
+        let db = std::fs::File::open(self.dir.join(DB_FILE))
             .map_err(io(format!("opening {}", self.dir.join(DB_FILE).display())))?;
+        let data = (self.data.file().try_clone()).map_err(io(format!(
+            "opening {}",
+            self.dir.join(DATA_FILE).display()
+        )))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wring-flush".into())
-            .spawn(move || flush_loop(file, flag))
+            .spawn(move || flush_loop([db, data], flag))
             .map_err(io("starting the flusher".into()))?;
         *self.flusher.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, handle));
         Ok(())
@@ -144,28 +232,57 @@ impl Store {
 
     /// Begin a write transaction. It is committed durably by [`Store::commit`] only when asked
     /// or when the commit interval has passed.
-    pub fn write(&self) -> Result<WriteTransaction, FsError> {
-        Ok(self.db.begin_write()?)
+    pub fn write(&self) -> Result<Txn<'_>, FsError> {
+        Ok(Txn {
+            txn: Some(self.db.begin_write()?),
+            data: &self.data,
+            space: Mutex::default(),
+        })
     }
 
     /// Begin a read transaction (a consistent snapshot of the last commit).
-    pub fn read(&self) -> Result<ReadTransaction, FsError> {
-        Ok(self.db.begin_read()?)
+    pub fn read(&self) -> Result<Snapshot<'_>, FsError> {
+        let reader = self.data.reader();
+        Ok(Snapshot {
+            txn: self.db.begin_read()?,
+            _reader: reader,
+        })
+    }
+
+    /// Read stored bytes of the data file (under a [`Snapshot`] that refers to them).
+    pub fn read_stored(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.data.read_at(buf, offset)
+    }
+
+    /// (free bytes inside the data file's used part, its used length).
+    pub fn data_usage(&self) -> (u64, u64) {
+        self.data.usage()
     }
 
     /// Commit `txn`: durable when `durable` or when the last durable commit is older than
     /// [`COMMIT_INTERVAL`]; otherwise in memory and the OS page cache only.
-    pub fn commit(&self, mut txn: WriteTransaction, durable: bool) -> Result<(), FsError> {
+    pub fn commit(&self, mut t: Txn<'_>, durable: bool) -> Result<(), FsError> {
+        let Some(mut txn) = t.txn.take() else {
+            return Ok(());
+        };
         let mut last = self.last_durable.lock().unwrap_or_else(|e| e.into_inner());
         let durable = durable || last.elapsed() >= COMMIT_INTERVAL;
         if durable {
+            // Data before the commit that refers to it.
+            self.data.sync()?;
             txn.set_durability(Durability::Immediate)?;
             txn.set_quick_repair(true);
         } else {
             txn.set_durability(Durability::None)?;
         }
-        txn.commit()?;
+        if let Err(e) = txn.commit() {
+            // Dropping `t` gives back what it allocated.
+            return Err(e.into());
+        }
+        let space = std::mem::take(&mut *lock(&t.space));
+        self.data.pin(space.freed);
         if durable {
+            self.data.unpin();
             *last = Instant::now();
         }
         Ok(())
@@ -183,13 +300,32 @@ impl Store {
     }
 }
 
-fn flush_loop(file: std::fs::File, stop: Arc<AtomicBool>) {
+fn flush_loop(files: [std::fs::File; 2], stop: Arc<AtomicBool>) {
     use std::os::fd::AsRawFd;
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(FLUSH_INTERVAL);
-        // SAFETY: sync_file_range on a descriptor this thread owns; whole file, start only.
-        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+        for f in &files {
+            // SAFETY: sync_file_range on a descriptor this thread owns; whole file, start only.
+            unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+        }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The data file ranges the last commit's extent items refer to.
+fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
+    let txn = db.begin_read()?;
+    let table = txn.open_table(EXTENTS)?;
+    let mut ranges = Vec::new();
+    for r in table.iter()? {
+        if let Some(Stored::External(offset, len)) = records::stored(r?.1.value()) {
+            ranges.push((offset, len));
+        }
+    }
+    Ok(ranges)
 }
 
 impl Drop for Store {

@@ -231,6 +231,68 @@ pub struct ExtentHeader {
 
 /// Bytes before the stored data in an extent value.
 pub const EXTENT_HEADER_LEN: usize = 20;
+/// Stored bytes up to this size stay inline in the extent item (btrfs's max_inline default);
+/// larger ones go to the data file.
+pub const INLINE_MAX: usize = 2048;
+/// Length of an item whose bytes are in the data file: the header, offset and length.
+pub const EXTERNAL_ITEM_LEN: usize = EXTENT_HEADER_LEN + 12;
+/// Item version: header followed by the stored bytes.
+const INLINE: u8 = 1;
+/// Item version: header followed by the (offset, length) of the bytes in the data file.
+const EXTERNAL: u8 = 2;
+
+/// Where an extent item's stored bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored<'a> {
+    /// In the item.
+    Inline(&'a [u8]),
+    /// In the data file: (offset, length).
+    External(u64, u64),
+}
+
+impl Stored<'_> {
+    /// Length of the stored bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Stored::Inline(b) => b.len() as u64,
+            Stored::External(_, n) => *n,
+        }
+    }
+
+    /// No stored bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where the stored bytes of the item `b` are; `None` when the item is damaged.
+pub fn stored(b: &[u8]) -> Option<Stored<'_>> {
+    match *b.first()? {
+        INLINE if b.len() >= EXTENT_HEADER_LEN => Some(Stored::Inline(&b[EXTENT_HEADER_LEN..])),
+        EXTERNAL if b.len() == EXTERNAL_ITEM_LEN => {
+            let offset = u64::from_le_bytes(b[20..28].try_into().ok()?);
+            let len = u32::from_le_bytes(b[28..32].try_into().ok()?);
+            Some(Stored::External(offset, len as u64))
+        }
+        _ => None,
+    }
+}
+
+/// Length of the stored bytes of the item `b` (0 when it is damaged).
+pub fn stored_len(b: &[u8]) -> u64 {
+    stored(b).map_or(0, |s| s.len())
+}
+
+/// The item for an inline item's bytes moved to the data file at `offset`.
+pub fn external_item(inline: &[u8], offset: u64) -> [u8; EXTERNAL_ITEM_LEN] {
+    let mut item = [0u8; EXTERNAL_ITEM_LEN];
+    item[..EXTENT_HEADER_LEN].copy_from_slice(&inline[..EXTENT_HEADER_LEN]);
+    item[0] = EXTERNAL;
+    item[20..28].copy_from_slice(&offset.to_le_bytes());
+    let len = (inline.len() - EXTENT_HEADER_LEN) as u32;
+    item[28..32].copy_from_slice(&len.to_le_bytes());
+    item
+}
 
 fn alg_code(a: Algorithm) -> u8 {
     match a {
@@ -268,7 +330,7 @@ impl ExtentHeader {
             Encoding::Raw => (0u8, 0i32),
             Encoding::Compressed(a, l) => (alg_code(a), l),
         };
-        b[0] = 1; // version
+        b[0] = INLINE;
         b[1] = code;
         b[2] = level as i8 as u8;
         b[3] = 0;
@@ -282,11 +344,9 @@ impl ExtentHeader {
         value[12..20].copy_from_slice(&seq.to_le_bytes());
     }
 
-    /// Decode the header; the stored bytes follow at [`EXTENT_HEADER_LEN`].
+    /// Decode the header of an item; [`stored`] says where its bytes are.
     pub fn decode(b: &[u8]) -> Option<ExtentHeader> {
-        if b.len() < EXTENT_HEADER_LEN || b[0] != 1 {
-            return None;
-        }
+        stored(b)?;
         let encoding = match b[1] {
             0 => Encoding::Raw,
             c => Encoding::Compressed(alg_from(c)?, b[2] as i8 as i32),
@@ -329,8 +389,14 @@ mod tests {
             seq: 9,
         };
         let b = h.encode(b"abc");
-        assert_eq!(ExtentHeader::decode(&b), Some(h));
+        assert_eq!(ExtentHeader::decode(&b), Some(h.clone()));
         assert_eq!(&b[EXTENT_HEADER_LEN..], b"abc");
+        assert_eq!(stored(&b), Some(Stored::Inline(b"abc")));
+        let ext = external_item(&b, 1 << 40);
+        assert_eq!(ExtentHeader::decode(&ext), Some(h));
+        assert_eq!(stored(&ext), Some(Stored::External(1 << 40, 3)));
+        assert_eq!(stored(&ext[..31]), None);
+        assert_eq!(stored(&[9u8; 40]), None);
     }
 
     #[test]

@@ -126,7 +126,8 @@ impl Rng {
     }
 }
 
-/// Compressible but varied bytes: words from a seed.
+/// Compressible but varied bytes from a seed: words (about half), random runs (a third, so
+/// most 128 KiB extents store more than an inline item holds) and rare long zero runs (holes).
 pub fn text(rng: &mut Rng, len: usize) -> Vec<u8> {
     const WORDS: [&[u8]; 8] = [
         b"extent ",
@@ -140,9 +141,9 @@ pub fn text(rng: &mut Rng, len: usize) -> Vec<u8> {
     ];
     let mut v = Vec::with_capacity(len + 16);
     while v.len() < len {
-        match rng.below(10) {
-            0 => v.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
-            1 => v.extend(std::iter::repeat_n(0u8, rng.below(8192) as usize)),
+        match rng.below(20_000) {
+            0 => v.extend(std::iter::repeat_n(0u8, rng.below(1 << 16) as usize)),
+            1..2000 => v.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
             _ => v.extend_from_slice(WORDS[rng.below(8) as usize]),
         }
     }

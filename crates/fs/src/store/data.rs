@@ -1,0 +1,377 @@
+//! The data file (`DIR/wring.data`): extents' stored bytes live here, and the extent items in
+//! the database point at them (offset, length), as btrfs's EXTENT_DATA items point into data
+//! block groups.
+//!
+//! Mirrors btrfs's data space handling: an allocator over free ranges, and *pinned* extents —
+//! space freed by a transaction is reused only after a durable commit no longer references it
+//! (btrfs unpins at transaction commit), so a crash never finds an extent item pointing at
+//! overwritten bytes. Differs in keeping the free space in memory only, rebuilt at mount from
+//! the extent items (btrfs keeps a free-space tree), and in one more rule a userspace store
+//! needs: freed space also waits until every read snapshot that could still see the old item
+//! has ended (btrfs readers hold the page cache pages instead).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::FsError;
+
+/// Allocation unit: every extent starts on a multiple of it (a small price against slivers).
+pub const UNIT: u64 = 256;
+
+/// One extent's place in the data file.
+pub type Range = (u64, u64);
+
+/// The data file and its space.
+pub struct DataFile {
+    file: File,
+    space: Mutex<Space>,
+    readers: Mutex<Readers>,
+}
+
+/// Free space, end of the used part, and freed space not yet reusable.
+#[derive(Default)]
+struct Space {
+    /// start → length.
+    free: BTreeMap<u64, u64>,
+    /// (length, start), for best fit.
+    by_len: BTreeSet<(u64, u64)>,
+    /// Everything at or past `end` is free.
+    end: u64,
+    /// Freed by committed transactions since the last durable commit.
+    pinned: Vec<Range>,
+    /// Unpinned by a durable commit, waiting for read snapshots of epochs <= the tag.
+    waiting: Vec<(u64, Vec<Range>)>,
+    /// The largest `end` since the file was last cut to `end`.
+    high: u64,
+}
+
+/// Read snapshots alive, by the epoch they started in.
+#[derive(Default)]
+struct Readers {
+    epoch: u64,
+    active: BTreeMap<u64, usize>,
+}
+
+/// A registered reader: space it could see is not reused while it lives.
+pub struct ReaderGuard<'a> {
+    data: &'a DataFile,
+    epoch: u64,
+}
+
+impl Drop for ReaderGuard<'_> {
+    fn drop(&mut self) {
+        let mut r = lock(&self.data.readers);
+        if let Some(n) = r.active.get_mut(&self.epoch) {
+            *n -= 1;
+            if *n == 0 {
+                r.active.remove(&self.epoch);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn round_up(n: u64) -> u64 {
+    n.div_ceil(UNIT) * UNIT
+}
+
+impl Space {
+    fn insert_free(&mut self, start: u64, len: u64) {
+        let (mut start, mut len) = (start, len);
+        if let Some((&s, &l)) = self.free.range(..start).next_back() {
+            if s + l == start {
+                self.remove_free(s, l);
+                start = s;
+                len += l;
+            }
+        }
+        if let Some(&l) = self.free.get(&(start + len)) {
+            self.remove_free(start + len, l);
+            len += l;
+        }
+        if start + len >= self.end {
+            // The tail is free: the used part ends earlier.
+            self.end = start;
+            return;
+        }
+        self.free.insert(start, len);
+        self.by_len.insert((len, start));
+    }
+
+    fn remove_free(&mut self, start: u64, len: u64) {
+        self.free.remove(&start);
+        self.by_len.remove(&(len, start));
+    }
+
+    fn allocate(&mut self, len: u64) -> u64 {
+        let len = round_up(len.max(1));
+        let fit = self.by_len.range((len, 0)..).next().copied();
+        match fit {
+            Some((l, s)) => {
+                self.remove_free(s, l);
+                if l > len {
+                    self.free.insert(s + len, l - len);
+                    self.by_len.insert((l - len, s + len));
+                }
+                s
+            }
+            None => {
+                let s = self.end;
+                self.end += len;
+                s
+            }
+        }
+    }
+
+    fn release(&mut self, (start, len): Range) {
+        self.insert_free(start, round_up(len.max(1)));
+    }
+}
+
+impl DataFile {
+    /// Open (creating if missing) the data file at `path`, with `used` the ranges the extent
+    /// items reference; everything else is free, and the file is cut after the last one.
+    /// A range past the end of the file is a damaged item (reading it fails): it is not kept.
+    pub fn open(path: &Path, mut used: Vec<Range>) -> Result<DataFile, FsError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|source| FsError::Io {
+                what: format!("opening {}", path.display()),
+                source,
+            })?;
+        let len = file.metadata().map_err(|source| FsError::Io {
+            what: format!("reading the length of {}", path.display()),
+            source,
+        })?;
+        used.retain(|&(start, n)| start.checked_add(n).is_some_and(|e| e <= len.len()));
+        used.sort_unstable();
+        let mut space = Space::default();
+        let mut at = 0u64;
+        for (start, len) in used {
+            let end = start.saturating_add(round_up(len.max(1)));
+            if start > at {
+                space.free.insert(at, start - at);
+                space.by_len.insert((start - at, at));
+            }
+            at = at.max(end);
+        }
+        space.end = at;
+        let data = DataFile {
+            file,
+            space: Mutex::new(space),
+            readers: Mutex::default(),
+        };
+        data.set_len(&mut lock(&data.space))?;
+        Ok(data)
+    }
+
+    /// Cut the file after the used part: nothing past `end` is referenced by any commit.
+    fn set_len(&self, space: &mut Space) -> Result<(), FsError> {
+        self.file.set_len(space.end).map_err(|source| FsError::Io {
+            what: "cutting the data file".into(),
+            source,
+        })?;
+        space.high = space.end;
+        Ok(())
+    }
+
+    /// Space for `len` bytes, never overlapping anything a commit or a live snapshot may see.
+    pub fn allocate(&self, len: u64) -> u64 {
+        let mut space = lock(&self.space);
+        self.reuse_waiting(&mut space);
+        let at = space.allocate(len);
+        space.high = space.high.max(space.end);
+        at
+    }
+
+    /// Give back space allocated but never referenced by a commit.
+    pub fn release(&self, range: Range) {
+        lock(&self.space).release(range);
+    }
+
+    /// Space a committed transaction stopped referencing: reusable after a durable commit.
+    pub fn pin(&self, ranges: impl IntoIterator<Item = Range>) {
+        lock(&self.space).pinned.extend(ranges);
+    }
+
+    /// A durable commit has happened: pinned space becomes free once the snapshots that
+    /// started before it have ended.
+    pub fn unpin(&self) {
+        let mut space = lock(&self.space);
+        let batch = std::mem::take(&mut space.pinned);
+        if !batch.is_empty() {
+            let mut r = lock(&self.readers);
+            let tag = r.epoch;
+            r.epoch += 1;
+            drop(r);
+            space.waiting.push((tag, batch));
+        }
+        self.reuse_waiting(&mut space);
+        if space.end < space.high {
+            // Best effort: a failed truncate only leaves the file longer than needed.
+            let _ = self.set_len(&mut space);
+        }
+    }
+
+    /// Move waiting batches no live snapshot can see into the free space.
+    fn reuse_waiting(&self, space: &mut Space) {
+        if space.waiting.is_empty() {
+            return;
+        }
+        let oldest = lock(&self.readers).active.keys().next().copied();
+        let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut space.waiting)
+            .into_iter()
+            .partition(|(tag, _)| oldest.is_none_or(|o| o > *tag));
+        space.waiting = wait;
+        for r in ready.into_iter().flat_map(|(_, b)| b) {
+            space.release(r);
+        }
+    }
+
+    /// Register a reader (call before opening its snapshot).
+    pub fn reader(&self) -> ReaderGuard<'_> {
+        let mut r = lock(&self.readers);
+        let epoch = r.epoch;
+        *r.active.entry(epoch).or_default() += 1;
+        ReaderGuard { data: self, epoch }
+    }
+
+    /// Write `bytes` at `offset`.
+    pub fn write_at(&self, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+        self.file.write_all_at(bytes, offset)
+    }
+
+    /// Read exactly `buf.len()` bytes at `offset` (a short file is an error).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    /// Make every write so far durable (before a durable commit refers to it).
+    pub fn sync(&self) -> Result<(), FsError> {
+        self.file.sync_data().map_err(|source| FsError::Io {
+            what: "syncing the data file".into(),
+            source,
+        })
+    }
+
+    /// The file, for the flusher.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// (free bytes inside the used part, end of the used part).
+    pub fn usage(&self) -> (u64, u64) {
+        let s = lock(&self.space);
+        (s.free.values().sum(), s.end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A data file in a fresh directory, removed when the first value drops.
+    struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn open(used: Vec<Range>) -> (Dir, DataFile) {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "wring-data-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let len = used.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
+        File::create(dir.join("data"))
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let d = DataFile::open(&dir.join("data"), used).unwrap();
+        (Dir(dir), d)
+    }
+
+    #[test]
+    fn gaps_between_used_ranges_are_reused_best_fit() {
+        let (_t, d) = open(vec![(1024, 100), (0, 256), (4096, 300)]);
+        assert_eq!(d.usage(), (768 + 2816, 4096 + 512));
+        // 512 fits the gap at 256 (768 long) better than the one at 1280 (2816 long).
+        assert_eq!(d.allocate(500), 256);
+        assert_eq!(d.allocate(3000), 4608);
+        assert_eq!(d.allocate(2000), 1280);
+    }
+
+    #[test]
+    fn freed_space_waits_for_durable_commit_and_old_readers() {
+        let (_t, d) = open(vec![]);
+        let a = d.allocate(1000);
+        let b = d.allocate(1000);
+        assert_eq!((a, b), (0, 1024));
+        let r = d.reader();
+        d.pin([(a, 1000)]);
+        assert_eq!(d.allocate(1000), 2048, "pinned space is not reused");
+        d.unpin();
+        assert_eq!(d.allocate(1000), 3072, "an older reader may still see it");
+        let late = d.reader();
+        drop(r);
+        assert_eq!(d.allocate(1000), a, "reusable once the old reader is gone");
+        drop(late);
+    }
+
+    #[test]
+    fn freeing_the_tail_shrinks_the_file() {
+        let (t, d) = open(vec![]);
+        let a = d.allocate(5000);
+        let b = d.allocate(5000);
+        d.write_at(&[1u8; 5000], a).unwrap();
+        d.write_at(&[2u8; 5000], b).unwrap();
+        d.pin([(b, 5000)]);
+        d.unpin();
+        assert_eq!(d.usage(), (0, 5120));
+        let len = std::fs::metadata(t.path().join("data")).unwrap().len();
+        assert_eq!(len, 5120);
+        d.release((a, 5000));
+        assert_eq!(d.usage(), (0, 0));
+    }
+
+    #[test]
+    fn ranges_past_the_end_of_the_file_are_not_kept() {
+        let (t, _) = open(vec![(0, 1000)]);
+        let d = DataFile::open(&t.path().join("data"), vec![(0, 1000), (1 << 40, 10)]).unwrap();
+        assert_eq!(d.usage(), (0, 1024));
+        assert_eq!(d.allocate(10), 1024);
+    }
+
+    #[test]
+    fn released_neighbours_coalesce() {
+        let (_t, d) = open(vec![(10_000, 10)]);
+        let xs: Vec<u64> = (0..4).map(|_| d.allocate(UNIT)).collect();
+        for &x in &xs {
+            d.release((x, UNIT));
+        }
+        assert_eq!(d.usage().0, 10_000);
+        assert_eq!(d.allocate(10_000 / UNIT * UNIT), 0);
+    }
+}
