@@ -10,7 +10,9 @@ mod zstd;
 use crate::error::Error;
 use crate::spec::Algorithm;
 
-pub use self::zstd::{btrfs_cparams, ZstdParams};
+pub use self::zstd::{
+    btrfs_cparams, extent_cparams, ZstdParams, LARGE_MAX_WINDOW_LOG, MAX_WINDOW_LOG,
+};
 
 /// Allocation of a workspace failed (the manager treats it as memory pressure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

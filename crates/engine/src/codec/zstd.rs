@@ -4,6 +4,9 @@
 //! Differs from the kernel in keeping a compression and a decompression context side by side
 //! (the kernel re-initialises one arena for either), so a workspace costs their sum, not their
 //! maximum, and in offering levels 16..=22 for userspace use.
+//!
+//! btrfs caps the window at 2^17; for extents > 128 KiB, which only wring-fs writes, wring uses
+//! the extent's size as the window ([`extent_cparams`]); smaller frames are the kernel's, bytewise.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -13,12 +16,18 @@ use zstd_sys as z;
 use super::{aligned_buffer, AllocError, Codec, CodecState};
 use crate::error::Error;
 use crate::spec::Algorithm;
+use crate::MAX_EXTENT;
 
 /// ZSTD_BTRFS_MAX_WINDOWLOG: btrfs never lets a frame's window exceed one extent.
 pub const MAX_WINDOW_LOG: u32 = 17;
 
+/// The largest window wring uses for extents beyond 128 KiB: 4 MiB, wring-fs's largest extent.
+pub const LARGE_MAX_WINDOW_LOG: u32 = 22;
+
 /// The compression parameters btrfs would use for `level` on a `src_len`-byte extent
-/// (zstd_get_btrfs_parameters in fs/btrfs/zstd.c).
+/// (zstd_get_btrfs_parameters in fs/btrfs/zstd.c): ZSTD_getCParams(level, src_len, 0) with the
+/// window capped at 2^[`MAX_WINDOW_LOG`]. wring compresses with these up to 128 KiB; beyond that
+/// see [`extent_cparams`].
 pub fn btrfs_cparams(level: i32, src_len: usize) -> z::ZSTD_compressionParameters {
     // SAFETY: a pure function of its arguments; no pointers involved.
     let mut p = unsafe { z::ZSTD_getCParams(level, src_len as u64, 0) };
@@ -26,21 +35,44 @@ pub fn btrfs_cparams(level: i32, src_len: usize) -> z::ZSTD_compressionParameter
     p
 }
 
+/// The parameters wring compresses a `src_len`-byte extent with at `level`.
+///
+/// Up to 128 KiB ([`MAX_EXTENT`], all btrfs ever writes): exactly [`btrfs_cparams`], so the
+/// frames are byte-identical to the kernel's. Larger (wring-fs's extents of up to 4 MiB): the
+/// window covers the extent — ceil(log2(`src_len`)), but never more than ZSTD_getCParams picks
+/// for that size nor more than 2^[`LARGE_MAX_WINDOW_LOG`] — while every other parameter (chain,
+/// hash and search logs, min match, target length, strategy) stays btrfs's for 128 KiB. The
+/// tables are what a static context's memory depends on; the window is not, because
+/// ZSTD_compress2 reads the source and writes the frame in place (stable buffers), so the
+/// workspace stays the size [`ZstdParams`] gives for 128 KiB.
+pub fn extent_cparams(level: i32, src_len: usize) -> z::ZSTD_compressionParameters {
+    let mut p = btrfs_cparams(level, src_len.min(MAX_EXTENT));
+    if src_len > MAX_EXTENT {
+        // SAFETY: a pure function of its arguments; no pointers involved.
+        let natural = unsafe { z::ZSTD_getCParams(level, src_len as u64, 0) }.windowLog;
+        let cover = usize::BITS - (src_len - 1).leading_zeros(); // ceil(log2(src_len))
+        p.windowLog = cover.min(natural).min(LARGE_MAX_WINDOW_LOG);
+    }
+    p
+}
+
 /// Memory figures for one zstd level, computed from the library's own estimates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ZstdParams {
-    /// ZSTD_estimateCStreamSize_usingCParams for the btrfs parameters at 128 KiB.
+    /// ZSTD_estimateCStreamSize_usingCParams for the btrfs parameters at 128 KiB (or at
+    /// `max_extent` if smaller). Extents beyond 128 KiB use the same tables with a larger
+    /// window ([`extent_cparams`]), which ZSTD_compress2's stable buffers need no memory for.
     pub cstream_bytes: usize,
-    /// ZSTD_estimateDStreamSize(128 KiB): what the kernel's decompression needs.
+    /// ZSTD_estimateDStreamSize(`max_extent`): what the kernel's streaming decompression needs.
     pub dstream_bytes: usize,
     /// ZSTD_estimateDCtxSize: what wring's one-shot decompression needs.
     pub dctx_bytes: usize,
 }
 
 impl ZstdParams {
-    /// The estimates for `level` on extents of `max_extent` bytes.
+    /// The estimates for `level` on extents of at most `max_extent` bytes.
     pub fn for_level(level: i32, max_extent: usize) -> ZstdParams {
-        let cp = btrfs_cparams(level, max_extent);
+        let cp = btrfs_cparams(level, max_extent.min(MAX_EXTENT));
         // SAFETY: the estimate functions only read the parameter struct passed by value.
         unsafe {
             ZstdParams {
@@ -160,8 +192,9 @@ impl ZstdState {
         check(unsafe { z::ZSTD_CCtx_reset(self.cctx.as_ptr(), directive) }).map(|_| ())
     }
 
-    /// Set btrfs's parameters for (`level`, `src_len`) — only when they differ from the last
-    /// extent's, so a stream of same-sized extents at one level keeps its context warm.
+    /// Set the parameters for (`level`, `src_len`) ([`extent_cparams`]: btrfs's up to 128 KiB) —
+    /// only when they differ from the last extent's, so a stream of same-sized extents at one
+    /// level keeps its context warm.
     fn configure(&mut self, level: i32, src_len: usize) -> Result<(), Error> {
         use z::ZSTD_ResetDirective::*;
         if self.configured == Some((level, src_len)) {
@@ -169,7 +202,7 @@ impl ZstdState {
         }
         self.configured = None;
         self.reset(ZSTD_reset_session_and_parameters)?;
-        self.apply(btrfs_cparams(level, src_len))?;
+        self.apply(extent_cparams(level, src_len))?;
         self.configured = Some((level, src_len));
         Ok(())
     }
