@@ -9,6 +9,7 @@
 //! the level of every extent.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use redb::{ReadableTable, Table};
@@ -421,7 +422,20 @@ impl Volume {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), FsError> {
-        out.clear();
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let r = self.read_counted(ino, offset, size, out);
+        self.reads.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
+
+    /// [`Volume::read_into`] while counted in `reads`.
+    fn read_counted(
+        &self,
+        ino: u64,
+        offset: u64,
+        size: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FsError> {
         // Dirty extents before the snapshot: one committed meanwhile is in the snapshot.
         let pending = self.da.pending(ino);
         let mut dirty = Vec::new();
@@ -440,10 +454,12 @@ impl Volume {
         }
         let file_size = inode.size.max(pending.map_or(0, |p| p.size));
         if offset >= file_size || size == 0 {
+            out.clear();
             return Ok(());
         }
         let end = file_size.min(offset + size as u64);
-        // Capacity is kept between calls; only new length is zero-filled, then holes below.
+        // `out` keeps its length between calls, so only growth is zero-filled here: every
+        // byte is written below (extents, or zeros for holes), whatever it held before.
         out.resize((end - offset) as usize, 0);
         let e = match (inode.extent_size, pending) {
             (0, None) => {
@@ -523,7 +539,7 @@ impl Volume {
             .filter(|i| matches!(i.src, Source::Stored(_)))
             .count();
         let threads = self.options().streams.min(decodes);
-        if threads <= 1 {
+        if threads <= 1 || self.reads.load(Ordering::Relaxed) > 1 {
             return items.into_iter().try_for_each(one);
         }
         let queue = std::sync::Mutex::new(items);

@@ -5,7 +5,7 @@
 //! Mirrors struct btrfs_fs_info: one per mount.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::ReadableTable;
@@ -40,6 +40,8 @@ pub struct Volume {
     pub(crate) open: Mutex<HashMap<u64, u32>>,
     pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
     pub(crate) next_fh: AtomicU64,
+    /// Reads in progress: one alone spreads its extents over the streams, several share them.
+    pub(crate) reads: AtomicUsize,
     pub(crate) cache: Mutex<VecDeque<Cached>>,
     pub(crate) da: Arc<crate::delalloc::Delalloc>,
 }
@@ -70,6 +72,7 @@ impl Volume {
             open: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            reads: AtomicUsize::new(0),
             cache: Mutex::new(VecDeque::new()),
             da: Arc::default(),
         };
