@@ -31,17 +31,23 @@ use crate::store::{self, INODES};
 use crate::volume::{lock, Volume};
 
 thread_local! {
-    /// Per thread: the extent value being built (header and stored bytes), reused so writeback
+    /// Per thread: the extent values being built (header and stored bytes), reused so writeback
     /// neither allocates nor zeroes per extent.
-    static VALUE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static VALUES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
 pub const DIRTY_LIMIT: usize = 64 << 20;
+/// Consecutive extents of one inode a writeback thread takes at once and commits in one
+/// transaction (btrfs commits many ordered extents per transaction too).
+pub const BATCH: usize = 4;
 
 /// How an extent is to be stored: spec, policy, and whether an incompressible result marks the
 /// inode NOCOMPRESS; `None` stores it raw.
 pub(crate) type Decision = Option<(CompressSpec, Policy, bool)>;
+
+/// An encoded extent value (header and stored bytes) and whether it marks NOCOMPRESS.
+type Value<'b> = (&'b mut [u8], bool);
 
 /// One extent waiting for writeback.
 pub(crate) struct Job {
@@ -207,6 +213,19 @@ impl Delalloc {
         st.queue.remove(pos)
     }
 
+    /// Take the first queued job and up to [`BATCH`] - 1 jobs of the same inode queued right
+    /// after it.
+    fn take_batch(st: &mut State) -> Vec<Job> {
+        let mut jobs: Vec<Job> = st.queue.pop_front().into_iter().collect();
+        while jobs.len() < BATCH {
+            match st.queue.front() {
+                Some(j) if j.ino == jobs[0].ino => jobs.extend(st.queue.pop_front()),
+                _ => break,
+            }
+        }
+        jobs
+    }
+
     /// Writeback threads running.
     pub fn workers(&self) -> usize {
         self.workers.load(Ordering::Relaxed)
@@ -269,7 +288,7 @@ impl Volume {
         match Delalloc::take(&mut st, ino) {
             Some(job) => {
                 drop(st);
-                self.writeback(job);
+                self.writeback(vec![job]);
                 self.da.state()
             }
             None => self.da.wait(&self.da.done, st),
@@ -287,31 +306,53 @@ impl Volume {
         }
     }
 
-    /// Compress and commit one dirty extent.
-    fn writeback(&self, job: Job) {
-        VALUE.with_borrow_mut(|buf| {
-            let encoded = if crate::extent::is_zero(&job.data) {
-                Ok(None)
-            } else {
-                self.encode_job(&job, buf).map(Some)
-            };
-            let _g = self.inode_lock(job.ino);
-            let r = match encoded {
-                Ok(enc) if self.da.is_current(&job) => {
-                    let value = enc.map(|(len, mark)| (&mut buf[..len], mark));
-                    self.commit_job(&job, value)
+    /// Compress dirty extents of one inode and commit them in one transaction.
+    fn writeback(&self, jobs: Vec<Job>) {
+        let Some(ino) = jobs.first().map(|j| j.ino) else {
+            return;
+        };
+        VALUES.with_borrow_mut(|bufs| {
+            if bufs.len() < jobs.len() {
+                bufs.resize_with(jobs.len(), Vec::new);
+            }
+            let encoded: Vec<_> = jobs
+                .iter()
+                .zip(bufs.iter_mut())
+                .map(|(job, buf)| match crate::extent::is_zero(&job.data) {
+                    true => Ok(None),
+                    false => self.encode_job(job, buf).map(Some),
+                })
+                .collect();
+            let g = self.inode_lock(ino);
+            let mut errors = Vec::new();
+            let mut values = Vec::new();
+            for ((job, enc), buf) in jobs.iter().zip(encoded).zip(bufs.iter_mut()) {
+                match enc {
+                    Ok(enc) if self.da.is_current(job) => {
+                        values.push((job, enc.map(|(len, mark)| (&mut buf[..len], mark))));
+                    }
+                    Ok(_) => {}
+                    Err(e) => errors.push((job, e)),
                 }
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = &r {
+            }
+            if !values.is_empty() {
+                if let Err(e) = self.commit_jobs(ino, values) {
+                    errors.push((&jobs[0], e));
+                }
+            }
+            for (job, e) in &errors {
                 log::error!(
                     "writeback of {} offset {} failed: {e}",
-                    self.path_of(job.ino),
+                    self.path_of(ino),
                     job.idx * job.extent_size as u64
                 );
             }
-            self.da.finish(&job, r.err());
+            // One error for the inode is what its next fsync reports.
+            let mut err = errors.into_iter().map(|e| e.1).next();
+            for job in &jobs {
+                self.da.finish(job, err.take());
+            }
+            drop(g);
         })
     }
 
@@ -356,33 +397,37 @@ impl Volume {
         })
     }
 
-    /// Commit a job's extent value (`None`: a hole) with the inode's size and times.
-    fn commit_job(&self, job: &Job, value: Option<(&mut [u8], bool)>) -> Result<(), FsError> {
+    /// Commit jobs' extent values of `ino` (`None`: a hole) with the inode's size and times,
+    /// in one transaction.
+    fn commit_jobs(&self, ino: u64, values: Vec<(&Job, Option<Value<'_>>)>) -> Result<(), FsError> {
         let txn = self.store.write()?;
-        let mut inode = match store::get_inode(&txn.open_table(INODES)?, job.ino) {
+        let mut inode = match store::get_inode(&txn.open_table(INODES)?, ino) {
             Ok(i) => i,
             // Deleted meanwhile: nothing to keep.
             Err(FsError::Errno(libc::ENOENT)) => return Ok(()),
             Err(e) => return Err(e),
         };
-        let mark = value.as_ref().is_some_and(|v| v.1);
-        let delta = self.put_value(&txn, job.ino, job.idx, value.map(|v| v.0))?;
-        let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
-        inode.size = inode.size.max(end);
-        if inode.extent_size == 0 {
-            inode.extent_size = job.extent_size;
-        }
-        inode.disk = inode.disk.saturating_add_signed(delta);
-        if mark {
-            inode.flags |= FLAG_NOCOMPRESS;
-        }
-        // A setattr after the write (touch -d, tar restoring times) has a later ctime and wins.
-        if job.time >= inode.ctime {
-            inode.mtime = job.time;
-            inode.ctime = job.time;
+        for (job, value) in values {
+            let mark = value.as_ref().is_some_and(|v| v.1);
+            let delta = self.put_value(&txn, ino, job.idx, value.map(|v| v.0))?;
+            let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
+            inode.size = inode.size.max(end);
+            if inode.extent_size == 0 {
+                inode.extent_size = job.extent_size;
+            }
+            inode.disk = inode.disk.saturating_add_signed(delta);
+            if mark {
+                inode.flags |= FLAG_NOCOMPRESS;
+            }
+            // A setattr after the write (touch -d, tar restoring times) has a later ctime and
+            // wins.
+            if job.time >= inode.ctime {
+                inode.mtime = job.time;
+                inode.ctime = job.time;
+            }
         }
         txn.open_table(INODES)?
-            .insert(job.ino, inode.to_bytes().as_slice())?;
+            .insert(ino, inode.to_bytes().as_slice())?;
         self.store.commit(txn, false)
     }
 
@@ -395,24 +440,29 @@ impl Volume {
 
 fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {
     loop {
-        let job = {
+        let jobs = {
             let mut st = da.state();
             loop {
                 if st.shutdown {
                     return;
                 }
-                if let Some(j) = st.queue.pop_front() {
-                    break j;
+                let jobs = Delalloc::take_batch(&mut st);
+                if !jobs.is_empty() {
+                    break jobs;
                 }
                 st = da.wait(&da.work, st);
             }
         };
         let Some(v) = vol.upgrade() else {
             // The mount is going away; its final flush runs what is left.
-            da.state().queue.push_front(job);
+            let mut st = da.state();
+            for job in jobs.into_iter().rev() {
+                st.queue.push_front(job);
+            }
+            drop(st);
             da.done.notify_all();
             return;
         };
-        v.writeback(job);
+        v.writeback(jobs);
     }
 }

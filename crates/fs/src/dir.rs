@@ -82,7 +82,9 @@ impl Volume {
             Some(v) => v.value().0,
             None => return Err(errno(libc::ENOENT)),
         };
-        Ok((ino, self.with_pending(ino, store::get_inode(&inodes, ino)?)))
+        drop((dirents, inodes, txn));
+        // Its own snapshot, taken after its dirty state (see `Volume::inode`).
+        Ok((ino, self.inode(ino)?))
     }
 
     /// Start a listing of `dir` under handle `fh`.

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use redb::ReadableTable;
 use wring_engine::{Engine, EngineConfig};
 
+use crate::delalloc::Pending;
 use crate::error::FsError;
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode};
@@ -325,22 +326,26 @@ impl Volume {
 
     /// Read an inode from the last commit, with what its dirty extents add.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+        // Pending before the snapshot: a writeback that commits and finishes in between is in
+        // the snapshot; the other order could miss it in both.
+        let pending = self.da.pending(ino);
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
-        Ok(self.with_pending(ino, store::get_inode(&inodes, ino)?))
+        Ok(with_pending(pending, store::get_inode(&inodes, ino)?))
     }
+}
 
-    /// `inode` as it will be once its dirty extents are written back (size and times).
-    pub(crate) fn with_pending(&self, ino: u64, mut inode: Inode) -> Inode {
-        if let Some(p) = self.da.pending(ino) {
-            inode.size = inode.size.max(p.size);
-            if p.mtime > inode.ctime {
-                inode.mtime = p.mtime;
-                inode.ctime = p.mtime;
-            }
+/// `inode` as it will be once the dirty extents `pending` describes are written back (size and
+/// times).
+fn with_pending(pending: Option<Pending>, mut inode: Inode) -> Inode {
+    if let Some(p) = pending {
+        inode.size = inode.size.max(p.size);
+        if p.mtime > inode.ctime {
+            inode.mtime = p.mtime;
+            inode.ctime = p.mtime;
         }
-        inode
     }
+    inode
 }
 
 impl Drop for Volume {
