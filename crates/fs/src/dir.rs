@@ -110,7 +110,7 @@ impl Volume {
                     name: b".".to_vec(),
                 },
                 DirEntry {
-                    ino: store::ROOT,
+                    ino: store::parent_of(&txn, dir)?,
                     kind: Kind::Dir,
                     name: b"..".to_vec(),
                 },

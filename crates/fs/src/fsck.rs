@@ -63,6 +63,7 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
     }
     let mut links: HashMap<u64, u32> = HashMap::new();
     let mut subdirs: HashMap<u64, u32> = HashMap::new();
+    let mut dir_parent: HashMap<u64, u64> = HashMap::new();
     for r in txn.open_table(DIRENTS)?.iter()? {
         let (k, v) = r?;
         let (parent, name) = k.value();
@@ -85,8 +86,18 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
                 *links.entry(ino).or_default() += 1;
                 if i.kind == Kind::Dir {
                     *subdirs.entry(parent).or_default() += 1;
+                    dir_parent.insert(ino, parent);
                 }
             }
+        }
+    }
+    for (dir, parent) in &dir_parent {
+        // Stores made before parents were recorded have none: `..` then shows the root.
+        let recorded = store::parent_of(&txn, *dir)?;
+        if recorded != *parent && recorded != store::ROOT {
+            report.problems.push(format!(
+                "directory {dir}: `..` records {recorded}, its name is in {parent}"
+            ));
         }
     }
     let orphans: Vec<u64> = txn

@@ -13,7 +13,7 @@ use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
 use crate::store::records::{Inode, Kind, Time};
-use crate::store::{self, DIRENTS, INODES, SYMLINKS, XATTRS};
+use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
@@ -132,6 +132,9 @@ impl Volume {
         put_inode(&txn, ino, &inode)?;
         txn.open_table(DIRENTS)?
             .insert((parent, name), (ino, new.kind as u8))?;
+        if new.kind == Kind::Dir {
+            txn.open_table(PARENTS)?.insert(ino, parent)?;
+        }
         touch_dir(&txn, parent, if new.kind == Kind::Dir { 1 } else { 0 })?;
         if matches!(new.kind, Kind::File | Kind::Dir) {
             let mut xattrs = txn.open_table(XATTRS)?;
@@ -217,6 +220,14 @@ impl Volume {
                 dirents.insert((newparent, newname), (src, skind as u8))?;
             }
             let ddir = dkind == Kind::Dir;
+            let mut parents = txn.open_table(PARENTS)?;
+            if sdir {
+                parents.insert(src, newparent)?;
+            }
+            if ddir {
+                parents.insert(dino, parent)?;
+            }
+            drop(parents);
             if parent != newparent && sdir != ddir {
                 let d = if sdir { 1 } else { -1 };
                 touch_dir(&txn, parent, -d)?;
@@ -251,6 +262,9 @@ impl Volume {
             let mut dirents = txn.open_table(DIRENTS)?;
             dirents.remove((parent, name))?;
             dirents.insert((newparent, newname), (src, skind as u8))?;
+        }
+        if sdir {
+            txn.open_table(PARENTS)?.insert(src, newparent)?;
         }
         let d = if sdir && parent != newparent { 1 } else { 0 };
         touch_dir(&txn, parent, -d)?;

@@ -233,6 +233,7 @@ impl Volume {
             }
         }
         txn.open_table(SYMLINKS)?.remove(ino)?;
+        txn.open_table(store::PARENTS)?.remove(ino)?;
         txn.open_table(INODES)?.remove(ino)?;
         txn.open_table(ORPHANS)?.remove(ino)?;
         store::add_counter(txn, "used", -freed)?;

@@ -34,6 +34,8 @@ pub const DIRENTS: TableDefinition<(u64, &[u8]), (u64, u8)> = TableDefinition::n
 pub const XATTRS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("xattrs");
 /// (inode, extent index) → extent header + stored bytes.
 pub const EXTENTS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("extents");
+/// Directory inode → its parent directory (btrfs's INODE_REF of a directory), for `..`.
+pub const PARENTS: TableDefinition<u64, u64> = TableDefinition::new("parents");
 /// Symlink inode → target.
 pub const SYMLINKS: TableDefinition<u64, &[u8]> = TableDefinition::new("symlinks");
 /// Inodes with no name left that were open when unlinked (deleted at the next mount).
@@ -174,6 +176,7 @@ impl Store {
             txn.open_table(EXTENTS)?;
             txn.open_table(SYMLINKS)?;
             txn.open_table(ORPHANS)?;
+            txn.open_table(PARENTS)?;
         }
         txn.commit()?;
         DataFile::open(&dir.join(DATA_FILE), Vec::new())?;
@@ -375,6 +378,17 @@ pub fn add_counter(txn: &WriteTransaction, key: &str, delta: i64) -> Result<(), 
     let v = meta.get(key)?.map(|g| g.value()).unwrap_or(0);
     meta.insert(key, v.saturating_add_signed(delta))?;
     Ok(())
+}
+
+/// The parent of directory `dir` (the root for itself, and for directories of stores made
+/// before parents were recorded).
+pub fn parent_of(txn: &ReadTransaction, dir: u64) -> Result<u64, FsError> {
+    let parents = match txn.open_table(PARENTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(ROOT),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(parents.get(dir)?.map_or(ROOT, |v| v.value()))
 }
 
 /// Read a counter.
