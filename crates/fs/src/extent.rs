@@ -561,7 +561,7 @@ impl Volume {
         })
     }
 
-    /// Write `data` at `offset`; `kill` (the writer's uid and gid) drops the file's privileges
+    /// Write `data` at `offset`; `kill` (the writer) drops the file's privileges
     /// (set-ID bits, capabilities), as the kernel asks for some writes. The extents touched are rebuilt whole (a partial one
     /// from its dirty or stored contents) and queued for writeback.
     pub fn write(
@@ -569,7 +569,7 @@ impl Volume {
         ino: u64,
         offset: u64,
         data: &[u8],
-        kill: Option<(u32, u32)>,
+        kill: Option<crate::inode::Caller>,
     ) -> Result<(), FsError> {
         if data.is_empty() {
             return Ok(());

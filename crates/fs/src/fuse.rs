@@ -70,6 +70,15 @@ pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
     }
 }
 
+/// The process a request comes from.
+fn caller(req: &Request) -> crate::inode::Caller {
+    crate::inode::Caller {
+        uid: req.uid(),
+        gid: req.gid(),
+        pid: req.pid(),
+    }
+}
+
 fn err(e: FsError) -> Errno {
     if !matches!(e, FsError::Errno(_)) {
         log::warn!("{e}");
@@ -210,7 +219,7 @@ impl fuser::Filesystem for WringFs {
             size,
             atime: time(atime),
             mtime: time(mtime),
-            caller: Some((req.uid(), req.gid())),
+            caller: Some(caller(req)),
         };
         match self.vol.setattr(ino.0, &set) {
             Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
@@ -370,7 +379,7 @@ impl fuser::Filesystem for WringFs {
     ) {
         let kill = wf
             .contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
-            .then(|| (req.uid(), req.gid()));
+            .then(|| caller(req));
         match self.vol.write(ino.0, offset, data, kill) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(err(e)),

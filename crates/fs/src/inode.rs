@@ -32,8 +32,42 @@ pub struct SetAttr {
     pub atime: Option<Option<SystemTime>>,
     /// New modification time (`None` inside: now).
     pub mtime: Option<Option<SystemTime>>,
-    /// Who asks (uid, gid); a size change by anyone but root drops the set-ID bits.
-    pub caller: Option<(u32, u32)>,
+    /// Who asks; a size change by anyone but root drops the set-ID bits.
+    pub caller: Option<Caller>,
+}
+
+/// Who asked for an operation, as a FUSE request says: user, primary group and process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Process (thread) id, for the supplementary groups; 0 when unknown.
+    pub pid: u32,
+}
+
+impl Caller {
+    /// in_group_p(): the primary group, or one of the supplementary groups the process has
+    /// now (`Groups:` in /proc/PID/status; none when the process is gone).
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.gid == gid || (self.pid != 0 && supplementary_groups(self.pid).contains(&gid))
+    }
+}
+
+fn supplementary_groups(pid: u32) -> Vec<u32> {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return Vec::new();
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .map(|g| {
+            g.split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The security.capability attribute, dropped when a file's privileges are killed.
@@ -41,22 +75,21 @@ const CAPS_XATTR: &[u8] = b"security.capability";
 
 /// Kill a file's privileges after a write, truncate or chown by `caller` (uid, gid), as the
 /// VFS does (setattr_should_drop_suidgid): set-user-ID always; set-group-ID with group execute,
-/// or without it when the caller is neither root nor in the file's group (only the caller's
-/// primary group is known here); and the file capabilities. The mount asks the kernel to leave
+/// or without it when the caller is neither root nor in the file's group (primary or
+/// supplementary); and the file capabilities. The mount asks the kernel to leave
 /// this to the filesystem (FUSE_HANDLE_KILLPRIV_V2), which spares a getxattr round trip on
 /// every write.
 pub(crate) fn kill_privs(
     txn: &WriteTransaction,
     ino: u64,
     inode: &mut Inode,
-    caller: (u32, u32),
+    caller: Caller,
 ) -> Result<(), FsError> {
     if inode.kind != Kind::File {
         return Ok(());
     }
     inode.perm &= !libc::S_ISUID;
-    let outsider = caller.0 != 0 && caller.1 != inode.gid;
-    if inode.perm & libc::S_IXGRP != 0 || outsider {
+    if inode.perm & libc::S_IXGRP != 0 || (caller.uid != 0 && !caller.in_group(inode.gid)) {
         inode.perm &= !libc::S_ISGID;
     }
     txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
@@ -293,14 +326,14 @@ impl Volume {
             } else {
                 inode.mtime = now;
             }
-            if let Some(c) = set.caller.filter(|c| c.0 != 0) {
+            if let Some(c) = set.caller.filter(|c| c.uid != 0) {
                 kill_privs(&txn, ino, &mut inode, c)?;
             }
         }
         let chown =
             set.uid.is_some_and(|u| u != inode.uid) || set.gid.is_some_and(|g| g != inode.gid);
         if chown && set.mode.is_none() {
-            kill_privs(&txn, ino, &mut inode, set.caller.unwrap_or((0, 0)))?;
+            kill_privs(&txn, ino, &mut inode, set.caller.unwrap_or_default())?;
         }
         if let Some(m) = set.mode {
             inode.perm = m & 0o7777;

@@ -32,6 +32,7 @@ fn set_id_bits_are_killed_as_the_kernel_does() {
     // Others must reach both trees.
     run(&format!("chmod 755 {}", m.base.display()));
     let nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+    let member = "setpriv --reuid=65534 --regid=65534 --groups=0";
     // FILE stands for the file's path.
     let cases: &[(&str, u32, String)] = &[
         (
@@ -43,6 +44,12 @@ fn set_id_bits_are_killed_as_the_kernel_does() {
             "append-nogx",
             0o6767,
             format!("{nobody} sh -c 'echo more >> FILE'"),
+        ),
+        (
+            // A member of the file's group (root's, 0) through a supplementary group only.
+            "append-nogx-member",
+            0o6767,
+            format!("{member} sh -c 'echo more >> FILE'"),
         ),
         ("truncate", 0o6777, format!("{nobody} truncate -s 2 FILE")),
         ("chown", 0o6755, "chown 1:1 FILE".to_string()),
