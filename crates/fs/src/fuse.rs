@@ -125,6 +125,7 @@ impl WringFs {
         mode: u32,
         rdev: u32,
         target: Option<&[u8]>,
+        umask: u32,
     ) -> Result<(u64, Inode), FsError> {
         self.vol.create(
             parent.0,
@@ -136,6 +137,7 @@ impl WringFs {
                 gid: req.gid(),
                 rdev,
                 target,
+                umask,
             },
         )
     }
@@ -169,7 +171,11 @@ impl fuser::Filesystem for WringFs {
                 | InitFlags::FUSE_ASYNC_READ
                 | InitFlags::FUSE_PARALLEL_DIROPS
                 | InitFlags::FUSE_MAX_PAGES
-                | InitFlags::FUSE_HANDLE_KILLPRIV_V2,
+                | InitFlags::FUSE_HANDLE_KILLPRIV_V2
+                // The kernel enforces POSIX ACLs; wring stores them and keeps the mode in
+                // step, and applies the umask itself (a default ACL replaces it).
+                | InitFlags::FUSE_POSIX_ACL
+                | InitFlags::FUSE_DONT_MASK,
         );
         let _ = config.set_max_write(1 << 20);
         let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
@@ -240,14 +246,15 @@ impl fuser::Filesystem for WringFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
         match Kind::from_mode(mode) {
-            Some(k) if k != Kind::Dir && k != Kind::Symlink => {
-                self.entry(reply, self.make(req, parent, name, k, mode, rdev, None))
-            }
+            Some(k) if k != Kind::Dir && k != Kind::Symlink => self.entry(
+                reply,
+                self.make(req, parent, name, k, mode, rdev, None, umask),
+            ),
             _ => reply.error(Errno::from_i32(libc::EINVAL)),
         }
     }
@@ -258,12 +265,12 @@ impl fuser::Filesystem for WringFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         self.entry(
             reply,
-            self.make(req, parent, name, Kind::Dir, mode, 0, None),
+            self.make(req, parent, name, Kind::Dir, mode, 0, None, umask),
         );
     }
 
@@ -292,7 +299,7 @@ impl fuser::Filesystem for WringFs {
         let t = target.as_os_str().as_bytes();
         self.entry(
             reply,
-            self.make(req, parent, link_name, Kind::Symlink, 0o777, 0, Some(t)),
+            self.make(req, parent, link_name, Kind::Symlink, 0o777, 0, Some(t), 0),
         );
     }
 
@@ -513,7 +520,7 @@ impl fuser::Filesystem for WringFs {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -526,9 +533,8 @@ impl fuser::Filesystem for WringFs {
             self.vol
                 .remount(&String::from_utf8_lossy(value))
                 .map(|o| log::info!("remounted: {o}"))
-        } else if name.starts_with(b"system.posix_acl_") {
-            // No POSIX ACLs (FUSE_POSIX_ACL is not negotiated): callers fall back to chmod.
-            Err(FsError::Errno(libc::EOPNOTSUPP))
+        } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
+            self.vol.set_acl(ino.0, name, value, flags, caller(req))
         } else if name.starts_with(b"wring.") {
             Err(FsError::Errno(libc::EPERM))
         } else {
@@ -582,11 +588,11 @@ impl fuser::Filesystem for WringFs {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.make(req, parent, name, Kind::File, mode, 0, None) {
+        match self.make(req, parent, name, Kind::File, mode, 0, None, umask) {
             Ok((ino, i)) => {
                 self.vol.opened(ino);
                 reply.created(

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use redb::{ReadableTable, WriteTransaction};
 
+use crate::acl::{self, Acl};
 use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
@@ -96,6 +97,52 @@ pub(crate) fn kill_privs(
     Ok(())
 }
 
+/// A new inode's ACLs from its directory's default ACL (posix_acl_create): the access ACL is
+/// the default one narrowed by the mode (kept only if the mode cannot say it alone), and a
+/// directory inherits the default ACL itself. Without one, the umask applies.
+fn inherit_acl(
+    txn: &WriteTransaction,
+    parent: u64,
+    ino: u64,
+    inode: &mut Inode,
+    umask: u32,
+) -> Result<(), FsError> {
+    let mut xattrs = txn.open_table(XATTRS)?;
+    let default = xattrs
+        .get((parent, acl::DEFAULT))?
+        .map(|v| v.value().to_vec());
+    let Some(default) = default else {
+        inode.perm &= !(umask & 0o777);
+        return Ok(());
+    };
+    let mut access = Acl::parse(&default).map_err(|_| damaged_acl(parent))?;
+    if access.create_masq(&mut inode.perm) {
+        xattrs.insert((ino, acl::ACCESS), access.to_bytes().as_slice())?;
+    }
+    if inode.kind == Kind::Dir {
+        xattrs.insert((ino, acl::DEFAULT), default.as_slice())?;
+    }
+    Ok(())
+}
+
+/// The access ACL follows a chmod (posix_acl_chmod).
+fn chmod_acl(txn: &WriteTransaction, ino: u64, mode: u32) -> Result<(), FsError> {
+    let mut xattrs = txn.open_table(XATTRS)?;
+    let access = xattrs.get((ino, acl::ACCESS))?.map(|v| v.value().to_vec());
+    if let Some(access) = access {
+        let mut a = Acl::parse(&access).map_err(|_| damaged_acl(ino))?;
+        a.chmod(mode);
+        xattrs.insert((ino, acl::ACCESS), a.to_bytes().as_slice())?;
+    }
+    Ok(())
+}
+
+/// A stored ACL that does not parse.
+fn damaged_acl(ino: u64) -> FsError {
+    log::error!("inode {ino}: stored ACL is damaged");
+    FsError::Errno(libc::EIO)
+}
+
 fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
     txn.open_table(INODES)?
         .insert(ino, inode.to_bytes().as_slice())?;
@@ -133,6 +180,8 @@ pub struct NewInode<'a> {
     pub rdev: u32,
     /// Symlink target.
     pub target: Option<&'a [u8]>,
+    /// The creator's umask, applied when the directory has no default ACL.
+    pub umask: u32,
 }
 
 impl Volume {
@@ -161,6 +210,8 @@ impl Volume {
         if let Some(t) = new.target {
             inode.size = t.len() as u64;
             txn.open_table(SYMLINKS)?.insert(ino, t)?;
+        } else {
+            inherit_acl(&txn, parent, ino, &mut inode, new.umask)?;
         }
         put_inode(&txn, ino, &inode)?;
         txn.open_table(DIRENTS)?
@@ -337,6 +388,7 @@ impl Volume {
         }
         if let Some(m) = set.mode {
             inode.perm = m & 0o7777;
+            chmod_acl(&txn, ino, inode.perm)?;
         }
         if let Some(u) = set.uid {
             inode.uid = u;
@@ -363,6 +415,51 @@ impl Volume {
         let xattrs = txn.open_table(XATTRS)?;
         let v = xattrs.get((ino, name))?.map(|v| v.value().to_vec());
         v.ok_or(errno(libc::ENODATA))
+    }
+
+    /// Set a POSIX ACL attribute for `caller` (setfacl): an access ACL the mode can say alone
+    /// is not kept, and the mode follows the ACL, losing set-group-ID when the caller is
+    /// neither root nor in the file's group (posix_acl_update_mode).
+    pub fn set_acl(
+        &self,
+        ino: u64,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+        caller: Caller,
+    ) -> Result<(), FsError> {
+        let acl = Acl::parse(value)?;
+        let txn = self.store.write()?;
+        let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+        {
+            let mut xattrs = txn.open_table(XATTRS)?;
+            let exists = xattrs.get((ino, name))?.is_some();
+            if flags & libc::XATTR_CREATE != 0 && exists {
+                return Err(errno(libc::EEXIST));
+            }
+            if flags & libc::XATTR_REPLACE != 0 && !exists {
+                return Err(errno(libc::ENODATA));
+            }
+            if name == acl::DEFAULT {
+                if inode.kind != Kind::Dir {
+                    return Err(errno(libc::EACCES));
+                }
+                xattrs.insert((ino, name), value)?;
+            } else {
+                let (mode, more) = acl.equiv_mode(inode.perm);
+                inode.perm = mode;
+                if caller.uid != 0 && !caller.in_group(inode.gid) {
+                    inode.perm &= !libc::S_ISGID;
+                }
+                match more {
+                    true => xattrs.insert((ino, name), value)?,
+                    false => xattrs.remove((ino, name))?,
+                };
+            }
+        }
+        inode.ctime = Time::now();
+        put_inode(&txn, ino, &inode)?;
+        self.store.commit(txn, false)
     }
 
     /// Set an extended attribute; `btrfs.compression` must be a valid spec ("" removes it).

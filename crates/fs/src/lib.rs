@@ -12,6 +12,7 @@
 //! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`] and
 //! [`stat`].
 
+pub mod acl;
 pub mod bdi;
 pub mod bench;
 pub mod daemon;

@@ -27,6 +27,7 @@ fn file(vol: &Volume, name: &str) -> u64 {
         gid: 0,
         rdev: 0,
         target: None,
+        umask: 0,
     };
     vol.create(wring_fs::store::ROOT, name.as_bytes(), new)
         .unwrap()
