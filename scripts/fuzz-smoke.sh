@@ -8,6 +8,7 @@
 #   FUZZ_SECONDS=60 scripts/fuzz-smoke.sh roundtrip decompress_zstd
 #
 # Needs a nightly toolchain (FUZZ_TOOLCHAIN, default nightly); installs cargo-fuzz if missing.
+# Runs cargo fuzz from fuzz/, so that fuzz/.cargo/config.toml (C flags for the ASan build) applies.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,13 +32,7 @@ cargo "$toolchain" run --quiet --example seeds -- "$work/seeds"
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    # Every decoder target. `roundtrip` is left out of the default smoke run while its one
-    # finding is open: AddressSanitizer reports stack-use-after-scope inside zstd's own
-    # ZSTD_selectBtGetAllMatches (zstd_opt.c:899) when compressing the input saved in
-    # fuzz/regressions/ at zstd:19 (first two bytes 0xff 0xff select it). Reproduce with
-    #   cargo +nightly fuzz run roundtrip fuzz/regressions/roundtrip-zstd19-asan-use-after-scope
-    # Name it explicitly to run it: scripts/fuzz-smoke.sh roundtrip
-    mapfile -t targets < <(cargo "$toolchain" fuzz list | grep -vx roundtrip)
+    mapfile -t targets < <(cargo "$toolchain" fuzz list)
 fi
 
 # The closing statistics of a libFuzzer log: runs, speed and coverage.
@@ -56,6 +51,8 @@ for target in "${targets[@]}"; do
     corpus="$work/corpus/$target"
     seeds="$work/seeds/$target"
     mkdir -p "$corpus" "$seeds"
+    # Saved findings of the target (fuzz/regressions/TARGET-*) are replayed with the seeds.
+    find regressions -maxdepth 1 -type f -name "$target-*" -exec cp {} "$seeds/" \;
     log="$work/$target.log"
     echo "== $target: ${seconds}s"
     if cargo "$toolchain" fuzz run "$target" "$corpus" "$seeds" -- \
