@@ -7,19 +7,25 @@
 //! [`crate::compress`] ever writes one. Every read and write is bounds-checked,
 //! so hostile input yields an error, never a panic or an out-of-slice access.
 //!
-//! Speed comes from doing the checks once rather than skipping them. While at
-//! least [`FAST_IN`] bytes of input and [`FAST_OUT`] bytes of output room
-//! are left, [`fast_loop`] decodes instructions from a fixed-size window of
-//! the input, so no instruction there can overrun either buffer, and copies
-//! in whole blocks rather than exactly: a literal run as 32 bytes, a match
-//! as 16-byte blocks (a repeated pattern for distances under 16), trailing
-//! literals as 4 bytes, scribbling over bytes past the run that later
-//! instructions overwrite. Every match distance is still checked against
-//! the output produced. Anything else (the end marker, the last few
-//! instructions of a stream, `lzo-rle` streams) goes through [`step`], one
-//! fully checked instruction at a time; the fast loop leaves an instruction
-//! to it rather than fail where `step` might fail differently, so both give
-//! the same result for every input.
+//! Speed comes from doing the checks once rather than skipping them, and from
+//! not branching on what cannot be predicted. While at least [`FAST_IN`]
+//! bytes of input and [`FAST_OUT`] bytes of output room are left,
+//! [`fast_loop`] decodes instructions from a fixed-size window of the input,
+//! so no instruction there can overrun either buffer, and copies in whole
+//! blocks rather than exactly, scribbling over bytes past the run that later
+//! instructions overwrite. Whether the next instruction is a literal run or
+//! a match, and which kind of match, is close to random in real data, and a
+//! mispredicted branch costs more than decoding every kind at once: the
+//! common instructions (short literal runs; M2, M3 and M4 with their length
+//! in the instruction byte) share one branch-free decoding, a literal run
+//! being a match of length 0 followed by its literals. Every match distance
+//! is still checked against the output produced. Anything else (the end
+//! marker, long lengths, the last few instructions of a stream, `lzo-rle`
+//! streams) goes through [`step`], one fully checked instruction at a time;
+//! the fast loop leaves an instruction to it rather than fail where `step`
+//! might fail differently, so both give the same result for every input.
+
+use std::hint::select_unpredictable as pick;
 
 use crate::Error;
 
@@ -44,8 +50,12 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
     let mut op = 0;
     let mut class = first_literals(src, dst, &mut ip, &mut op)?;
     loop {
-        if version == 0 {
-            fast_loop(src, dst, &mut ip, &mut op, &mut class)?;
+        // Near the ends of the buffers only `step` can go on.
+        if version == 0
+            && src.len().saturating_sub(ip) >= FAST_IN
+            && dst.len().saturating_sub(op) >= FAST_OUT
+        {
+            (ip, op, class) = fast_loop(src, dst, ip, op, class)?;
         }
         if let Some(n) = step(src, dst, &mut ip, &mut op, &mut class, version)? {
             return Ok(n);
@@ -58,7 +68,7 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
 ///
 /// `class` says what the previous instruction left behind, which decides
 /// what a `0000xxxx` byte means: 0 after a match without trailing literals,
-/// 1 after 1..=3 literals, 2 after a longer literal run.
+/// 1..=3 after that many literals, 4 or more after a longer literal run.
 #[inline(never)]
 fn step(
     src: &[u8],
@@ -92,7 +102,7 @@ fn step(
             Far::Zeros(l, n) => {
                 zeros(dst, op, l)?;
                 literals(src, dst, ip, op, n)?;
-                *class = usize::from(n != 0);
+                *class = n;
                 return Ok(None);
             }
             Far::End => {
@@ -109,14 +119,14 @@ fn step(
         *ip += 1;
         let n = length(src, ip, t, 15)? + 3;
         literals(src, dst, ip, op, n)?;
-        *class = 2;
+        *class = 4;
         return Ok(None);
     } else {
         // 0000DDSS: a 2-byte match within 1 KiB after 1..3 literals,
         // a 3-byte match 2..3 KiB back after a longer literal run.
         let h = byte(src, *ip + 1)?;
         *ip += 2;
-        let (base, l) = if *class == 2 { (2049, 3) } else { (1, 2) };
+        let (base, l) = if *class >= 4 { (2049, 3) } else { (1, 2) };
         dist = base + (t >> 2) + (h << 2);
         len = l;
         next = t & 3;
@@ -124,195 +134,272 @@ fn step(
     copy_match(dst, *op, dist, len)?;
     *op += len;
     short_literals(src, dst, ip, op, next)?;
-    *class = usize::from(next != 0);
+    *class = next;
     Ok(None)
 }
 
 /// Input the fast loop wants left at an instruction: 3 instruction bytes and
-/// 32 for the block copy of a literal run.
-const FAST_IN: usize = 3 + 32;
-/// Output room the fast loop wants at an instruction: 32 for the block copy
-/// of a literal run, which also covers a match of up to 16 bytes copied as
-/// one block followed by 4 bytes of trailing literals.
-const FAST_OUT: usize = 32;
+/// 16 for the block copy of literals.
+const FAST_IN: usize = 3 + 16;
+/// Output room the fast loop wants at an instruction: a match of up to 32
+/// bytes copied as two 16-byte blocks, then 4 bytes of trailing literals
+/// (or up to 16 bytes copied as one block, then a 16-byte block of
+/// literals).
+const FAST_OUT: usize = 32 + 4;
 
-/// Decodes version-0 instructions while there is room for block copies on
-/// both sides, and returns at the first one it leaves to [`step`]: the end
-/// marker, anything that needs more than the room left near the end of `src`
-/// or `dst`.
+/// The fast loop's decoding tables, together so that one base address
+/// serves them all.
+struct Tables {
+    /// Whether the shared path decodes instruction byte `t` after an
+    /// instruction of class `c` (see [`step`]; at most 16 here), at
+    /// `t + 256 * c`: a literal run of 4..=16 bytes (only after a match
+    /// without literals), an M2, an M3 or an M4 with its length in the
+    /// instruction byte (or the end marker, which decodes as an M4 at a
+    /// distance the shared path leaves to [`step`]).
+    shared: [bool; 32 * 256],
+    /// For those instruction bytes: the distance is `base` plus the byte
+    /// after the instruction byte times 8 for an M2, else plus `mask` of
+    /// the 14-bit field of the LE16 after the instruction byte. A literal
+    /// run is a match of length 0 from 16 bytes back.
+    base: [u16; 256],
+    mask: [u16; 256],
+    /// The match length (0 for a literal run).
+    mlen: [u8; 256],
+    /// The instruction length.
+    ilen: [u8; 256],
+}
+
+static TABLES: Tables = {
+    let mut tables = Tables {
+        shared: [false; 32 * 256],
+        base: [0; 256],
+        mask: [0; 256],
+        mlen: [0; 256],
+        ilen: [0; 256],
+    };
+    let mut k = 0;
+    while k < 32 * 256 {
+        let t = k & 255;
+        tables.shared[k] = t > 32 || (t > 16 && t < 32 && t & 7 != 0) || (k >= 1 && k <= 13);
+        k += 1;
+    }
+    let mut t = 0;
+    while t < 256 {
+        let (base, mask, mlen, ilen) = if t >= 64 {
+            (1 + ((t >> 2) & 7), 0, (t >> 5) + 1, 2)
+        } else if t >= 32 {
+            (1, 0x3fff, (t & 31) + 2, 3)
+        } else if t >= 16 {
+            (0x4000 + ((t & 8) << 11), 0x3fff, (t & 7) + 2, 3)
+        } else {
+            (16, 0, 0, 1)
+        };
+        tables.base[t] = base as u16;
+        tables.mask[t] = mask as u16;
+        tables.mlen[t] = mlen as u8;
+        tables.ilen[t] = ilen as u8;
+        t += 1;
+    }
+    tables
+};
+
+/// Decodes version-0 instructions from input position `i`, output position
+/// `o` and class `c` (see [`step`]) while there is room for block copies on
+/// both sides, and returns where it stopped: at the first instruction it
+/// leaves to [`step`] (the end marker, anything that needs more than the
+/// room left near the end of `src` or `dst`, the rarer kinds).
 ///
 /// The fast loop never returns an error [`step`] would not return for the
-/// same instruction: within the room it demands, the only error left is a
-/// match reaching back before the start of the output, which `step` checks
-/// first too. An instruction it cannot finish without another check failing
-/// it leaves, untouched but for scratch bytes past `op`, to `step`.
-#[inline(always)]
+/// same instruction: it leaves an instruction it cannot finish to `step`,
+/// untouched but for scratch bytes past `o`, and fails by itself only on an
+/// extended M3 reaching back before the start of the output, which `step`
+/// fails the same way.
+#[inline(never)]
 fn fast_loop(
     src: &[u8],
     dst: &mut [u8],
-    ip: &mut usize,
-    op: &mut usize,
-    class: &mut usize,
-) -> Result<(), Error> {
-    // The input from the next instruction on, the output length, the class.
-    let Some(mut input) = src.get(*ip..) else {
-        return Ok(());
+    mut i: usize,
+    mut o: usize,
+    mut c: usize,
+) -> Result<(usize, usize, usize), Error> {
+    let (Some(i_end), Some(o_end)) = (
+        src.len().checked_sub(FAST_IN),
+        dst.len().checked_sub(FAST_OUT),
+    ) else {
+        return Ok((i, o, c));
     };
-    let (mut o, mut c) = (*op, *class);
-    let Some(o_end) = dst.len().checked_sub(FAST_OUT) else {
-        return Ok(());
-    };
-    while o <= o_end {
-        let Some(inp) = input.first_chunk::<FAST_IN>() else {
-            break;
-        };
-        let Some((done, after)) = dst.split_at_mut_checked(o) else {
-            break;
-        };
-        let Some(win) = after.first_chunk_mut::<FAST_OUT>() else {
+    while i <= i_end && o <= o_end {
+        let Some(inp) = src.get(i..i + FAST_IN) else {
             break;
         };
         let t = usize::from(inp[0]);
         let b1 = usize::from(inp[1]);
-        let (dist, mlen, next, ilen);
-        if t < 16 {
-            if c == 0 {
-                // 0000LLLL: literal run of 3 + L.
-                if t != 0 {
-                    if let (Some(to), Some(from)) =
-                        (win.first_chunk_mut::<32>(), inp[1..].first_chunk::<32>())
-                    {
-                        *to = *from;
-                    }
-                    input = &input[t + 4..];
-                    o += t + 3;
-                } else {
-                    // L = 0: extended; copied in 32-byte blocks too.
-                    let Some((n, p)) = ext_length(input, 1, 15) else {
-                        break;
-                    };
-                    let n = n.saturating_add(3);
-                    if input.len() - p < n.saturating_add(32) || o_end - o < n {
-                        break;
-                    }
-                    let mut k = 0;
-                    while k < n {
-                        let mut b = [0u8; 32];
-                        b.copy_from_slice(&input[p + k..p + k + 32]);
-                        dst[o + k..o + k + 32].copy_from_slice(&b);
-                        k += 32;
-                    }
-                    input = &input[p + n..];
-                    o += n;
-                }
-                c = 2;
-                continue;
+        if TABLES.shared[(t | c << 8) % (32 * 256)] {
+            // A literal run of 4..=16 bytes (0000LLLL after a match without
+            // literals), 1LLDDDSS / 01LDDDSS: 3..8 bytes within 2 KiB,
+            // 001LLLLL: 3..33 bytes within 16 KiB, or 0001HLLL: 3..9 bytes
+            // 16..48 KiB back. Which of them comes next is hard to predict:
+            // all are decoded without branches, a literal run as a match of
+            // length 0 from 16 bytes back followed by its literals.
+            let lit = t < 16;
+            let m2 = t >= 64;
+            let v = usize::from(u16::from_le_bytes([inp[1], inp[2]]));
+            let dist = usize::from(TABLES.base[t])
+                + pick(m2, b1 << 3, (v >> 2) & usize::from(TABLES.mask[t]));
+            let mlen = usize::from(TABLES.mlen[t]);
+            let ilen = usize::from(TABLES.ilen[t] & 3);
+            let next = pick(lit, t + 3, pick(m2, t, b1) & 3);
+            // A distance of exactly 16 KiB is an M4 with a zero distance
+            // field, the end marker (or one with a bad length, which `step`
+            // fails), or an M3, which `step` decodes as well. A match
+            // reaching back too far fails in `step` too, and a literal run
+            // near the start of the output is left to it.
+            if dist == 0x4000 {
+                break;
             }
-            // 0000DDSS: 2 bytes within 1 KiB after 1..3 literals, 3 bytes
-            // 2..3 KiB back after a longer literal run.
-            let long = c == 2;
-            dist = 1 + (t >> 2) + (b1 << 2) + if long { 2048 } else { 0 };
-            mlen = 2 + usize::from(long);
-            next = t & 3;
-            ilen = 2;
-        } else if t >= 64 {
-            // 1LLDDDSS / 01LDDDSS: 3..8 bytes within 2 KiB.
-            dist = 1 + ((t >> 2) & 7) + (b1 << 3);
-            mlen = (t >> 5) + 1;
-            next = t & 3;
-            ilen = 2;
-        } else {
-            // 001LLLLL within 16 KiB, 0001HLLL 16..48 KiB back; length 0
-            // is extended.
-            let (bits, max) = if t >= 32 { (t & 31, 31) } else { (t & 7, 7) };
-            if bits == 0 {
-                let Some((n, p)) = ext_length(input, 1, max) else {
+            let Some(from) = o.checked_sub(dist) else {
+                break;
+            };
+            if dist < 16 {
+                // A match overlapping its source by more than a block: the
+                // pattern of its first `dist` bytes, repeated, which one
+                // block covers if the match is no longer. The bytes at and
+                // past `o` that the read takes in are masked off.
+                if mlen > 16 {
+                    break;
+                }
+                let Some(&w) = dst.get(from..).and_then(<[u8]>::first_chunk::<16>) else {
                     break;
                 };
-                let Some(&[v0, v1, l0, l1, l2, l3]) =
-                    input.get(p..).and_then(<[u8]>::first_chunk::<6>)
+                let d = dist & 15;
+                let block = (u128::from_le_bytes(w) & PATTERN_MASK[d])
+                    .wrapping_mul(PATTERN_REPEAT[d])
+                    .to_le_bytes();
+                let Some(win) = dst
+                    .get_mut(o..)
+                    .and_then(<[u8]>::first_chunk_mut::<FAST_OUT>)
                 else {
                     break;
                 };
-                let Some(dist) = far_distance(t, usize::from(u16::from_le_bytes([v0, v1]))) else {
-                    break;
-                };
-                let Some(from) = o.checked_sub(dist) else {
-                    return Err(Error::LookbehindOverrun);
-                };
-                let mlen = n.saturating_add(2);
-                if o_end - o < mlen {
-                    break;
+                win[..16].copy_from_slice(&block);
+                if let (Some(to), Some(lits)) =
+                    (win.get_mut(mlen..mlen + 4), inp.get(ilen..ilen + 4))
+                {
+                    to.copy_from_slice(lits);
                 }
-                copy_blocks(dst, from, o, dist, mlen);
-                dst[o + mlen..o + mlen + 4].copy_from_slice(&[l0, l1, l2, l3]);
-                let next = usize::from(v0 & 3);
-                input = &input[p + 2 + next..];
+                i += ilen + next;
                 o += mlen + next;
-                c = usize::from(next != 0);
+                c = next;
                 continue;
             }
-            let v = usize::from(u16::from_le_bytes([inp[1], inp[2]]));
-            let Some(d) = far_distance(t, v) else {
-                // The end marker (or a corrupt one).
+            let (done, after) = dst.split_at_mut(o);
+            let (Some(block), Some(win)) = (
+                done[from..].first_chunk::<16>(),
+                after.first_chunk_mut::<FAST_OUT>(),
+            ) else {
                 break;
             };
-            dist = d;
-            mlen = bits + 2;
-            next = v & 3;
-            ilen = 3;
-        }
-        let Some(from) = o.checked_sub(dist) else {
-            return Err(Error::LookbehindOverrun);
-        };
-        let lits = inp[ilen..].first_chunk::<4>();
-        if dist >= 16 && mlen <= 16 {
-            // The common case: one block, then the trailing literals.
-            if let (Some(block), Some(lits)) = (done[from..].first_chunk::<16>(), lits) {
-                win[..16].copy_from_slice(block);
-                win[mlen..mlen + 4].copy_from_slice(lits);
+            win[..16].copy_from_slice(block);
+            if mlen <= 16 {
+                // The literals: up to 16 after a literal run, 0..=3 after a
+                // match (the rest is scratch).
+                if let (Some(to), Some(lits)) =
+                    (win.get_mut(mlen..mlen + 16), inp.get(ilen..ilen + 16))
+                {
+                    to.copy_from_slice(lits);
+                }
+                i += ilen + next;
+                o += mlen + next;
+                c = next;
+                continue;
             }
-        } else {
-            // Longer, or overlapping its source by more than a block.
-            if o_end - o < mlen {
+            // 17..=32 bytes: two blocks, the second one (at a distance under
+            // 32) after the first is written.
+            if mlen <= 32 {
+                if let Some(block) = done[from..].get(16..32) {
+                    win[16..32].copy_from_slice(block);
+                } else {
+                    let Some(&block) = dst.get(from + 16..).and_then(<[u8]>::first_chunk::<16>)
+                    else {
+                        break;
+                    };
+                    let Some(to) = dst
+                        .get_mut(o + 16..)
+                        .and_then(<[u8]>::first_chunk_mut::<16>)
+                    else {
+                        break;
+                    };
+                    *to = block;
+                }
+                if let (Some(to), Some(lits)) =
+                    (dst.get_mut(o + mlen..o + mlen + 4), inp.get(ilen..ilen + 4))
+                {
+                    to.copy_from_slice(lits);
+                }
+                i += ilen + next;
+                o += mlen + next;
+                c = next;
+                continue;
+            }
+        } else if t < 16 && c == 0 {
+            // 0000LLLL: a literal run of 17 or 18 bytes, or (L = 0) of
+            // 19..=273 bytes with a one-byte length extension: one 64-byte
+            // block if it is no longer, else copied exactly.
+            let (n, p) = pick(t != 0, (t + 3, 1), (b1 + 18, 2));
+            if t == 0 && b1 == 0 {
                 break;
             }
-            copy_blocks(dst, from, o, dist, mlen);
-            if let Some(lits) = lits {
-                dst[o + mlen..o + mlen + 4].copy_from_slice(lits);
+            if n <= 64 {
+                let (Some(to), Some(lits)) = (
+                    dst.get_mut(o..).and_then(<[u8]>::first_chunk_mut::<64>),
+                    src.get(i + p..).and_then(<[u8]>::first_chunk::<64>),
+                ) else {
+                    break;
+                };
+                *to = *lits;
+            } else {
+                let (Some(to), Some(lits)) = (
+                    dst.get_mut(o..).and_then(|d| d.get_mut(..n)),
+                    src.get(i + p..).and_then(|s| s.get(..n)),
+                ) else {
+                    break;
+                };
+                to.copy_from_slice(lits);
+            }
+            i += p + n;
+            o += n;
+            c = 4;
+            continue;
+        } else if t == 32 && b1 != 0 {
+            // 00100000: an M3 of 34..=64 bytes with a one-byte length
+            // extension, at a distance of 64 or more: one 64-byte block.
+            let mlen = b1 + 33;
+            let v = usize::from(u16::from_le_bytes([inp[2], inp[3]]));
+            let dist = 1 + (v >> 2);
+            let next = v & 3;
+            let Some(from) = o.checked_sub(dist) else {
+                return Err(Error::LookbehindOverrun);
+            };
+            let (done, after) = dst.split_at_mut(o);
+            if let (Some(to), Some(block), Some(lits), true) = (
+                after.first_chunk_mut::<68>(),
+                done[from..].first_chunk::<64>(),
+                inp.get(4..8),
+                mlen <= 64,
+            ) {
+                to[..64].copy_from_slice(block);
+                if let Some(to) = to.get_mut(mlen..mlen + 4) {
+                    to.copy_from_slice(lits);
+                }
+                i += 4 + next;
+                o += mlen + next;
+                c = next;
+                continue;
             }
         }
-        input = &input[ilen + next..];
-        o += mlen + next;
-        c = usize::from(next != 0);
+        break;
     }
-    (*ip, *op, *class) = (src.len() - input.len(), o, c);
-    Ok(())
-}
-
-/// The distance of an M3 (`t` in 32..64) or M4 (`t` in 16..32) match with
-/// LE16 `v`; `None` for an M4 at distance 0, the end marker.
-#[inline(always)]
-fn far_distance(t: usize, v: usize) -> Option<usize> {
-    if t >= 32 {
-        Some(1 + (v >> 2))
-    } else {
-        let d = ((t & 8) << 11) + (v >> 2);
-        (d != 0).then_some(d + 0x4000)
-    }
-}
-
-/// Reads an extended length field at `at` in `src` (zero bytes, then a
-/// non-zero one) and returns `max` plus 255 per zero byte plus the last
-/// byte, with the position after the field; `None` where [`length`] fails.
-#[inline(always)]
-fn ext_length(src: &[u8], at: usize, max: usize) -> Option<(usize, usize)> {
-    let rest = src.get(at..)?;
-    let zeros = rest.iter().position(|&b| b != 0)?;
-    let len = zeros
-        .checked_mul(255)?
-        .checked_add(max + usize::from(rest[zeros]))?;
-    Some((len, at + zeros + 1))
+    Ok((i, o, c))
 }
 
 /// Copies `len` bytes from `dist` (in 1..) bytes back to `to` in 16-byte
@@ -404,7 +491,7 @@ fn header(src: &[u8]) -> Result<(usize, usize), Error> {
 }
 
 /// The first instruction may be a bare literal run (bytes 18..=255).
-/// Returns the class after it (see [`step`]): 0 (none), 1 (1..=3), or 2.
+/// Returns the class after it (see [`step`]): 0 (none), 1..=3, or 4.
 fn first_literals(
     src: &[u8],
     dst: &mut [u8],
@@ -418,7 +505,7 @@ fn first_literals(
     *ip += 1;
     let t = t - 17;
     literals(src, dst, ip, op, t)?;
-    Ok(if t >= 4 { 2 } else { 1 })
+    Ok(t.min(4))
 }
 
 /// A `0001HLLL` instruction (`t`, already consumed): far match, zero run, or
