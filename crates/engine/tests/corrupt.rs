@@ -7,6 +7,8 @@
 //! is an error, a short destination is `Oversized` for zstd and zlib), so that no test passes
 //! because nothing was checked. Last, the zero padding btrfs stores after an extent is accepted.
 
+mod common;
+use common::SplitMix;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::thread;
@@ -50,23 +52,6 @@ fn within_deadline(what: &str, work: impl FnOnce() + Send + 'static) {
             Err(panic) => std::panic::resume_unwind(panic),
             Ok(()) => unreachable!("the worker ended without reporting"),
         },
-    }
-}
-
-/// splitmix64, for reproducible garbage.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
     }
 }
 

@@ -10,6 +10,8 @@
 //! Real files: every regular file in the directory named by `WRING_CORPUS` (its first MiB, in
 //! 128 KiB extents), or else a few files of the system when they exist.
 
+mod common;
+use common::SplitMix;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -40,30 +42,6 @@ const SYSTEM_CORPUS: [&str; 5] = [
 
 /// How much of each corpus file is used.
 const CORPUS_HEAD: u64 = 1 << 20;
-
-/// splitmix64: a tiny deterministic generator, so every input is reproducible from its seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
-            let word = self.next().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-    }
-}
 
 /// The kinds of data the properties draw from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,8 @@
 //! what 1 MiB extents gain over 128 KiB ones on the files in `WRING_CORPUS` (default
 //! /tmp/wring-corpus), and what the larger window adds over the old 2^17 one.
 
+mod common;
+use common::SplitMix;
 use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::time::Instant;
@@ -136,19 +138,6 @@ impl Drop for Reference {
     fn drop(&mut self) {
         // SAFETY: created by ZSTD_createCCtx, freed once.
         unsafe { z::ZSTD_freeCCtx(self.0.as_ptr()) };
-    }
-}
-
-/// splitmix64, so every input is reproducible from its seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -170,24 +170,6 @@ fn long_zero_extension_does_not_hang_or_overflow() {
     assert!(decompress(&s, &mut out).is_err());
 }
 
-/// Our result (error or bytes) equals the decoder before the fast paths
-/// (`common::reference`), for destinations of several sizes.
-fn agrees_with_previous_decoder(what: &str, s: &[u8], caps: &[usize]) {
-    for &cap in caps {
-        let mut ours = vec![0x5a; cap];
-        let mut theirs = vec![0xa5; cap];
-        let r = decompress(s, &mut ours);
-        assert_eq!(
-            r,
-            common::reference::decompress(s, &mut theirs),
-            "{what}, cap {cap}"
-        );
-        if let Ok(n) = r {
-            assert_eq!(ours[..n], theirs[..n], "{what}, cap {cap}");
-        }
-    }
-}
-
 #[test]
 fn damaged_streams_fail_as_before() {
     for (name, gen) in common::kinds() {
@@ -196,19 +178,27 @@ fn damaged_streams_fail_as_before() {
         let n = src.len();
         let caps = [n, n + 1, n + 40, n - n / 3, 100, 0];
         for cut in 0..p.len() {
-            agrees_with_previous_decoder(&format!("{name} cut {cut}"), &p[..cut], &caps);
+            common::agrees_with_previous_decoder(&format!("{name} cut {cut}"), &p[..cut], &caps);
         }
         for i in 0..p.len() {
             for bit in 0..8 {
                 let mut bad = p.clone();
                 bad[i] ^= 1 << bit;
-                agrees_with_previous_decoder(&format!("{name} flip {i}.{bit}"), &bad, &caps);
+                common::agrees_with_previous_decoder(
+                    &format!("{name} flip {i}.{bit}"),
+                    &bad,
+                    &caps,
+                );
             }
             // The byte replaced by one of each kind of instruction byte.
             for b in [0, 0x10, 0x11, 0x18, 0x20, 0x3f, 0x40, 0xff] {
                 let mut bad = p.clone();
                 bad[i] = b;
-                agrees_with_previous_decoder(&format!("{name} byte {i} = {b}"), &bad, &caps);
+                common::agrees_with_previous_decoder(
+                    &format!("{name} byte {i} = {b}"),
+                    &bad,
+                    &caps,
+                );
             }
         }
     }

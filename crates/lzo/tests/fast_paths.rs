@@ -173,19 +173,7 @@ fn agree(what: &str, s: &[u8], n: usize) {
         n + 64,
         n + 300,
     ];
-    for cap in caps {
-        let mut ours = vec![0x5a; cap];
-        let mut theirs = vec![0xa5; cap];
-        let r = decompress(s, &mut ours);
-        assert_eq!(
-            r,
-            common::reference::decompress(s, &mut theirs),
-            "{what}, cap {cap}"
-        );
-        if let Ok(k) = r {
-            assert_eq!(ours[..k], theirs[..k], "{what}, cap {cap}");
-        }
-    }
+    common::agrees_with_previous_decoder(what, s, &caps);
 }
 
 /// Distances around every boundary the block copies care about.

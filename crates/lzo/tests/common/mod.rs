@@ -239,3 +239,21 @@ pub fn lzo2_decompress(src: &[u8], cap: usize) -> Result<Vec<u8>, i32> {
     dst.truncate(len);
     Ok(dst)
 }
+
+/// Our result (error or bytes) equals the decoder before the fast paths
+/// (`common::reference`), for destinations of several sizes.
+pub fn agrees_with_previous_decoder(what: &str, s: &[u8], caps: &[usize]) {
+    for &cap in caps {
+        let mut ours = vec![0x5a; cap];
+        let mut theirs = vec![0xa5; cap];
+        let r = wring_lzo::decompress(s, &mut ours);
+        assert_eq!(
+            r,
+            reference::decompress(s, &mut theirs),
+            "{what}, cap {cap}"
+        );
+        if let Ok(n) = r {
+            assert_eq!(ours[..n], theirs[..n], "{what}, cap {cap}");
+        }
+    }
+}
