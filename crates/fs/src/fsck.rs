@@ -4,7 +4,8 @@
 //! pages), then every cross-reference — directory entries point at inodes of the right kind,
 //! link counts match the names, every extent belongs to a file, lies within its size, passes
 //! its checksum and decodes to its length, no two extents share bytes of the data file, and
-//! the stored-bytes counters add up.
+//! the stored-bytes counters add up. Like `btrfs check`, it writes nothing: the store is
+//! opened with [`Store::open_for_check`].
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,9 +13,8 @@ use std::path::Path;
 use redb::ReadableTable;
 
 use crate::error::FsError;
-use crate::options::Options;
 use crate::store::records::{stored, Inode, Kind, Stored};
-use crate::store::{self, Store, DIRENTS, EXTENTS, INODES, ORPHANS, SYMLINKS};
+use crate::store::{self, DIRENTS, EXTENTS, INODES, ORPHANS, SYMLINKS};
 use crate::volume::Volume;
 
 /// What fsck found.
@@ -26,20 +26,30 @@ pub struct FsckReport {
     pub extents: u64,
     /// Problems, one line each.
     pub problems: Vec<String>,
+    /// Things worth knowing that are not problems, one line each.
+    pub notes: Vec<String>,
 }
 
-/// Check the store in `dir` (which must not be mounted).
+/// Check the store in `dir` (which must not be mounted) without changing it.
 pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
     let mut report = FsckReport::default();
-    {
-        let mut s = Store::open(dir)?;
-        if !s.check_integrity()? {
-            report
-                .problems
-                .push("database pages failed redb's integrity check (repaired)".into());
-        }
+    let mut vol = Volume::open_for_check(dir)?;
+    if vol.store.repaired() {
+        report
+            .notes
+            .push("the store was not closed cleanly: checked what the next mount recovers".into());
     }
-    let vol = Volume::open(dir, Options::default())?;
+    if !vol.store.check_integrity()? {
+        report
+            .problems
+            .push("database pages failed redb's integrity check".into());
+    }
+    check(&vol, &mut report)?;
+    Ok(report)
+}
+
+/// Check the cross-references of an open volume, adding to `report`.
+pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError> {
     let txn = vol.store.read()?;
     let inodes_t = txn.open_table(INODES)?;
     let mut inodes: HashMap<u64, Inode> = HashMap::new();
@@ -199,5 +209,73 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
             "store counts {counted} stored bytes, extents hold {used}"
         ));
     }
-    Ok(report)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inode::NewInode;
+    use crate::store::{Store, DATA_FILE, DB_FILE, ROOT};
+    use crate::Options;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wring-fsck-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn write_file(vol: &Volume, name: &str, len: usize) {
+        let new = NewInode {
+            kind: Kind::File,
+            perm: 0o644,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: None,
+            umask: 0,
+        };
+        let (ino, _) = vol.create(ROOT, name.as_bytes(), new).unwrap();
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 253) as u8).collect();
+        vol.write(ino, 0, &data, None).unwrap();
+    }
+
+    fn files(dir: &Path) -> [Vec<u8>; 2] {
+        [DB_FILE, DATA_FILE].map(|f| std::fs::read(dir.join(f)).unwrap())
+    }
+
+    #[test]
+    fn fsck_changes_nothing_even_after_a_crash_and_refuses_a_mounted_store() {
+        let (dir, crashed) = (scratch("live"), scratch("crashed"));
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::parse("max_extent=16K").unwrap()).unwrap();
+        write_file(&vol, "a", 100_000);
+        vol.sync().unwrap();
+        // Not durable: its bytes make the data file longer than the last durable commit needs.
+        write_file(&vol, "b", 50_000);
+        // The files as a crash would leave them: the database not closed.
+        std::fs::create_dir_all(&crashed).unwrap();
+        for f in [DB_FILE, DATA_FILE] {
+            std::fs::copy(dir.join(f), crashed.join(f)).unwrap();
+        }
+        assert!(fsck(&dir).is_err(), "fsck must refuse a mounted store");
+        drop(vol);
+
+        let before = files(&crashed);
+        let r = fsck(&crashed).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.inodes, 2, "the root and 'a', as a mount recovers them");
+        assert!(files(&crashed) == before, "fsck changed the store");
+        // A mount cuts the data file after what the recovered commit refers to.
+        drop(Volume::open(&crashed, Options::default()).unwrap());
+        assert!(files(&crashed)[1].len() < before[1].len());
+
+        let r = fsck(&dir).unwrap();
+        assert!(r.problems.is_empty() && r.notes.is_empty(), "{r:?}");
+        assert_eq!(r.inodes, 3);
+        for d in [dir, crashed] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }

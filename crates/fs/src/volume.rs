@@ -56,6 +56,32 @@ impl Volume {
     pub fn open(dir: &std::path::Path, options: Options) -> Result<Volume, FsError> {
         let store = Store::open(dir)?;
         store.start_flusher()?;
+        Volume::mount(store, options)
+    }
+
+    /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay.
+    pub(crate) fn open_for_check(dir: &std::path::Path) -> Result<Volume, FsError> {
+        Ok(Volume::new(Store::open_for_check(dir)?, Options::default()))
+    }
+
+    /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).
+    #[cfg(test)]
+    pub(crate) fn open_sim(
+        db: store::sim::SimFile,
+        data: store::sim::SimFile,
+        options: Options,
+    ) -> Result<Volume, FsError> {
+        Volume::mount(Store::open_sim(db, data)?, options)
+    }
+
+    /// The volume over `store`, after deleting the orphans a crash left behind.
+    fn mount(store: Store, options: Options) -> Result<Volume, FsError> {
+        let vol = Volume::new(store, options);
+        vol.purge_orphans()?;
+        Ok(vol)
+    }
+
+    fn new(store: Store, options: Options) -> Volume {
         let engine = Engine::new(EngineConfig {
             max_extent: MAX_MAX_EXTENT,
             streams: options.streams,
@@ -64,7 +90,7 @@ impl Volume {
             page_pool: options.page_pool,
             ..Default::default()
         });
-        let vol = Volume {
+        Volume {
             store,
             engine,
             options: RwLock::new(options),
@@ -76,9 +102,7 @@ impl Volume {
             reads: AtomicUsize::new(0),
             cache: Mutex::new(VecDeque::new()),
             da: Arc::default(),
-        };
-        vol.purge_orphans()?;
-        Ok(vol)
+        }
     }
 
     /// The live options.

@@ -12,10 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+use super::medium::Medium;
 use crate::error::FsError;
 
 /// Allocation unit: every extent starts on a multiple of it (a small price against slivers).
@@ -26,7 +25,7 @@ pub type Range = (u64, u64);
 
 /// The data file and its space.
 pub struct DataFile {
-    file: File,
+    file: Medium,
     space: Mutex<Space>,
     readers: Mutex<Readers>,
 }
@@ -135,25 +134,15 @@ impl Space {
 }
 
 impl DataFile {
-    /// Open (creating if missing) the data file at `path`, with `used` the ranges the extent
-    /// items reference; everything else is free, and the file is cut after the last one.
-    /// A range past the end of the file is a damaged item (reading it fails): it is not kept.
-    pub fn open(path: &Path, mut used: Vec<Range>) -> Result<DataFile, FsError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|source| FsError::Io {
-                what: format!("opening {}", path.display()),
-                source,
-            })?;
-        let len = file.metadata().map_err(|source| FsError::Io {
-            what: format!("reading the length of {}", path.display()),
+    /// The data file on `file`, with `used` the ranges the extent items reference; everything
+    /// else is free. A range past the end of the file is a damaged item (reading it fails): it
+    /// is not kept.
+    pub fn new(file: Medium, mut used: Vec<Range>) -> Result<DataFile, FsError> {
+        let len = file.size().map_err(|source| FsError::Io {
+            what: "reading the length of the data file".into(),
             source,
         })?;
-        used.retain(|&(start, n)| start.checked_add(n).is_some_and(|e| e <= len.len()));
+        used.retain(|&(start, n)| start.checked_add(n).is_some_and(|e| e <= len));
         used.sort_unstable();
         let mut space = Space::default();
         let mut at = 0u64;
@@ -166,13 +155,16 @@ impl DataFile {
             at = at.max(end);
         }
         space.end = at;
-        let data = DataFile {
+        Ok(DataFile {
             file,
             space: Mutex::new(space),
             readers: Mutex::default(),
-        };
-        data.set_len(&mut lock(&data.space))?;
-        Ok(data)
+        })
+    }
+
+    /// Cut the file after the used part (a mount does; fsck leaves the file as it is).
+    pub fn trim(&self) -> Result<(), FsError> {
+        self.set_len(&mut lock(&self.space))
     }
 
     /// Cut the file after the used part: nothing past `end` is referenced by any commit.
@@ -264,9 +256,9 @@ impl DataFile {
         })
     }
 
-    /// The file, for the flusher.
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The real file, for the flusher (none on a simulated disk).
+    pub fn file(&self) -> Option<&File> {
+        self.file.file()
     }
 
     /// (free bytes inside the used part, end of the used part).
@@ -279,6 +271,7 @@ impl DataFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// A data file in a fresh directory, removed when the first value drops.
     struct Dir(std::path::PathBuf);
@@ -309,8 +302,14 @@ mod tests {
             .unwrap()
             .set_len(len)
             .unwrap();
-        let d = DataFile::open(&dir.join("data"), used).unwrap();
-        (Dir(dir), d)
+        (Dir(dir.clone()), open_at(&dir.join("data"), used))
+    }
+
+    /// The data file at `path` as a mount opens it: cut after the used part.
+    fn open_at(path: &Path, used: Vec<Range>) -> DataFile {
+        let d = DataFile::new(Medium::open(path).unwrap(), used).unwrap();
+        d.trim().unwrap();
+        d
     }
 
     #[test]
@@ -359,7 +358,7 @@ mod tests {
     #[test]
     fn ranges_past_the_end_of_the_file_are_not_kept() {
         let (t, _) = open(vec![(0, 1000)]);
-        let d = DataFile::open(&t.path().join("data"), vec![(0, 1000), (1 << 40, 10)]).unwrap();
+        let d = open_at(&t.path().join("data"), vec![(0, 1000), (1 << 40, 10)]);
         assert_eq!(d.usage(), (0, 1024));
         assert_eq!(d.allocate(10), 1024);
     }

@@ -9,7 +9,12 @@
 //! only after that (see [`data`]).
 
 pub mod data;
+pub mod medium;
+#[cfg(test)]
+mod power_loss;
 pub mod records;
+#[cfg(test)]
+pub mod sim;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,12 +23,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use redb::{
-    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Builder, Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable,
+    TableDefinition, WriteTransaction,
 };
 
 use crate::error::{errno, FsError};
 use data::{DataFile, Range, ReaderGuard};
+use medium::{Medium, Overlay};
 use records::{Inode, Kind, Stored};
 
 /// Inode number → inode item.
@@ -65,6 +71,10 @@ pub struct Store {
     dir: PathBuf,
     last_durable: Mutex<Instant>,
     flusher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// Opened for fsck: nothing reaches the files (see [`Store::open_for_check`]).
+    read_only: bool,
+    /// redb rebuilt the database's allocator state on open (it was not closed cleanly).
+    repaired: bool,
 }
 
 /// What a write transaction did to the data file.
@@ -155,66 +165,91 @@ impl Store {
                 source: std::io::Error::from_raw_os_error(libc::EEXIST),
             });
         }
-        let db = Database::create(&path)?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
-        {
-            let mut inodes = txn.open_table(INODES)?;
-            // SAFETY of ownership: the root belongs to whoever made the store.
-            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-            inodes.insert(
-                ROOT,
-                Inode::new(Kind::Dir, 0o755, uid, gid).to_bytes().as_slice(),
-            )?;
-            let mut meta = txn.open_table(META)?;
-            meta.insert("next_ino", 2)?;
-            meta.insert("seq", 1)?;
-            meta.insert("used", 0)?;
-            meta.insert("version", 1)?;
-            txn.open_table(DIRENTS)?;
-            txn.open_table(XATTRS)?;
-            txn.open_table(EXTENTS)?;
-            txn.open_table(SYMLINKS)?;
-            txn.open_table(ORPHANS)?;
-            txn.open_table(PARENTS)?;
-        }
-        txn.commit()?;
-        DataFile::open(&dir.join(DATA_FILE), Vec::new())?;
+        init(&Database::create(&path)?)?;
+        Medium::open(&dir.join(DATA_FILE))
+            .map_err(io(format!("creating {}", dir.join(DATA_FILE).display())))?;
         Ok(())
     }
 
-    /// Open the store in `dir` (repairing after a crash, as redb does on open).
+    /// Open the store in `dir` for a mount: redb recovers the last durable commit after a
+    /// crash, and the data file is cut after the last byte that commit refers to.
     pub fn open(dir: &Path) -> Result<Store, FsError> {
-        let path = dir.join(DB_FILE);
-        if !path.exists() {
-            return Err(FsError::Io {
-                what: format!(
-                    "{} is not a wring store (run `wring mkfs` first)",
-                    dir.display()
-                ),
-                source: std::io::Error::from_raw_os_error(libc::ENOENT),
-            });
+        let path = db_path(dir)?;
+        let repaired = Arc::new(AtomicBool::new(false));
+        let db = builder(&repaired).open(&path)?;
+        let data = Medium::open(&dir.join(DATA_FILE))
+            .map_err(io(format!("opening {}", dir.join(DATA_FILE).display())))?;
+        let store = Store::assemble(db, data, dir, false, &repaired)?;
+        if store.repaired {
+            log::warn!("{}: not closed cleanly, recovered", path.display());
         }
-        let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .open(&path)?;
-        let data = DataFile::open(&dir.join(DATA_FILE), external_ranges(&db)?)?;
+        store.data.trim()?;
+        Ok(store)
+    }
+
+    /// Open the store in `dir` for fsck without changing it: the database on an [`Overlay`]
+    /// that keeps redb's writes (its recovery after a crash, if it needs one) in memory, the
+    /// data file read-only and not cut. Commits are refused (EROFS).
+    pub fn open_for_check(dir: &Path) -> Result<Store, FsError> {
+        let path = db_path(dir)?;
+        let repaired = Arc::new(AtomicBool::new(false));
+        let db = builder(&repaired).create_with_backend(Overlay::open(&path)?)?;
+        let data = Medium::open_read_only(&dir.join(DATA_FILE))
+            .map_err(io(format!("opening {}", dir.join(DATA_FILE).display())))?;
+        Store::assemble(db, data, dir, true, &repaired)
+    }
+
+    /// Make a new store on simulated files.
+    #[cfg(test)]
+    pub(crate) fn mkfs_sim(db: &sim::SimFile) -> Result<(), FsError> {
+        init(&Database::builder().create_with_backend(db.clone())?)
+    }
+
+    /// Open the store on simulated files, as [`Store::open`] does for a mount.
+    #[cfg(test)]
+    pub(crate) fn open_sim(db: sim::SimFile, data: sim::SimFile) -> Result<Store, FsError> {
+        let repaired = Arc::new(AtomicBool::new(false));
+        let db = builder(&repaired).create_with_backend(db)?;
+        let store = Store::assemble(db, Medium::Sim(data), Path::new(""), false, &repaired)?;
+        store.data.trim()?;
+        Ok(store)
+    }
+
+    fn assemble(
+        db: Database,
+        data: Medium,
+        dir: &Path,
+        read_only: bool,
+        repaired: &AtomicBool,
+    ) -> Result<Store, FsError> {
+        let data = DataFile::new(data, external_ranges(&db)?)?;
         Ok(Store {
             db,
             data,
             dir: dir.to_path_buf(),
             last_durable: Mutex::new(Instant::now()),
             flusher: Mutex::new(None),
+            read_only,
+            repaired: repaired.load(Ordering::Relaxed),
         })
+    }
+
+    /// Whether redb had to repair the database on open (it was not closed cleanly).
+    pub fn repaired(&self) -> bool {
+        self.repaired
     }
 
     /// Start the flusher: every [`FLUSH_INTERVAL`] it asks the kernel to start writing the
     /// database file's dirty pages (sync_file_range, no waiting), as the kernel's flusher
-    /// threads would for btrfs's data, so a durable commit finds little left to write.
+    /// threads would for btrfs's data, so a durable commit finds little left to write. Only
+    /// for real files.
     pub fn start_flusher(&self) -> Result<(), FsError> {
+        let Some(data) = self.data.file() else {
+            return Ok(());
+        };
         let db = std::fs::File::open(self.dir.join(DB_FILE))
             .map_err(io(format!("opening {}", self.dir.join(DB_FILE).display())))?;
-        let data = (self.data.file().try_clone()).map_err(io(format!(
+        let data = (data.try_clone()).map_err(io(format!(
             "opening {}",
             self.dir.join(DATA_FILE).display()
         )))?;
@@ -234,8 +269,11 @@ impl Store {
     }
 
     /// Begin a write transaction. It is committed durably by [`Store::commit`] only when asked
-    /// or when the commit interval has passed.
+    /// or when the commit interval has passed. EROFS on a store opened for fsck.
     pub fn write(&self) -> Result<Txn<'_>, FsError> {
+        if self.read_only {
+            return Err(errno(libc::EROFS));
+        }
         Ok(Txn {
             txn: Some(self.db.begin_write()?),
             data: &self.data,
@@ -291,16 +329,76 @@ impl Store {
         Ok(())
     }
 
-    /// Make every commit so far durable (fsync, unmount).
+    /// Make every commit so far durable (fsync, unmount); nothing to do on a store opened for
+    /// fsck.
     pub fn sync(&self) -> Result<(), FsError> {
+        if self.read_only {
+            return Ok(());
+        }
         let txn = self.write()?;
         self.commit(txn, true)
     }
 
-    /// Mutable access for integrity checks (fsck) on a store nobody has mounted.
+    /// redb's integrity check of every page (fsck). A check that passes makes the commits so far
+    /// durable, so the data file is synced first, as for any durable commit.
     pub fn check_integrity(&mut self) -> Result<bool, FsError> {
+        if !self.read_only {
+            self.data.sync()?;
+        }
         Ok(self.db.check_integrity()?)
     }
+}
+
+/// The database of a new store: the root directory, the counters, every table.
+fn init(db: &Database) -> Result<(), FsError> {
+    let mut txn = db.begin_write()?;
+    txn.set_durability(Durability::Immediate)?;
+    {
+        let mut inodes = txn.open_table(INODES)?;
+        // SAFETY of ownership: the root belongs to whoever made the store.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        inodes.insert(
+            ROOT,
+            Inode::new(Kind::Dir, 0o755, uid, gid).to_bytes().as_slice(),
+        )?;
+        let mut meta = txn.open_table(META)?;
+        meta.insert("next_ino", 2)?;
+        meta.insert("seq", 1)?;
+        meta.insert("used", 0)?;
+        meta.insert("version", 1)?;
+        txn.open_table(DIRENTS)?;
+        txn.open_table(XATTRS)?;
+        txn.open_table(EXTENTS)?;
+        txn.open_table(SYMLINKS)?;
+        txn.open_table(ORPHANS)?;
+        txn.open_table(PARENTS)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// The database file of the store in `dir`, which must exist.
+fn db_path(dir: &Path) -> Result<PathBuf, FsError> {
+    let path = dir.join(DB_FILE);
+    if !path.exists() {
+        return Err(FsError::Io {
+            what: format!(
+                "{} is not a wring store (run `wring mkfs` first)",
+                dir.display()
+            ),
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        });
+    }
+    Ok(path)
+}
+
+/// redb's builder for the store, noting in `repaired` whether the open repairs.
+fn builder(repaired: &Arc<AtomicBool>) -> Builder {
+    let mut b = Database::builder();
+    let flag = repaired.clone();
+    b.set_cache_size(CACHE_BYTES)
+        .set_repair_callback(move |_| flag.store(true, Ordering::Relaxed));
+    b
 }
 
 fn flush_loop(files: [std::fs::File; 2], stop: Arc<AtomicBool>) {

@@ -159,6 +159,9 @@ pub fn run(cmd: Command) -> Result<()> {
         Command::Fsck { dir } => {
             let r = fsck::fsck(&dir)?;
             println!("checked {} inodes, {} extents", r.inodes, r.extents);
+            for n in &r.notes {
+                println!("note: {n}");
+            }
             for p in &r.problems {
                 println!("problem: {p}");
             }
