@@ -138,6 +138,28 @@ pub struct Row {
     pub wring: Run,
     /// Kernel btrfs.
     pub kernel: Option<Run>,
+    /// wring / kernel of each round's write and read MB/s, the two runs of a round back to
+    /// back, so a slow spell of the machine hits both sides of a ratio alike.
+    pub rounds: Vec<(f64, f64)>,
+}
+
+/// wring / kernel write and read MB/s of one round.
+fn round_ratio(wring: &Run, kernel: &Run) -> (f64, f64) {
+    (
+        wring.write_mbs() / kernel.write_mbs(),
+        wring.read_mbs() / kernel.read_mbs(),
+    )
+}
+
+/// The median of `v` (the mean of the middle two when even); NaN when empty.
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 /// The extent-size comparison.
@@ -485,16 +507,21 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         } else {
             None
         };
+        let mut rounds: Vec<_> = kernel.iter().map(|k| round_ratio(&wring, k)).collect();
         for _ in 1..cfg.repeat {
-            wring.keep_fastest(&wring_run(cfg, &files, method, cfg.max_extent, false)?);
+            let w = wring_run(cfg, &files, method, cfg.max_extent, false)?;
+            wring.keep_fastest(&w);
             if let Some(k) = kernel.as_mut() {
-                k.keep_fastest(&kernel_run(cfg, &files, method, false)?);
+                let kr = kernel_run(cfg, &files, method, false)?;
+                rounds.push(round_ratio(&w, &kr));
+                k.keep_fastest(&kr);
             }
         }
         rows.push(Row {
             method: method.clone(),
             wring,
             kernel,
+            rounds,
         });
     }
     let extent = match cfg.big_extent {
@@ -525,11 +552,41 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     })
 }
 
+/// `0.97 1.02 …` of one column of the rounds.
+fn list(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
 impl Report {
+    /// The per-round ratios and their medians.
+    fn render_rounds(&self) -> String {
+        let mut s = String::from(
+            "\nwring/kernel round by round (each round runs wring, then the kernel, back to back):\n\n\
+             | method | write, each round | write median | read, each round | read median |\n\
+             |---|---|---:|---|---:|\n",
+        );
+        for r in self.rows.iter().filter(|r| !r.rounds.is_empty()) {
+            let (w, rd): (Vec<f64>, Vec<f64>) = r.rounds.iter().copied().unzip();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.2} | {} | {:.2} |",
+                r.method,
+                list(&w),
+                median(&w),
+                list(&rd),
+                median(&rd)
+            );
+        }
+        s
+    }
+
     /// The markdown tables.
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -568,6 +625,9 @@ impl Report {
                 k.map_or_else(na, |k| f2(w.read_mbs() / k.read_mbs())),
             );
         }
+        if self.repeat > 1 && self.rows.iter().any(|r| !r.rounds.is_empty()) {
+            s += &self.render_rounds();
+        }
         if let Some(e) = &self.extent {
             let _ = writeln!(
                 s,
@@ -604,5 +664,44 @@ impl Report {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn rounds_table_lists_each_round_and_the_median() {
+        let run = |w: u64, r: u64| Run {
+            bytes: 100_000_000,
+            write: Duration::from_millis(w),
+            read: Duration::from_millis(r),
+            ..Run::default()
+        };
+        let (wring, kernel) = (run(1000, 200), run(900, 200));
+        let report = Report {
+            corpus: (100_000_000, 1),
+            rows: vec![Row {
+                method: "zstd:3".into(),
+                rounds: vec![round_ratio(&wring, &kernel), (1.1, 0.8), (1.0, 1.2)],
+                wring,
+                kernel: Some(kernel),
+            }],
+            extent: None,
+            repeat: 3,
+        };
+        let text = report.render();
+        assert!(
+            text.contains("| zstd:3 | 0.90 1.10 1.00 | 1.00 | 1.00 0.80 1.20 | 1.00 |"),
+            "{text}"
+        );
     }
 }
