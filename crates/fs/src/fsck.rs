@@ -227,15 +227,7 @@ mod tests {
     }
 
     fn write_file(vol: &Volume, name: &str, len: usize) {
-        let new = NewInode {
-            kind: Kind::File,
-            perm: 0o644,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            target: None,
-            umask: 0,
-        };
+        let new = NewInode::file(0o644);
         let (ino, _) = vol.create(ROOT, name.as_bytes(), new).unwrap();
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 253) as u8).collect();
         vol.write(ino, 0, &data, None).unwrap();

@@ -184,6 +184,21 @@ pub struct NewInode<'a> {
     pub umask: u32,
 }
 
+impl NewInode<'_> {
+    /// A regular file with permission bits `perm`, owned by root, no umask.
+    pub fn file(perm: u32) -> NewInode<'static> {
+        NewInode {
+            kind: Kind::File,
+            perm,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            target: None,
+            umask: 0,
+        }
+    }
+}
+
 impl Volume {
     /// Create a file, directory, symlink or node named `name` in `parent`.
     pub fn create(

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use wring_fs::inode::{NewInode, SetAttr};
-use wring_fs::store::records::Kind;
 use wring_fs::{Options, Volume};
 
 fn scratch(name: &str) -> PathBuf {
@@ -20,15 +19,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn file(vol: &Volume, name: &str) -> u64 {
-    let new = NewInode {
-        kind: Kind::File,
-        perm: 0o644,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        target: None,
-        umask: 0,
-    };
+    let new = NewInode::file(0o644);
     vol.create(wring_fs::store::ROOT, name.as_bytes(), new)
         .unwrap()
         .0

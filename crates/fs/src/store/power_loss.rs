@@ -13,7 +13,6 @@ use super::{DIRENTS, ROOT};
 use crate::error::FsError;
 use crate::fsck::{self, FsckReport};
 use crate::inode::{NewInode, SetAttr};
-use crate::store::records::Kind;
 use crate::{Options, Volume};
 
 const SEED: u64 = 0x5eed_f00d;
@@ -150,15 +149,7 @@ impl Run {
             return self.write();
         };
         let name = format!("f{n}").into_bytes();
-        let new = NewInode {
-            kind: Kind::File,
-            perm: 0o644,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            target: None,
-            umask: 0,
-        };
+        let new = NewInode::file(0o644);
         let (ino, _) = self.vol.create(ROOT, &name, new).unwrap();
         let mut f = File {
             ino,
