@@ -255,9 +255,8 @@ impl Engine {
                 continue;
             };
             let mut ws = self.manager(algorithm).lease(probe.level);
-            let ws = &mut *ws;
-            let dst = &mut ws.buf[..limit];
-            if ws.state.compress(probe.level, src, dst)?.is_some() {
+            let (state, dst) = ws.state_and_buffer(limit);
+            if state.compress(probe.level, src, dst)?.is_some() {
                 return Ok(true);
             }
         }

@@ -267,7 +267,6 @@ impl Shared {
         let mut buf = Vec::new();
         buf.try_reserve_exact(self.max_extent)
             .map_err(|_| AllocError { bytes })?;
-        buf.resize(self.max_extent, 0);
         Ok(Workspace {
             id,
             class,
@@ -276,7 +275,7 @@ impl Shared {
             bytes,
             lru_key: None,
             state,
-            buf: buf.into_boxed_slice(),
+            buf,
         })
     }
 

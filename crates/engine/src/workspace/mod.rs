@@ -94,7 +94,9 @@ pub struct Workspace {
     /// Key of this workspace's place on the LRU, if it has one.
     pub(crate) lru_key: Option<reclaim::LruKey>,
     pub(crate) state: Box<dyn CodecState>,
-    pub(crate) buf: Box<[u8]>,
+    /// The extent buffer: its capacity (max_extent) is reserved when the workspace is
+    /// allocated, its bytes are touched only as far as a use needs ([`Workspace::buffer`]).
+    buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -142,9 +144,29 @@ impl Workspace {
     /// Decompress an extent of declared size `len` into the workspace's own buffer; the tail the
     /// stream does not cover reads as zeros. Returns the `len` bytes.
     pub fn decompress_to_buf(&mut self, src: &[u8], len: usize) -> Result<&[u8], Error> {
+        self.buffer(len);
         let len = len.min(self.buf.len());
         let n = self.state.decompress(src, &mut self.buf[..len])?;
         self.buf[n..len].fill(0);
         Ok(&self.buf[..len])
+    }
+
+    /// The first `len` bytes of the extent buffer (at most max_extent). The capacity was
+    /// reserved with the workspace, so this never allocates (forward progress holds); it only
+    /// zero-fills what no use has touched yet, so a mount built for 4 MiB extents that writes
+    /// 128 KiB ones keeps 128 KiB of it resident.
+    pub(crate) fn buffer(&mut self, len: usize) -> &mut [u8] {
+        let len = len.min(self.buf.capacity());
+        if self.buf.len() < len {
+            self.buf.resize(len, 0);
+        }
+        &mut self.buf[..len]
+    }
+
+    /// The codec state and the first `len` bytes of the extent buffer, borrowed together.
+    pub(crate) fn state_and_buffer(&mut self, len: usize) -> (&mut dyn CodecState, &mut [u8]) {
+        self.buffer(len);
+        let len = len.min(self.buf.len());
+        (&mut *self.state, &mut self.buf[..len])
     }
 }
