@@ -36,7 +36,8 @@ pub enum Outcome {
     /// Compression was tried and did not save a block: store the extent raw (and, under
     /// `compress`, btrfs marks the inode NOCOMPRESS).
     Incompressible,
-    /// The policy decided not to try: store raw, without judging the inode.
+    /// Not tried (the policy said no, or the extent is too small to save a block): store raw,
+    /// without judging the inode.
     Skipped,
 }
 
@@ -175,7 +176,9 @@ impl Engine {
     }
 
     /// Compress one extent under `policy`. The result must save at least one 4 KiB block once
-    /// rounded up to blocks, or the extent is [`Outcome::Incompressible`] (btrfs's rule).
+    /// rounded up to blocks, or the extent is [`Outcome::Incompressible`] (btrfs's rule). An
+    /// extent of one block or less cannot save one and is not tried: [`Outcome::Skipped`], as
+    /// compress_file_range bails out uncompressed without judging the inode.
     pub fn compress_with(
         &self,
         spec: CompressSpec,
@@ -189,7 +192,7 @@ impl Engine {
         };
         let limit = compressed_limit(src.len());
         if limit == 0 {
-            return Ok(Outcome::Incompressible);
+            return Ok(Outcome::Skipped);
         }
         if dst.len() < limit {
             return Err(Error::ShortBuffer {

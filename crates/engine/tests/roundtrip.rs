@@ -232,13 +232,14 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
         .or((a.len() != b.len()).then(|| a.len().min(b.len())))
 }
 
-/// Under compress-force: never skipped; incompressible whenever no block can be saved and
-/// always for random data; compressed whenever a block can be saved on redundant data.
+/// Under compress-force: skipped exactly when no block can be saved (one block or less);
+/// otherwise incompressible always for random data, compressed whenever a block can be saved
+/// on redundant data.
 fn expect_outcome(kind: Kind, len: usize, outcome: Outcome) -> Result<(), String> {
     let can_save = compressed_limit(len) > 0;
     let allowed = match outcome {
-        Outcome::Skipped => false,
-        Outcome::Incompressible => !(kind.must_compress() && can_save),
+        Outcome::Skipped => !can_save,
+        Outcome::Incompressible => can_save && !kind.must_compress(),
         Outcome::Compressed(_) => kind != Kind::Random && can_save,
     };
     if allowed {
