@@ -18,7 +18,7 @@ use fuser::{Config, MountOption, SessionACL};
 
 use crate::error::FsError;
 use crate::fuse::WringFs;
-use crate::options::{format_size, Options};
+use crate::options::Options;
 use crate::volume::Volume;
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 
@@ -55,25 +55,6 @@ pub fn init_stderr_log() {
     if log::set_logger(&StderrLog).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
     }
-}
-
-/// The text `wring status` prints: the live options as /proc/mounts shows btrfs's, then the
-/// engine's statistics.
-pub fn status_text(vol: &Volume) -> String {
-    let mut s = format!("options: {}\n", vol.options());
-    let stats = vol.engine().stats();
-    for (alg, m) in &stats.managers {
-        s += &format!("{alg}: {m:?}\n");
-    }
-    s += &format!("pool: {:?}\n", stats.pool);
-    if let Ok((blocks, free, files)) = vol.statfs() {
-        s += &format!(
-            "store: {} used, {} inodes\n",
-            format_size(((blocks - free) * 4096) as usize),
-            files
-        );
-    }
-    s
 }
 
 /// The daemon allocates and frees the same extent-sized buffers (its own, redb's pages) all the

@@ -81,8 +81,9 @@ struct State {
     dirty: DirtyMap,
     inodes: HashMap<u64, InodeState>,
     queue: VecDeque<Job>,
-    /// Writeback errors not yet reported by an fsync (btrfs: the mapping's error).
-    errors: HashMap<u64, FsError>,
+    /// Writeback errors not yet reported by an fsync of their inode (btrfs: the mapping's
+    /// error), each with whether a sync has reported it already (the superblock's errseq).
+    errors: HashMap<u64, (FsError, bool)>,
     jobs: usize,
     bytes: usize,
     next_gen: u64,
@@ -198,7 +199,7 @@ impl Delalloc {
             }
         }
         if let Some(e) = err {
-            st.errors.entry(job.ino).or_insert(e);
+            st.errors.entry(job.ino).or_insert((e, false));
         }
         drop(st);
         self.done.notify_all();
@@ -224,6 +225,12 @@ impl Delalloc {
             }
         }
         jobs
+    }
+
+    /// Bytes of dirty extents and extents queued or being written back.
+    pub fn totals(&self) -> (usize, usize) {
+        let st = self.state();
+        (st.bytes, st.jobs)
     }
 
     /// Writeback threads running.
@@ -252,22 +259,42 @@ impl Volume {
     }
 
     /// Wait until `ino`'s dirty extents (or everyone's) are committed, running queued ones on
-    /// this thread meanwhile; returns (and forgets) a writeback error met on the way.
-    pub(crate) fn flush_delalloc(&self, ino: Option<u64>) -> Result<(), FsError> {
+    /// this thread meanwhile. Errors met on the way stay for fsync and sync to report.
+    pub(crate) fn wait_writeback(&self, ino: Option<u64>) {
         let mut st = self.da.state();
-        loop {
-            let left = match ino {
-                Some(i) => st.inodes.get(&i).map_or(0, |s| s.jobs),
-                None => st.jobs,
-            };
-            if left == 0 {
-                let err = match ino {
-                    Some(i) => st.errors.remove(&i),
-                    None => st.errors.drain().map(|e| e.1).next(),
-                };
-                return err.map_or(Ok(()), Err);
-            }
+        while Self::left(&st, ino) > 0 {
             st = self.help_or_wait(st, ino);
+        }
+    }
+
+    /// fsync's flush: [`Volume::wait_writeback`] of `ino`, then report (and forget) the
+    /// writeback error it met since its last fsync.
+    pub(crate) fn flush_delalloc(&self, ino: u64) -> Result<(), FsError> {
+        self.wait_writeback(Some(ino));
+        self.da
+            .state()
+            .errors
+            .remove(&ino)
+            .map_or(Ok(()), |e| Err(e.0))
+    }
+
+    /// sync's flush: everyone's writeback, then the first writeback error no sync has reported
+    /// yet. Each error is reported once to sync, and stays for its inode's fsync.
+    pub(crate) fn flush_all_delalloc(&self) -> Result<(), FsError> {
+        self.wait_writeback(None);
+        let mut st = self.da.state();
+        let mut first = None;
+        for (err, reported) in st.errors.values_mut().filter(|e| !e.1) {
+            *reported = true;
+            first.get_or_insert_with(|| errno(err.errno()));
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    fn left(st: &State, ino: Option<u64>) -> usize {
+        match ino {
+            Some(i) => st.inodes.get(&i).map_or(0, |s| s.jobs),
+            None => st.jobs,
         }
     }
 
@@ -296,12 +323,12 @@ impl Volume {
     }
 
     /// The inode lock of `ino`, taken once no writeback of it is queued or running.
-    pub(crate) fn quiesce(&self, ino: u64) -> Result<MutexGuard<'_, ()>, FsError> {
+    pub(crate) fn quiesce(&self, ino: u64) -> MutexGuard<'_, ()> {
         loop {
-            self.flush_delalloc(Some(ino))?;
+            self.wait_writeback(Some(ino));
             let g = self.inode_lock(ino);
             if self.da.pending(ino).is_none() {
-                return Ok(g);
+                return g;
             }
         }
     }
@@ -464,5 +491,42 @@ fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {
             return;
         };
         v.writeback(jobs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::errno;
+    use crate::inode::{NewInode, SetAttr};
+    use crate::store::{Store, ROOT};
+    use crate::{Options, Volume};
+
+    /// A writeback error is fsync's to report, once, to its inode; a sync reports it once too;
+    /// waiting for writeback (setattr, `wring stat`) reports nothing and keeps it.
+    #[test]
+    fn a_writeback_error_is_kept_for_fsync_and_reported_once_to_sync() {
+        let dir = std::env::temp_dir().join(format!("wring-da-errors-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
+        vol.da
+            .state()
+            .errors
+            .insert(a, (errno(libc::ENOSPC), false));
+        let chmod = SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        };
+        vol.setattr(a, &chmod).unwrap();
+        vol.stat_report(ROOT).unwrap();
+        assert_eq!(vol.sync().map_err(|e| e.errno()), Err(libc::ENOSPC));
+        assert_eq!(vol.sync().map_err(|e| e.errno()), Ok(()));
+        assert_eq!(vol.fsync(b).map_err(|e| e.errno()), Ok(()));
+        assert_eq!(vol.fsync(a).map_err(|e| e.errno()), Err(libc::ENOSPC));
+        assert_eq!(vol.fsync(a).map_err(|e| e.errno()), Ok(()));
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

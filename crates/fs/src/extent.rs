@@ -65,6 +65,17 @@ fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision
     }
 }
 
+/// A decision that stores data the way extent `h` was stored: at its algorithm and level, or
+/// raw; it marks nothing.
+fn same_encoding(h: ExtentHeader) -> Decision {
+    match h.encoding {
+        Encoding::Raw => None,
+        Encoding::Compressed(alg, level) => {
+            Some((CompressSpec::new(alg, level), Policy::Force, false))
+        }
+    }
+}
+
 /// Whether a range is all zeros (it then becomes a hole).
 pub(crate) fn is_zero(buf: &[u8]) -> bool {
     // OR-folding a chunk vectorises; checking between chunks still stops early on data.
@@ -132,15 +143,13 @@ impl Volume {
         )
     }
 
-    /// Compress chunks (index, bytes) by the inode's rules, in parallel on the engine's streams.
+    /// Encode chunks (index, bytes) by `decision`, in parallel on the engine's streams.
     fn encode(
         &self,
         opts: &Options,
-        inode: &Inode,
-        prop: Option<CompressSpec>,
+        decision: Decision,
         chunks: Vec<(u64, Vec<u8>)>,
     ) -> Result<Encoded, FsError> {
-        let decision = decide(opts, inode, prop);
         let mut out: Extents = Vec::with_capacity(chunks.len());
         let mut mark = false;
         let live: Vec<usize> = (0..chunks.len())
@@ -352,9 +361,23 @@ impl Volume {
         Ok(data)
     }
 
-    /// The decoded length of an extent value.
-    fn ram_len(ino: u64, offset: u64, value: &[u8]) -> Result<usize, FsError> {
-        Ok(Volume::header(ino, offset, value)?.ram_len as usize)
+    /// The decoded length of an extent value of a file cut in `extent_size` extents: more than
+    /// one extent is a damaged header, EIO with a log line.
+    fn ram_len(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &[u8],
+        extent_size: u64,
+    ) -> Result<u64, FsError> {
+        let len = Volume::header(ino, offset, value)?.ram_len as u64;
+        if len > extent_size {
+            let why = format!(
+                "extent header gives {len} bytes, more than the file's {extent_size}-byte extents"
+            );
+            return Err(self.corrupt(ino, offset, why));
+        }
+        Ok(len)
     }
 
     /// Verify an extent value's checksum and decode it into `out` (its decoded length); a
@@ -491,9 +514,9 @@ impl Volume {
         for (idx, src) in sources {
             let cstart = idx * e;
             let len = match &src {
-                Source::Dirty(d) => d.len(),
-                Source::Stored(v) => Volume::ram_len(ino, cstart, v)?,
-            } as u64;
+                Source::Dirty(d) => d.len() as u64,
+                Source::Stored(v) => self.ram_len(ino, cstart, v, e)?,
+            };
             let from = offset.max(cstart);
             let to = end.min(cstart + len);
             if from >= to {
@@ -608,10 +631,12 @@ impl Volume {
                     let mut buf = match self.da.dirty(ino, idx) {
                         Some(d) => d.as_ref().clone(),
                         None => match extents.get((ino, idx))? {
-                            Some(v) => self
-                                .decode_extent(ino, idx, cstart, v.value())?
-                                .as_ref()
-                                .clone(),
+                            Some(v) => {
+                                self.ram_len(ino, cstart, v.value(), e)?;
+                                self.decode_extent(ino, idx, cstart, v.value())?
+                                    .as_ref()
+                                    .clone()
+                            }
                             None => Vec::new(),
                         },
                     };
@@ -635,7 +660,7 @@ impl Volume {
         self.da.enqueue(ino, e as u32, new_size, decision, chunks);
         drop(g);
         if self.da.workers() == 0 {
-            self.flush_delalloc(Some(ino))?;
+            self.flush_delalloc(ino)?;
         }
         Ok(())
     }
@@ -709,13 +734,12 @@ impl Volume {
                     if let Some(v) = extents.get((ino, idx))? {
                         let data = self.decode_extent(ino, idx, cstart, v.value())?;
                         if data.len() as u64 > size - cstart {
+                            // The cut extent keeps its encoding (btrfs keeps the extent and
+                            // only shortens the reference); it judges nothing.
                             let cut = data[..(size - cstart) as usize].to_vec();
-                            let prop = property(&txn.open_table(XATTRS)?, ino)?;
-                            let (mut enc, mark) =
-                                self.encode(&self.options(), inode, prop, vec![(idx, cut)])?;
-                            if mark {
-                                inode.flags |= FLAG_NOCOMPRESS;
-                            }
+                            let h = Volume::header(ino, cstart, v.value())?;
+                            let (mut enc, _) =
+                                self.encode(&self.options(), same_encoding(h), vec![(idx, cut)])?;
                             encoded.append(&mut enc);
                         }
                     }
@@ -738,7 +762,7 @@ impl Volume {
     /// Make `ino`'s data durable (fsync/fdatasync): its writeback, then a durable commit of
     /// everything so far; a writeback error since the last fsync is reported here.
     pub fn fsync(&self, ino: u64) -> Result<(), FsError> {
-        let r = self.flush_delalloc(Some(ino));
+        let r = self.flush_delalloc(ino);
         self.store.sync()?;
         r
     }

@@ -157,27 +157,45 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
             placed.push((at, len, ino, idx));
         }
         let stored = where_.map_or(0, |s| s.len());
-        used += stored;
+        used = used.saturating_add(stored);
         let Some(i) = inodes.get(&ino) else {
             report
                 .problems
                 .push(format!("extent {idx} of missing inode {ino}"));
             continue;
         };
-        *disk.entry(ino).or_default() += stored;
+        let d = disk.entry(ino).or_default();
+        *d = d.saturating_add(stored);
         let e = i.extent_size as u64;
-        let offset = idx * e;
+        let Some(offset) = idx.checked_mul(e) else {
+            report.problems.push(format!(
+                "inode {ino}: extent index {idx} lies beyond any file size"
+            ));
+            continue;
+        };
         match vol.decode_extent(ino, idx, offset, v.value()) {
-            Ok(d) if e == 0 || offset + d.len() as u64 > i.size.max(offset) && offset >= i.size => {
+            Ok(d) if e != 0 && d.len() as u64 > e => report.problems.push(format!(
+                "{}: offset {offset}: extent header gives {} bytes, more than the file's \
+                 {e}-byte extents",
+                vol.path_of(ino),
+                d.len()
+            )),
+            Ok(d)
+                if e == 0
+                    || offset.saturating_add(d.len() as u64) > i.size.max(offset)
+                        && offset >= i.size =>
+            {
                 report.problems.push(format!(
                     "inode {ino}: extent at offset {offset} lies beyond the size {}",
                     i.size
                 ))
             }
-            Ok(d) if offset + d.len() as u64 > i.size => report.problems.push(format!(
-                "inode {ino}: extent at offset {offset} runs past the size {}",
-                i.size
-            )),
+            Ok(d) if offset.saturating_add(d.len() as u64) > i.size => {
+                report.problems.push(format!(
+                    "inode {ino}: extent at offset {offset} runs past the size {}",
+                    i.size
+                ))
+            }
             Ok(_) => {}
             Err(e) => report
                 .problems
@@ -187,7 +205,7 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
     placed.sort_unstable();
     for w in placed.windows(2) {
         let ((a, alen, aino, aidx), (b, _, bino, bidx)) = (w[0], w[1]);
-        if a + alen > b {
+        if a.checked_add(alen).is_none_or(|end| end > b) {
             report.problems.push(format!(
                 "extent {aidx} of inode {aino} and extent {bidx} of inode {bino} share bytes \
                  of the data file at {b}"

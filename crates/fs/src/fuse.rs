@@ -152,7 +152,7 @@ impl WringFs {
                 return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
             }
             n if n == STATUS_XATTR.as_bytes() => {
-                Ok(crate::daemon::status_text(&self.vol).into_bytes())
+                Ok(crate::status::status_text(&self.vol).into_bytes())
             }
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
             n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
@@ -342,12 +342,17 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Counted open before the check: an unlink in between then leaves an orphan for this
+        // open instead of deleting the inode under it.
+        self.vol.opened(ino.0);
         match self.vol.inode(ino.0) {
-            Ok(_) => {
-                self.vol.opened(ino.0);
-                reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty());
+            Ok(_) => reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty()),
+            Err(e) => {
+                if let Err(e) = self.vol.released(ino.0) {
+                    log::warn!("undoing a failed open of inode {}: {e}", ino.0);
+                }
+                reply.error(err(e))
             }
-            Err(e) => reply.error(err(e)),
         }
     }
 

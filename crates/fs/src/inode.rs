@@ -13,7 +13,7 @@ use crate::acl::{self, Acl};
 use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
-use crate::store::records::{Inode, Kind, Time};
+use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS};
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
@@ -382,7 +382,7 @@ impl Volume {
 
     /// Change attributes; a size change truncates or extends.
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
-        let _g = self.quiesce(ino)?;
+        let _g = self.quiesce(ino);
         let txn = self.store.write()?;
         let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         let now = Time::now();
@@ -504,7 +504,7 @@ impl Volume {
             };
         }
         let txn = self.store.write()?;
-        update(&txn, ino, |i| i.ctime = Time::now())?;
+        update(&txn, ino, |i| touch_for_xattr(i, name))?;
         {
             let mut xattrs = txn.open_table(XATTRS)?;
             let exists = xattrs.get((ino, name))?.is_some();
@@ -538,7 +538,7 @@ impl Volume {
         if !existed {
             return Err(errno(libc::ENODATA));
         }
-        update(&txn, ino, |i| i.ctime = Time::now())?;
+        update(&txn, ino, |i| touch_for_xattr(i, name))?;
         self.store.commit(txn, false)
     }
 
@@ -558,5 +558,14 @@ impl Volume {
         };
         let used_blocks = used.div_ceil(4096);
         Ok((used_blocks + free / 4096, free / 4096, inodes))
+    }
+}
+
+/// An xattr changed: a new ctime, and a change of the `compression` property clears the
+/// NOCOMPRESS mark, as btrfs's prop_compression_apply does (the property now decides).
+fn touch_for_xattr(inode: &mut Inode, name: &[u8]) {
+    inode.ctime = Time::now();
+    if name == PROP_XATTR.as_bytes() {
+        inode.flags &= !FLAG_NOCOMPRESS;
     }
 }

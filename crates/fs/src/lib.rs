@@ -9,8 +9,8 @@
 //!
 //! Layers, bottom up: [`store`] (tables and records), [`volume`] (the filesystem core:
 //! [`inode`] and [`dir`] namespace operations, [`extent`] data), [`fuse`] (the thin
-//! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`] and
-//! [`stat`].
+//! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`],
+//! [`stat`] and [`status`].
 
 pub mod acl;
 pub mod bdi;
@@ -25,6 +25,7 @@ pub mod fuse;
 pub mod inode;
 pub mod options;
 pub mod stat;
+pub mod status;
 pub mod store;
 pub mod volume;
 

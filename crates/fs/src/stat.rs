@@ -46,7 +46,7 @@ pub struct Report {
     pub by_level: BTreeMap<String, Usage>,
 }
 
-fn human(n: u64) -> String {
+pub(crate) fn human(n: u64) -> String {
     const U: [&str; 5] = ["B", "K", "M", "G", "T"];
     let mut v = n as f64;
     let mut i = 0;
@@ -103,7 +103,7 @@ impl Volume {
     /// The report for `ino` (a file, or every file under a directory).
     pub fn stat_report(&self, ino: u64) -> Result<Report, FsError> {
         // Report what is stored: write back what is still dirty first.
-        self.flush_delalloc(None)?;
+        self.wait_writeback(None);
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
         let dirents = txn.open_table(DIRENTS)?;

@@ -138,6 +138,11 @@ impl Volume {
         &self.engine
     }
 
+    /// Bytes of dirty extents waiting for (or in) writeback, and how many extents.
+    pub fn delalloc_totals(&self) -> (usize, usize) {
+        self.da.totals()
+    }
+
     /// Serialises data changes to one inode (btrfs's inode lock).
     pub(crate) fn inode_lock(&self, ino: u64) -> MutexGuard<'_, ()> {
         lock(&self.stripes[(ino as usize) % LOCK_STRIPES])
@@ -152,7 +157,7 @@ impl Volume {
     /// Make everything durable: all writeback, then a durable commit. A writeback error since
     /// the last sync is reported (after the commit).
     pub fn sync(&self) -> Result<(), FsError> {
-        let r = self.flush_delalloc(None);
+        let r = self.flush_all_delalloc();
         self.store.sync()?;
         r
     }
@@ -340,13 +345,23 @@ impl Volume {
         format!("/{} (inode {ino})", parts.join("/"))
     }
 
-    /// Header of an extent value.
+    /// Header of an extent value. The header has no checksum of its own, so its decoded length
+    /// is checked against the largest extent before anything is sized by it.
     pub(crate) fn header(ino: u64, offset: u64, value: &[u8]) -> Result<ExtentHeader, FsError> {
-        ExtentHeader::decode(value).ok_or(FsError::Corrupt {
+        let damaged = |reason: String| FsError::Corrupt {
             ino,
             offset,
-            reason: "extent item header is damaged".into(),
-        })
+            reason,
+        };
+        let h = ExtentHeader::decode(value)
+            .ok_or_else(|| damaged("extent item header is damaged".into()))?;
+        if h.ram_len == 0 || h.ram_len as usize > MAX_MAX_EXTENT {
+            return Err(damaged(format!(
+                "extent header gives a length of {} bytes",
+                h.ram_len
+            )));
+        }
+        Ok(h)
     }
 
     /// Read an inode from the last commit, with what its dirty extents add.

@@ -1,7 +1,8 @@
 //! A damaged extent: flip one byte of an extent's stored bytes in the store while unmounted
-//! (in the data file), and point another extent's item past the end of the data file; reading
-//! those ranges is EIO with a log line naming the file and offset, the rest of the file still
-//! reads back, and fsck reports both extents.
+//! (in the data file), point another extent's item past the end of the data file, and give a
+//! third a header (which has no checksum of its own) claiming more than an extent; reading
+//! those ranges is EIO with a log line naming the file and offset, never a panic, the rest of
+//! the file still reads back, and fsck reports all three extents.
 mod common;
 use common::*;
 
@@ -18,6 +19,8 @@ const EXTENTS_IN_FILE: u64 = 16;
 const BAD: u64 = 8;
 /// The extent whose item points past the end of the data file.
 const LOST: u64 = 12;
+/// The extent whose header claims one block more than an extent.
+const HEADER: u64 = 4;
 
 #[test]
 fn corrupt_extent_is_eio_and_logged() {
@@ -67,6 +70,15 @@ fn corrupt_extent_is_eio_and_logged() {
             inline.resize(EXTENT_HEADER_LEN + n, 0);
             let moved = external_item(&inline, 1 << 40);
             extents.insert((ino, LOST), moved.as_slice()).unwrap();
+            let mut long = extents
+                .get((ino, HEADER))
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_vec();
+            let ram_len = (EXTENT as u32 + 4096).to_le_bytes();
+            long[4..8].copy_from_slice(&ram_len);
+            extents.insert((ino, HEADER), long.as_slice()).unwrap();
         }
         store.commit(txn, true).unwrap();
     }
@@ -87,7 +99,26 @@ fn corrupt_extent_is_eio_and_logged() {
         .read_exact_at(&mut buf, lost_off)
         .expect_err("reading the lost extent must fail");
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
-    for idx in [0, BAD - 1, BAD + 1, LOST - 1, LOST + 1, EXTENTS_IN_FILE - 1] {
+    let header_off = HEADER * EXTENT;
+    // Alone, and spanning it and the next extent (where a length past the extent would cut
+    // the reply wrongly).
+    for (off, len) in [(header_off, 4096), (header_off + EXTENT - 4096, 8192)] {
+        let mut buf = vec![0u8; len];
+        let err = f
+            .read_exact_at(&mut buf, off)
+            .expect_err("reading the extent with a damaged header must fail");
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    }
+    for idx in [
+        0,
+        HEADER - 1,
+        HEADER + 1,
+        BAD - 1,
+        BAD + 1,
+        LOST - 1,
+        LOST + 1,
+        EXTENTS_IN_FILE - 1,
+    ] {
         let off = idx * EXTENT;
         let mut good = vec![0u8; EXTENT as usize];
         f.read_exact_at(&mut good, off)
@@ -105,7 +136,12 @@ fn corrupt_extent_is_eio_and_logged() {
 
     let log = std::fs::read_to_string(m.store.join(wring_fs::daemon::LOG_FILE)).unwrap();
     let want = "/victim (inode ";
-    for (off, why) in [(bad_off, "checksum"), (lost_off, "data file")] {
+    let bad = [
+        (bad_off, "checksum"),
+        (lost_off, "data file"),
+        (header_off, "extent header gives"),
+    ];
+    for (off, why) in bad {
         assert!(
             log.lines().any(|l| l.contains("corrupt extent")
                 && l.contains(want)
@@ -116,8 +152,8 @@ fn corrupt_extent_is_eio_and_logged() {
     }
 
     let r = wring_fs::fsck::fsck(&m.store).unwrap();
-    assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
-    for (off, why) in [(bad_off, "checksum"), (lost_off, "data file")] {
+    assert_eq!(r.problems.len(), 3, "{:?}", r.problems);
+    for (off, why) in bad {
         assert!(
             r.problems.iter().any(|p| p.contains("/victim")
                 && p.contains(&format!("offset {off}"))

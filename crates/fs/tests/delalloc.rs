@@ -32,9 +32,12 @@ fn model_write(m: &mut Vec<u8>, off: usize, data: &[u8]) {
     m[off..off + data.len()].copy_from_slice(data);
 }
 
-fn run(vol: &Volume, ino: u64, seed: u64, steps: usize) -> Vec<u8> {
+/// Random steps on `ino` against a model; with `synchronous`, no write may leave dirty extents
+/// behind it. Returns the model and how many writes left dirty extents behind.
+fn run(vol: &Volume, ino: u64, seed: u64, steps: usize, synchronous: bool) -> (Vec<u8>, usize) {
     let mut rng = Rng(seed);
     let mut model = Vec::new();
+    let mut left_dirty = 0;
     for step in 0..steps {
         let off = rng.below(600_000) as usize;
         let big = rng.below(4) == 0;
@@ -48,6 +51,11 @@ fn run(vol: &Volume, ino: u64, seed: u64, steps: usize) -> Vec<u8> {
                 };
                 vol.write(ino, off as u64, &data, None).unwrap();
                 model_write(&mut model, off, &data);
+                let dirty = vol.delalloc_totals();
+                if synchronous {
+                    assert_eq!(dirty, (0, 0), "seed {seed} step {step}");
+                }
+                left_dirty += usize::from(dirty.1 > 0);
             }
             5..=7 => {
                 let got = vol.read(ino, off as u64, len as u32).unwrap();
@@ -70,7 +78,7 @@ fn run(vol: &Volume, ino: u64, seed: u64, steps: usize) -> Vec<u8> {
         let size = vol.inode(ino).unwrap().size as usize;
         assert_eq!(size, model.len(), "seed {seed} step {step}: size");
     }
-    model
+    (model, left_dirty)
 }
 
 #[test]
@@ -86,7 +94,7 @@ fn threads_against_a_model_then_reopen() {
             .enumerate()
             .map(|(t, &ino)| {
                 let vol = vol.clone();
-                s.spawn(move || run(&vol, ino, 0x5eed + t as u64 * 104729, 300))
+                s.spawn(move || run(&vol, ino, 0x5eed + t as u64 * 104729, 300, false))
             })
             .collect();
         // Meanwhile: syncs of everything.
@@ -94,7 +102,10 @@ fn threads_against_a_model_then_reopen() {
             vol.sync().unwrap();
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+        let runs: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let left_dirty: usize = runs.iter().map(|r| r.1).sum();
+        assert!(left_dirty > 0, "no write was left to the writeback threads");
+        runs.into_iter().map(|r| r.0).collect()
     });
     drop(vol);
     let vol = Volume::open(&dir, Options::parse("compress=lzo").unwrap()).unwrap();
@@ -114,7 +125,7 @@ fn without_writeback_threads_writes_are_synchronous() {
     let dir = scratch("sync");
     let vol = Volume::open(&dir, Options::parse("compress-force=lzo").unwrap()).unwrap();
     let ino = file(&vol, "a");
-    let model = run(&vol, ino, 7, 120);
+    let (model, _) = run(&vol, ino, 7, 120, true);
     drop(vol);
     let vol = Volume::open(&dir, Options::default()).unwrap();
     assert_eq!(vol.read(ino, 0, model.len() as u32).unwrap(), model);

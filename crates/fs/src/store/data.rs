@@ -128,8 +128,26 @@ impl Space {
         }
     }
 
+    /// Free a range an extent item referenced. A damaged item's range (past the used part of
+    /// the file, or overlapping space already free) is left alone: freeing it would move the
+    /// end of the used part or hand the same bytes out twice.
     fn release(&mut self, (start, len): Range) {
-        self.insert_free(start, round_up(len.max(1)));
+        let len = round_up(len.max(1));
+        let end = start.checked_add(len).filter(|&e| e <= self.end);
+        let overlaps_free = |end: u64| {
+            self.free
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, &l)| s + l > start)
+        };
+        match end {
+            Some(end) if !overlaps_free(end) => self.insert_free(start, len),
+            _ => log::warn!(
+                "data file: not freeing {len} bytes at {start}: a damaged extent item's range \
+                 (the used part ends at {})",
+                self.end
+            ),
+        }
     }
 }
 
@@ -337,6 +355,23 @@ mod tests {
         drop(r);
         assert_eq!(d.allocate(1000), a, "reusable once the old reader is gone");
         drop(late);
+    }
+
+    #[test]
+    fn a_damaged_range_is_not_freed() {
+        let (_t, d) = open(vec![]);
+        let a = d.allocate(3 * UNIT);
+        let b = d.allocate(UNIT);
+        // Past the used part: the end stays where it is.
+        d.release((1 << 40, UNIT));
+        d.release((u64::MAX - 10, UNIT));
+        assert_eq!(d.allocate(UNIT), b + UNIT);
+        // Freed twice, or overlapping a free range: handed out once.
+        d.release((a, UNIT));
+        d.release((a, UNIT));
+        d.release((a, 2 * UNIT));
+        assert_eq!(d.allocate(UNIT), a);
+        assert_eq!(d.allocate(UNIT), b + 2 * UNIT);
     }
 
     #[test]
