@@ -689,13 +689,10 @@ impl Volume {
             _ => return Err(errno(libc::ENODEV)),
         }
         if punch || zero {
-            static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
             let zend = if keep { end.min(inode.size) } else { end };
-            let mut at = offset;
-            while at < zend {
-                let n = (zend - at).min(ZEROS.len() as u64);
-                self.write(ino, at, &ZEROS[..n as usize], None)?;
-                at += n;
+            if let Some((a, b)) = self.punch_whole(ino, offset, zend)? {
+                self.write_zeros(ino, offset, a)?;
+                self.write_zeros(ino, b, zend)?;
             }
         }
         if !keep && end > self.inode(ino)?.size {
@@ -704,6 +701,64 @@ impl Volume {
                 ..Default::default()
             };
             self.setattr(ino, &set)?;
+        }
+        Ok(())
+    }
+
+    /// Turn the whole extents inside `offset..end` into holes in one transaction, in time
+    /// proportional to the extents that exist, not to the range. Returns the byte range they
+    /// cover (empty when none lies wholly inside), whose sides the caller zeroes by writing;
+    /// `None` when the file stores nothing, so there is nothing to zero.
+    fn punch_whole(&self, ino: u64, offset: u64, end: u64) -> Result<Option<(u64, u64)>, FsError> {
+        if offset >= end {
+            return Ok(None);
+        }
+        let _g = self.quiesce(ino);
+        let txn = self.store.write()?;
+        let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+        if inode.extent_size == 0 {
+            return Ok(None);
+        }
+        let e = inode.extent_size as u64;
+        let first = offset.div_ceil(e);
+        let last = end / e;
+        let bytes = |i: u64| i.checked_mul(e);
+        let (Some(a), Some(b)) = (bytes(first), bytes(last)) else {
+            return Ok(Some((end, end)));
+        };
+        if first >= last {
+            return Ok(Some((end, end)));
+        }
+        let holes: Extents = {
+            let extents = txn.open_table(EXTENTS)?;
+            let mut v = Vec::new();
+            for r in extents.range((ino, first)..(ino, last))? {
+                v.push((r?.0.value().1, None));
+            }
+            v
+        };
+        if !holes.is_empty() {
+            let delta = self.put_extents(&txn, ino, holes)?;
+            inode.disk = inode.disk.saturating_add_signed(delta);
+            self.forget_cache(ino, Some(first));
+        }
+        let now = Time::now();
+        inode.mtime = now;
+        inode.ctime = now;
+        txn.open_table(INODES)?
+            .insert(ino, inode.to_bytes().as_slice())?;
+        self.store.commit(txn, false)?;
+        Ok(Some((a, b)))
+    }
+
+    /// Write zeros over `from..to` (they become holes extent by extent).
+    fn write_zeros(&self, ino: u64, from: u64, to: u64) -> Result<(), FsError> {
+        static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64);
+            self.write(ino, at, &ZEROS[..n as usize], None)?;
+            at += n;
         }
         Ok(())
     }
