@@ -114,6 +114,12 @@ struct Item<'v, 'o> {
 type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 /// Encoded extents and whether to mark the inode NOCOMPRESS.
 type Encoded = (Extents, bool);
+/// A read's view: pending writeback, dirty extents (index, bytes), store snapshot.
+type ReadView<'v> = (
+    Option<crate::delalloc::Pending>,
+    Vec<(u64, Arc<Vec<u8>>)>,
+    store::Snapshot<'v>,
+);
 
 impl Volume {
     fn extent_size(&self, inode: &Inode) -> u64 {
@@ -451,6 +457,29 @@ impl Volume {
         r
     }
 
+    /// What a read of `offset..+size` sees: the inode's pending writeback, its dirty extents
+    /// in range, and a snapshot of the store, taken in that order (a dirty extent committed
+    /// meanwhile is in the snapshot) with no removal of data in between.
+    fn read_view(&self, ino: u64, offset: u64, size: u32) -> Result<ReadView<'_>, FsError> {
+        loop {
+            let removals = self.removals.load(Ordering::SeqCst);
+            let pending = self.da.pending(ino);
+            let mut dirty = Vec::new();
+            if let Some(p) = pending.filter(|_| size > 0) {
+                let e = p.extent_size as u64;
+                for idx in offset / e..=offset.saturating_add(size as u64 - 1) / e {
+                    if let Some(d) = self.da.dirty(ino, idx) {
+                        dirty.push((idx, d));
+                    }
+                }
+            }
+            let txn = self.store.read()?;
+            if self.removals.load(Ordering::SeqCst) == removals {
+                return Ok((pending, dirty, txn));
+            }
+        }
+    }
+
     /// [`Volume::read_into`] while counted in `reads`.
     fn read_counted(
         &self,
@@ -459,18 +488,7 @@ impl Volume {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), FsError> {
-        // Dirty extents before the snapshot: one committed meanwhile is in the snapshot.
-        let pending = self.da.pending(ino);
-        let mut dirty = Vec::new();
-        if let Some(p) = pending.filter(|_| size > 0) {
-            let e = p.extent_size as u64;
-            for idx in offset / e..=(offset + size as u64 - 1) / e {
-                if let Some(d) = self.da.dirty(ino, idx) {
-                    dirty.push((idx, d));
-                }
-            }
-        }
-        let txn = self.store.read()?;
+        let (pending, dirty, txn) = self.read_view(ino, offset, size)?;
         let inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         if inode.kind == Kind::Dir {
             return Err(errno(libc::EISDIR));
@@ -738,6 +756,7 @@ impl Volume {
             v
         };
         if !holes.is_empty() {
+            self.removals.fetch_add(1, Ordering::SeqCst);
             let delta = self.put_extents(&txn, ino, holes)?;
             inode.disk = inode.disk.saturating_add_signed(delta);
             self.forget_cache(ino, Some(first));
@@ -800,6 +819,7 @@ impl Volume {
                     }
                 }
             }
+            self.removals.fetch_add(1, Ordering::SeqCst);
             let delta = self.put_extents(txn, ino, encoded)?;
             inode.disk = inode.disk.saturating_add_signed(delta);
             self.forget_cache(ino, Some(keep.saturating_sub(1)));

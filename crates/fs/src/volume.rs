@@ -45,6 +45,10 @@ pub struct Volume {
     pub(crate) reads: AtomicUsize,
     pub(crate) cache: Mutex<VecDeque<Cached>>,
     pub(crate) da: Arc<crate::delalloc::Delalloc>,
+    /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
+    /// took dirty extents and then a snapshot retries when one came in between, so it never
+    /// mixes data from before the removal with a snapshot from after.
+    pub(crate) removals: AtomicU64,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,6 +106,7 @@ impl Volume {
             reads: AtomicUsize::new(0),
             cache: Mutex::new(VecDeque::new()),
             da: Arc::default(),
+            removals: AtomicU64::new(0),
         }
     }
 
@@ -366,12 +371,18 @@ impl Volume {
 
     /// Read an inode from the last commit, with what its dirty extents add.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
-        // Pending before the snapshot: a writeback that commits and finishes in between is in
-        // the snapshot; the other order could miss it in both.
-        let pending = self.da.pending(ino);
-        let txn = self.store.read()?;
-        let inodes = txn.open_table(INODES)?;
-        Ok(with_pending(pending, store::get_inode(&inodes, ino)?))
+        loop {
+            // Pending before the snapshot: a writeback that commits and finishes in between is
+            // in the snapshot; the other order could miss it in both.
+            let removals = self.removals.load(Ordering::SeqCst);
+            let pending = self.da.pending(ino);
+            let txn = self.store.read()?;
+            if self.removals.load(Ordering::SeqCst) != removals {
+                continue;
+            }
+            let inodes = txn.open_table(INODES)?;
+            return Ok(with_pending(pending, store::get_inode(&inodes, ino)?));
+        }
     }
 }
 
