@@ -446,12 +446,7 @@ impl Volume {
             if mark {
                 inode.flags |= FLAG_NOCOMPRESS;
             }
-            // A setattr after the write (touch -d, tar restoring times) has a later ctime and
-            // wins.
-            if job.time >= inode.ctime {
-                inode.mtime = job.time;
-                inode.ctime = job.time;
-            }
+            crate::volume::apply_write_time(&mut inode, job.time);
         }
         txn.open_table(INODES)?
             .insert(ino, inode.to_bytes().as_slice())?;
@@ -526,6 +521,30 @@ mod tests {
         assert_eq!(vol.fsync(b).map_err(|e| e.errno()), Ok(()));
         assert_eq!(vol.fsync(a).map_err(|e| e.errno()), Err(libc::ENOSPC));
         assert_eq!(vol.fsync(a).map_err(|e| e.errno()), Ok(()));
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An xattr change between a write and its writeback moves ctime on; the write's mtime
+    /// still lands (a setattr, which would win, waits for the writeback instead).
+    #[test]
+    fn a_write_keeps_its_mtime_when_ctime_moved_on_before_its_writeback() {
+        let dir = std::env::temp_dir().join(format!("wring-da-mtime-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let created = vol.inode(a).unwrap().mtime;
+        // Queued as a write queues it, with no writeback thread to take it yet.
+        vol.da
+            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+        let written = vol.da.pending(a).unwrap().mtime;
+        vol.setxattr(a, b"user.tag", b"1", 0).unwrap();
+        vol.flush_delalloc(a).unwrap();
+        let inode = vol.inode(a).unwrap();
+        assert!(written > created);
+        assert_eq!(inode.mtime, written);
+        assert!(inode.ctime > written);
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }

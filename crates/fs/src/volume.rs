@@ -391,12 +391,23 @@ impl Volume {
 fn with_pending(pending: Option<Pending>, mut inode: Inode) -> Inode {
     if let Some(p) = pending {
         inode.size = inode.size.max(p.size);
-        if p.mtime > inode.ctime {
-            inode.mtime = p.mtime;
-            inode.ctime = p.mtime;
-        }
+        apply_write_time(&mut inode, p.mtime);
     }
     inode
+}
+
+/// A write made at `t` reaches the inode (its writeback commits, or a lookup adds its dirty
+/// extents). A setattr after the write waits for that writeback, so none can have come after
+/// it yet: from the last change on (`ctime`) the write sets both times; before it (a rename,
+/// link or xattr change came after the write, or a later writeback of the file committed
+/// first) it still moves mtime forward.
+pub(crate) fn apply_write_time(inode: &mut Inode, t: crate::store::records::Time) {
+    if t >= inode.ctime {
+        inode.mtime = t;
+        inode.ctime = t;
+    } else if t > inode.mtime {
+        inode.mtime = t;
+    }
 }
 
 impl Drop for Volume {
