@@ -342,32 +342,25 @@ impl Volume {
             if bufs.len() < jobs.len() {
                 bufs.resize_with(jobs.len(), Vec::new);
             }
-            let encoded: Vec<_> = jobs
-                .iter()
-                .zip(bufs.iter_mut())
-                .map(|(job, buf)| match crate::extent::is_zero(&job.data) {
-                    true => Ok(None),
-                    false => self.encode_job(job, buf).map(Some),
-                })
-                .collect();
+            // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and unmount
+            // would wait for them forever. It fails them with EIO instead.
+            let encoded = self.unless_panic(ino, || {
+                jobs.iter()
+                    .zip(bufs.iter_mut())
+                    .map(|(job, buf)| match crate::extent::is_zero(&job.data) {
+                        true => Ok(None),
+                        false => self.encode_job(job, buf).map(Some),
+                    })
+                    .collect::<Vec<_>>()
+            });
             let g = self.inode_lock(ino);
-            let mut errors = Vec::new();
-            let mut values = Vec::new();
-            for ((job, enc), buf) in jobs.iter().zip(encoded).zip(bufs.iter_mut()) {
-                match enc {
-                    Ok(enc) if self.da.is_current(job) => {
-                        values.push((job, enc.map(|(len, mark)| (&mut buf[..len], mark))));
-                    }
-                    Ok(_) => {}
-                    Err(e) => errors.push((job, e)),
-                }
-            }
-            if !values.is_empty() {
-                if let Err(e) = self.commit_jobs(ino, values) {
-                    errors.push((&jobs[0], e));
-                }
-            }
-            for (job, e) in &errors {
+            let errors = encoded
+                .and_then(|enc| {
+                    self.unless_panic(ino, || self.commit_encoded(ino, &jobs, enc, bufs))
+                })
+                .unwrap_or_else(|| vec![(0, errno(libc::EIO))]);
+            for (i, e) in &errors {
+                let job = &jobs[*i];
                 log::error!(
                     "writeback of {} offset {} failed: {e}",
                     self.path_of(ino),
@@ -381,6 +374,46 @@ impl Volume {
             }
             drop(g);
         })
+    }
+
+    /// `f()`, or `None` (and a log line) when it panicked.
+    fn unless_panic<T>(&self, ino: u64, f: impl FnOnce() -> T) -> Option<T> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        if r.is_err() {
+            log::error!(
+                "writeback of {} panicked; its extents fail with EIO",
+                self.path_of(ino)
+            );
+        }
+        r.ok()
+    }
+
+    /// Commit the encoded extents of `jobs` that are still current, in one transaction;
+    /// returns the errors met, by job.
+    fn commit_encoded(
+        &self,
+        ino: u64,
+        jobs: &[Job],
+        encoded: Vec<Result<Option<(usize, bool)>, FsError>>,
+        bufs: &mut [Vec<u8>],
+    ) -> Vec<(usize, FsError)> {
+        let mut errors = Vec::new();
+        let mut values = Vec::new();
+        for (i, ((job, enc), buf)) in jobs.iter().zip(encoded).zip(bufs.iter_mut()).enumerate() {
+            match enc {
+                Ok(enc) if self.da.is_current(job) => {
+                    values.push((job, enc.map(|(len, mark)| (&mut buf[..len], mark))));
+                }
+                Ok(_) => {}
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        if !values.is_empty() {
+            if let Err(e) = self.commit_jobs(ino, values) {
+                errors.push((0, e));
+            }
+        }
+        errors
     }
 
     /// Encode a job's extent into `buf` (header and stored bytes): returns the value's length
