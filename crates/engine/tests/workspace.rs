@@ -312,6 +312,26 @@ fn lowering_the_stream_limit_frees_idle_workspaces() {
 }
 
 #[test]
+fn lowering_the_stream_limit_frees_lent_workspaces_as_they_come_back() {
+    let clock = Arc::new(ManualClock::new());
+    let cfg = ManagerConfig {
+        streams: 4,
+        ..ManagerConfig::default()
+    };
+    let m = manager_with(Algorithm::Zstd, clock, cfg);
+    let held: Vec<_> = (0..4).map(|_| m.get(1)).collect();
+    m.set_streams(1);
+    assert_eq!(m.stats().workspaces, 4, "lent ones stay lent");
+    held.into_iter().for_each(|ws| m.put(ws));
+    let s = m.stats();
+    assert_eq!((s.workspaces, s.frees, s.busy), (1, 3, 0));
+    // Once at the limit, returning workspaces frees nothing more.
+    let again = m.get(1);
+    m.put(again);
+    assert_eq!(m.stats().frees, 3);
+}
+
+#[test]
 fn generic_manager_serves_every_level_from_one_class_at_the_requested_level() {
     let m = manager_with(
         Algorithm::Zlib,

@@ -253,6 +253,8 @@ impl Shared {
                 st.unreserve(class, bytes);
                 st.stats.busy -= 1;
                 st.stats.alloc_failures += 1;
+                // No preallocated workspace: the budget must not keep room for one.
+                st.reserve_bytes = 0;
                 log::error!(
                     "{}: no preallocated workspace ({e}); get() may wait for memory",
                     self.codec.algorithm()
@@ -299,6 +301,11 @@ impl Shared {
                         }
                         Err(_) => st = self.alloc_failed(class, bytes),
                     }
+                    // A workspace may have come back while the lock was dropped, its wakeup
+                    // gone before this caller sleeps: look again first.
+                    if let Some(ws) = st.find(class, level) {
+                        return ws;
+                    }
                     if st.stats.workspaces == 0 {
                         st = wait_timeout(&self.wake, st, ALLOC_RETRY);
                         continue;
@@ -328,10 +335,11 @@ impl Shared {
             st.stats.busy -= 1;
             let freed = if st.shutdown {
                 st.stats.frees += 1;
-                Some(st.forget(ws))
+                vec![st.forget(ws)]
             } else {
                 st.put_idle(ws, own_class, now);
-                None
+                // Lent while the stream limit was lowered: free what is now beyond it.
+                st.trim_if_pending()
             };
             (freed, reclaim::arm(&mut st, now))
         };

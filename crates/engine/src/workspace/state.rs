@@ -18,6 +18,9 @@ pub(super) struct State {
     pub stats: ManagerStats,
     /// Bytes of the preallocated max-level workspace, outside the budget.
     pub reserve_bytes: usize,
+    /// The stream limit was lowered while workspaces beyond it were lent: free them (down to
+    /// the limit) as they come back.
+    pub trim_pending: bool,
     pub shutdown: bool,
     /// When the reclaim timer fires next, if armed.
     pub deadline: Option<Duration>,
@@ -37,6 +40,7 @@ impl State {
                 ..ManagerStats::default()
             },
             reserve_bytes: 0,
+            trim_pending: false,
             shutdown: false,
             deadline: None,
             next_id: 0,
@@ -135,6 +139,20 @@ impl State {
     /// Take idle workspaces off their lists while the total exceeds the stream limit
     /// (zcomp_set_max_streams), sparing the last max-class one.
     pub fn trim_to_streams(&mut self) -> Vec<Workspace> {
+        let freed = self.free_beyond_streams();
+        self.trim_pending = self.stats.workspaces > self.cfg.streams;
+        freed
+    }
+
+    /// [`State::trim_to_streams`] once more if a lowered limit is still not reached.
+    pub fn trim_if_pending(&mut self) -> Vec<Workspace> {
+        match self.trim_pending {
+            true => self.trim_to_streams(),
+            false => Vec::new(),
+        }
+    }
+
+    fn free_beyond_streams(&mut self) -> Vec<Workspace> {
         let mut freed = Vec::new();
         for class in 0..self.idle_ws.len() {
             while self.stats.workspaces > self.cfg.streams && self.may_free(class) {
