@@ -59,7 +59,7 @@ pub fn compress_batch(
         .map(|r| {
             r.unwrap_or_else(|| {
                 Err(Error::Library {
-                    algorithm: crate::Algorithm::Zstd,
+                    algorithm: spec.algorithm.unwrap_or(crate::Algorithm::Zstd),
                     reason: "a compression thread panicked".into(),
                 })
             })
@@ -80,7 +80,8 @@ fn worker(
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(src) = inputs.get(i) else { return out };
-        let limit = compressed_limit(src.len());
+        // An input beyond max_extent gets the whole buffer and compress_with's error for it.
+        let limit = compressed_limit(src.len()).min(dst.len());
         let r = engine
             .compress_with(spec, policy, src, &mut dst[..limit])
             .map(|o| match o {

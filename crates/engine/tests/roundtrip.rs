@@ -470,6 +470,33 @@ fn describe(r: &Result<Extent, Error>) -> String {
     }
 }
 
+/// An input beyond max_extent is that input's error; the others in the batch still compress.
+#[test]
+fn batch_reports_an_oversized_input_and_keeps_the_rest() {
+    let engine = engine();
+    let words = generate(Kind::Words, 3, MAX_EXTENT);
+    let big = generate(Kind::Words, 4, 2 * MAX_EXTENT);
+    let small = generate(Kind::Words, 5, 4 * BLOCK_SIZE);
+    let refs: Vec<&[u8]> = vec![&words, &big, &small];
+    let spec = CompressSpec::new(Algorithm::Zstd, 3);
+    let batch = compress_batch(&engine, spec, Policy::Force, &refs, 2);
+    assert!(
+        matches!(batch[0], Ok(Extent::Compressed(_))),
+        "{:?}",
+        batch[0].as_ref().err()
+    );
+    assert!(
+        matches!(batch[1], Err(wring_engine::Error::ExtentTooLarge { .. })),
+        "{:?}",
+        batch[1].as_ref().err()
+    );
+    assert!(
+        matches!(batch[2], Ok(Extent::Compressed(_))),
+        "{:?}",
+        batch[2].as_ref().err()
+    );
+}
+
 #[test]
 fn batch_matches_sequential_in_order() {
     let engine = engine();

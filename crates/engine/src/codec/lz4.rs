@@ -21,6 +21,13 @@ extern "C" {
         dst_capacity: c_int,
         acceleration: c_int,
     ) -> c_int;
+    fn LZ4_decompress_safe_partial(
+        src: *const c_char,
+        dst: *mut c_char,
+        src_size: c_int,
+        target_output_size: c_int,
+        dst_capacity: c_int,
+    ) -> c_int;
     fn LZ4_sizeofStateHC() -> c_int;
     fn LZ4_compress_HC_extStateHC(
         state: *mut c_void,
@@ -102,12 +109,27 @@ impl CodecState for Lz4State {
         let n = unsafe {
             lz4_sys::LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), src_len, cap)
         };
-        if n < 0 {
-            return Err(Error::corrupt(
-                algorithm,
-                "malformed block, or it decodes past the extent size",
-            ));
+        if n >= 0 {
+            return Ok(n as usize);
         }
-        Ok(n as usize)
+        // LZ4_decompress_safe gives one error for both; a block that fills the whole buffer
+        // when decoding stops there is one that decodes to more than the extent holds.
+        // SAFETY: as above; the partial decoder writes at most cap bytes.
+        let filled = unsafe {
+            LZ4_decompress_safe_partial(
+                src.as_ptr().cast(),
+                dst.as_mut_ptr().cast(),
+                src_len,
+                cap,
+                cap,
+            )
+        };
+        Err(match filled == cap {
+            true => Error::Oversized {
+                algorithm,
+                limit: dst.len(),
+            },
+            false => Error::corrupt(algorithm, "malformed block"),
+        })
     }
 }
