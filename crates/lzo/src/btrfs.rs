@@ -53,7 +53,7 @@ pub fn compress_extent(
 ) -> Result<Option<usize>, Error> {
     check_sector(sector)?;
     if src.len() > MAX_EXTENT {
-        return Err(Error::BadParameter("extent larger than 128 KiB"));
+        return Err(Error::BadParameter("extent larger than 4 MiB"));
     }
     if dst.len() < LZO_LEN {
         return Ok(None);
@@ -112,7 +112,9 @@ fn put_segment(
 /// as stored, possibly with zero padding up to a whole sector.
 ///
 /// Mirrors `lzo_decompress_bio` and its checks: the total length must not
-/// exceed `src.len()` or 128 KiB and must reach into `src`'s last sector;
+/// exceed `src.len()` or [`MAX_EXTENT`] (the kernel's limit is 128 KiB,
+/// [`BTRFS_MAX_EXTENT`]; wring-fs writes larger extents) and must reach into
+/// `src`'s last sector;
 /// each segment's length must not exceed `lzo1x_worst_compress(sector)`; each
 /// payload must decode cleanly (`lzo1x_decompress_safe`). Differences: a
 /// segment or segment header running past the end of `src` is an error
@@ -217,7 +219,8 @@ pub fn decompress_inline(src: &[u8], dst: &mut [u8], sector: usize) -> Result<us
             "inline extent header length does not match its size",
         ));
     }
-    if read_len(src, LZO_LEN) != Some(src.len() - 2 * LZO_LEN) {
+    let segment = src.len().checked_sub(2 * LZO_LEN);
+    if segment.is_none() || read_len(src, LZO_LEN) != segment {
         return Err(Error::Corrupt(
             "inline extent segment length does not match its size",
         ));

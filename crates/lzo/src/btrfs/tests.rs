@@ -375,4 +375,12 @@ fn inline_extent_round_trips_and_is_checked() {
     bad[4] ^= 1;
     assert!(decompress_inline(&bad, &mut out, SECTOR).is_err());
     assert!(decompress_inline(&framed[..3], &mut out, SECTOR).is_err());
+    // A header that matches a size too short for a segment header.
+    for n in 4..8u8 {
+        let short: Vec<u8> = [n, 0, 0, 0].into_iter().chain(3..n).collect();
+        assert!(
+            decompress_inline(&short, &mut out, SECTOR).is_err(),
+            "{n} bytes"
+        );
+    }
 }
