@@ -6,7 +6,10 @@
 //! maximum, and in offering levels 16..=22 for userspace use.
 //!
 //! btrfs caps the window at 2^17; for extents > 128 KiB, which only wring-fs writes, wring uses
-//! the extent's size as the window ([`extent_cparams`]); smaller frames are the kernel's, bytewise.
+//! the extent's size as the window ([`extent_cparams`]); smaller frames are the kernel's, bytewise
+//! (checked against the kernel in crates/btrfs/tests/zstd_identity.rs), which takes turning off
+//! the row-based match finder the kernel's SIMD-less build never uses on such windows: levels 5
+//! to 11 then compress about as fast as the kernel's, slower than userspace zstd would.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -217,7 +220,15 @@ impl ZstdState {
         self.set(ZSTD_c_targetLength, p.targetLength as i32)?;
         self.set(ZSTD_c_strategy, p.strategy as i32)?;
         self.set(ZSTD_c_contentSizeFlag, 1)?;
-        self.set(ZSTD_c_checksumFlag, 0)
+        self.set(ZSTD_c_checksumFlag, 0)?;
+        // The kernel's zstd is built without SIMD, so it uses the row-based match finder
+        // (greedy, lazy and lazy2: levels 5 to 11) only for windows beyond 2^17, never for a
+        // btrfs frame; userspace would use it from 2^15 on and make different (valid) frames.
+        let row = match p.windowLog <= MAX_WINDOW_LOG {
+            true => z::ZSTD_ParamSwitch_e::ZSTD_ps_disable,
+            false => z::ZSTD_ParamSwitch_e::ZSTD_ps_auto,
+        };
+        self.set(ZSTD_c_experimentalParam14, row as i32)
     }
 }
 
