@@ -401,19 +401,13 @@ fn worker(
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        let result = match engine.compress_with(spec, policy, &job.data, &mut dst) {
-            Ok(Outcome::Compressed(n)) => {
-                // Decode our own output before it goes anywhere near the file.
-                let out = &mut check[..job.data.len()];
-                match engine.decompress(algorithm, &dst[..n], out) {
-                    Ok(_) if out[..] == job.data[..] => Ok(Some(dst[..n].to_vec())),
-                    Ok(_) => Err("the compressed extent does not decompress to its input".into()),
-                    Err(e) => Err(format!("the compressed extent does not decompress: {e}")),
-                }
-            }
-            Ok(Outcome::Incompressible | Outcome::Skipped) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        };
+        // A panic (a bug) must still answer the job, or the run would wait for it forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compress_checked(
+                engine, spec, algorithm, policy, &job.data, &mut dst, &mut check,
+            )
+        }))
+        .unwrap_or_else(|_| Err("compressing the extent panicked".into()));
         if done
             .send(Done {
                 id: job.id,
@@ -424,6 +418,30 @@ fn worker(
         {
             return;
         }
+    }
+}
+
+/// Compress one extent and decode the result again before it goes anywhere near the file.
+fn compress_checked(
+    engine: &Engine,
+    spec: CompressSpec,
+    algorithm: Algorithm,
+    policy: Policy,
+    data: &[u8],
+    dst: &mut [u8],
+    check: &mut [u8],
+) -> Result<Option<Vec<u8>>, String> {
+    match engine.compress_with(spec, policy, data, dst) {
+        Ok(Outcome::Compressed(n)) => {
+            let out = &mut check[..data.len()];
+            match engine.decompress(algorithm, &dst[..n], out) {
+                Ok(_) if out[..] == data[..] => Ok(Some(dst[..n].to_vec())),
+                Ok(_) => Err("the compressed extent does not decompress to its input".into()),
+                Err(e) => Err(format!("the compressed extent does not decompress: {e}")),
+            }
+        }
+        Ok(Outcome::Incompressible | Outcome::Skipped) => Ok(None),
+        Err(e) => Err(e.to_string()),
     }
 }
 
