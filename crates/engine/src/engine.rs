@@ -119,6 +119,16 @@ fn slot(algorithm: Algorithm) -> usize {
     }
 }
 
+/// The manager settings an engine's settings give.
+fn manager_config(cfg: &EngineConfig) -> ManagerConfig {
+    ManagerConfig {
+        streams: cfg.streams,
+        budget: cfg.workspace_mem,
+        reclaim: cfg.reclaim,
+        max_extent: cfg.max_extent,
+    }
+}
+
 impl Engine {
     /// An engine with the given settings. Managers are created on first use of an algorithm.
     pub fn new(config: EngineConfig) -> Engine {
@@ -148,16 +158,28 @@ impl Engine {
 
     /// The workspace manager of `algorithm`, created (with its preallocated workspace) on first use.
     pub fn manager(&self, algorithm: Algorithm) -> &Manager {
-        self.managers[slot(algorithm)].get_or_init(|| {
+        let mut created = None;
+        let m = self.managers[slot(algorithm)].get_or_init(|| {
             let cfg = lock(&self.config).clone();
-            let mcfg = ManagerConfig {
-                streams: cfg.streams,
-                budget: cfg.workspace_mem,
-                reclaim: cfg.reclaim,
-                max_extent: cfg.max_extent,
-            };
+            let mcfg = manager_config(&cfg);
+            created = Some(mcfg);
             Manager::new(codec_for(algorithm, cfg.max_extent), mcfg, cfg.clock)
-        })
+        });
+        // A setter that ran while the manager was being built did not see it yet: the thread
+        // that built it applies what changed since its snapshot.
+        if let Some(was) = created {
+            let now = manager_config(&lock(&self.config));
+            if now.streams != was.streams {
+                m.set_streams(now.streams);
+            }
+            if now.budget != was.budget {
+                m.set_budget(now.budget);
+            }
+            if now.reclaim != was.reclaim {
+                m.set_reclaim(now.reclaim);
+            }
+        }
+        m
     }
 
     fn existing_managers(&self) -> impl Iterator<Item = &Manager> {
