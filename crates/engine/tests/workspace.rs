@@ -290,14 +290,17 @@ fn a_returned_workspace_wakes_a_waiter() {
     waiter.join().unwrap();
 }
 
-#[test]
-fn lowering_the_stream_limit_frees_idle_workspaces() {
-    let clock = Arc::new(ManualClock::new());
+fn zstd_with_four_streams() -> Manager {
     let cfg = ManagerConfig {
         streams: 4,
         ..ManagerConfig::default()
     };
-    let m = manager_with(Algorithm::Zstd, clock, cfg);
+    manager_with(Algorithm::Zstd, Arc::new(ManualClock::new()), cfg)
+}
+
+#[test]
+fn lowering_the_stream_limit_frees_idle_workspaces() {
+    let m = zstd_with_four_streams();
     let held: Vec<_> = (0..4).map(|_| m.get(1)).collect();
     assert_eq!(m.stats().workspaces, 4);
     held.into_iter().for_each(|ws| m.put(ws));
@@ -313,12 +316,7 @@ fn lowering_the_stream_limit_frees_idle_workspaces() {
 
 #[test]
 fn lowering_the_stream_limit_frees_lent_workspaces_as_they_come_back() {
-    let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig {
-        streams: 4,
-        ..ManagerConfig::default()
-    };
-    let m = manager_with(Algorithm::Zstd, clock, cfg);
+    let m = zstd_with_four_streams();
     let held: Vec<_> = (0..4).map(|_| m.get(1)).collect();
     m.set_streams(1);
     assert_eq!(m.stats().workspaces, 4, "lent ones stay lent");

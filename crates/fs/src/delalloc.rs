@@ -529,14 +529,20 @@ mod tests {
     use crate::store::{Store, ROOT};
     use crate::{Options, Volume};
 
+    /// A fresh store under the temp dir and the volume on it (no writeback threads).
+    fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
+        let dir = std::env::temp_dir().join(format!("wring-da-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        (dir, vol)
+    }
+
     /// A writeback error is fsync's to report, once, to its inode; a sync reports it once too;
     /// waiting for writeback (setattr, `wring stat`) reports nothing and keeps it.
     #[test]
     fn a_writeback_error_is_kept_for_fsync_and_reported_once_to_sync() {
-        let dir = std::env::temp_dir().join(format!("wring-da-errors-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("errors");
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
         vol.da
@@ -562,10 +568,7 @@ mod tests {
     /// still lands (a setattr, which would win, waits for the writeback instead).
     #[test]
     fn a_write_keeps_its_mtime_when_ctime_moved_on_before_its_writeback() {
-        let dir = std::env::temp_dir().join(format!("wring-da-mtime-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("mtime");
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let created = vol.inode(a).unwrap().mtime;
         // Queued as a write queues it, with no writeback thread to take it yet.
