@@ -115,31 +115,24 @@ impl WringFs {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn make(
-        &self,
+    /// What a request makes: its owner is the caller.
+    fn new_inode<'t>(
         req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
         kind: Kind,
         mode: u32,
         rdev: u32,
-        target: Option<&[u8]>,
+        target: Option<&'t [u8]>,
         umask: u32,
-    ) -> Result<(u64, Inode), FsError> {
-        self.vol.create(
-            parent.0,
-            name.as_bytes(),
-            NewInode {
-                kind,
-                perm: mode,
-                uid: req.uid(),
-                gid: req.gid(),
-                rdev,
-                target,
-                umask,
-            },
-        )
+    ) -> NewInode<'t> {
+        NewInode {
+            kind,
+            perm: mode,
+            uid: req.uid(),
+            gid: req.gid(),
+            rdev,
+            target,
+            umask,
+        }
     }
 
     fn control_get(&self, ino: u64, name: &[u8]) -> Option<Result<Vec<u8>, FsError>> {
@@ -253,7 +246,11 @@ impl fuser::Filesystem for WringFs {
         match Kind::from_mode(mode) {
             Some(k) if k != Kind::Dir && k != Kind::Symlink => self.entry(
                 reply,
-                self.make(req, parent, name, k, mode, rdev, None, umask),
+                self.vol.create(
+                    parent.0,
+                    name.as_bytes(),
+                    Self::new_inode(req, k, mode, rdev, None, umask),
+                ),
             ),
             _ => reply.error(Errno::from_i32(libc::EINVAL)),
         }
@@ -270,7 +267,11 @@ impl fuser::Filesystem for WringFs {
     ) {
         self.entry(
             reply,
-            self.make(req, parent, name, Kind::Dir, mode, 0, None, umask),
+            self.vol.create(
+                parent.0,
+                name.as_bytes(),
+                Self::new_inode(req, Kind::Dir, mode, 0, None, umask),
+            ),
         );
     }
 
@@ -299,7 +300,11 @@ impl fuser::Filesystem for WringFs {
         let t = target.as_os_str().as_bytes();
         self.entry(
             reply,
-            self.make(req, parent, link_name, Kind::Symlink, 0o777, 0, Some(t), 0),
+            self.vol.create(
+                parent.0,
+                link_name.as_bytes(),
+                Self::new_inode(req, Kind::Symlink, 0o777, 0, Some(t), 0),
+            ),
         );
     }
 
@@ -597,9 +602,9 @@ impl fuser::Filesystem for WringFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.make(req, parent, name, Kind::File, mode, 0, None, umask) {
+        let new = Self::new_inode(req, Kind::File, mode, 0, None, umask);
+        match self.vol.create_open(parent.0, name.as_bytes(), new) {
             Ok((ino, i)) => {
-                self.vol.opened(ino);
                 reply.created(
                     &TTL,
                     &attr(ino, &i, self.blksize()),

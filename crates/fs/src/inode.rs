@@ -207,6 +207,38 @@ impl Volume {
         name: &[u8],
         new: NewInode<'_>,
     ) -> Result<(u64, Inode), FsError> {
+        self.create_with(parent, name, new, |_| {})
+    }
+
+    /// create(2): [`Volume::create`] with the new inode counted open before its name becomes
+    /// visible, so an unlink racing the reply leaves it as an orphan for this open.
+    pub fn create_open(
+        &self,
+        parent: u64,
+        name: &[u8],
+        new: NewInode<'_>,
+    ) -> Result<(u64, Inode), FsError> {
+        let mut counted = None;
+        let r = self.create_with(parent, name, new, |ino| {
+            self.opened(ino);
+            counted = Some(ino);
+        });
+        if let (Err(_), Some(ino)) = (&r, counted) {
+            if let Err(e) = self.released(ino) {
+                log::warn!("undoing the open of a failed create: {e}");
+            }
+        }
+        r
+    }
+
+    /// [`Volume::create`], calling `allocated` with the new inode number before the commit.
+    fn create_with(
+        &self,
+        parent: u64,
+        name: &[u8],
+        new: NewInode<'_>,
+        allocated: impl FnOnce(u64),
+    ) -> Result<(u64, Inode), FsError> {
         check_name(name)?;
         let txn = self.store.write()?;
         let pinode = dir_inode(&txn, parent)?;
@@ -214,6 +246,7 @@ impl Volume {
             return Err(errno(libc::EEXIST));
         }
         let ino = store::next_counter(&txn, "next_ino")?;
+        allocated(ino);
         let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
         inode.rdev = new.rdev;
         if pinode.perm & libc::S_ISGID != 0 {
@@ -567,5 +600,30 @@ fn touch_for_xattr(inode: &mut Inode, name: &[u8]) {
     inode.ctime = Time::now();
     if name == PROP_XATTR.as_bytes() {
         inode.flags &= !FLAG_NOCOMPRESS;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NewInode;
+    use crate::store::{Store, ROOT};
+    use crate::{Options, Volume};
+
+    /// A file made by create(2) is open from before its name is visible: an unlink right after
+    /// leaves it as an orphan that still reads and writes until the open is released.
+    #[test]
+    fn a_created_file_unlinked_at_once_lives_until_released() {
+        let dir = std::env::temp_dir().join(format!("wring-create-open-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (ino, _) = vol.create_open(ROOT, b"f", NewInode::file(0o644)).unwrap();
+        vol.remove(ROOT, b"f", false).unwrap();
+        vol.write(ino, 0, b"still here", None).unwrap();
+        assert_eq!(vol.read(ino, 0, 100).unwrap(), b"still here");
+        vol.released(ino).unwrap();
+        assert!(vol.inode(ino).is_err(), "the orphan is deleted with its last open");
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
