@@ -410,6 +410,8 @@ fn corpus_extents_round_trip() {
                 match round_trip(&engine, spec, extent) {
                     Ok(Outcome::Compressed(_)) => compressed += 1,
                     Ok(Outcome::Incompressible) => {}
+                    // One block or less (a file's short tail) cannot save a block.
+                    Ok(Outcome::Skipped) if compressed_limit(extent.len()) == 0 => {}
                     Ok(Outcome::Skipped) => panic!(
                         "{spec}: {} was skipped under compress-force",
                         path.display()

@@ -622,7 +622,10 @@ mod tests {
         vol.write(ino, 0, b"still here", None).unwrap();
         assert_eq!(vol.read(ino, 0, 100).unwrap(), b"still here");
         vol.released(ino).unwrap();
-        assert!(vol.inode(ino).is_err(), "the orphan is deleted with its last open");
+        assert!(
+            vol.inode(ino).is_err(),
+            "the orphan is deleted with its last open"
+        );
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }
