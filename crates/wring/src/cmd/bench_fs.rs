@@ -15,8 +15,9 @@ pub struct Args {
     /// Corpus directory to copy in (default: $WRING_CORPUS)
     #[arg(long)]
     corpus: Option<PathBuf>,
-    /// Copies of the corpus
-    #[arg(long, default_value_t = 1)]
+    /// Copies of the corpus (3 by default: a write of one 167 MB copy lasts under a second,
+    /// short enough for this kind of machine's drift to swing a round by ±20%)
+    #[arg(long, default_value_t = 3)]
     copies: usize,
     /// Methods, btrfs's spelling, comma-separated
     #[arg(
