@@ -81,6 +81,7 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     let writeback = opts.streams.max(1);
     let vol = Arc::new(Volume::open(dir, opts)?);
     vol.start_writeback(writeback)?;
+    vol.start_committer()?;
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("wring:{}", dir.display())),

@@ -63,6 +63,29 @@ impl Volume {
         Volume::mount(store, options)
     }
 
+    /// Start the committer: every second it makes the store's commits durable once the
+    /// oldest non-durable one is [`crate::store::COMMIT_INTERVAL`] old (btrfs's transaction kthread).
+    /// It ends with the mount.
+    pub fn start_committer(self: &Arc<Self>) -> Result<(), FsError> {
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("wring-commit".into())
+            .spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let Some(vol) = weak.upgrade() else {
+                    return;
+                };
+                if let Err(e) = vol.store.commit_if_due() {
+                    log::error!("periodic commit failed: {e}");
+                }
+            })
+            .map_err(|source| FsError::Io {
+                what: "starting the committer".into(),
+                source,
+            })?;
+        Ok(())
+    }
+
     /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay.
     pub(crate) fn open_for_check(dir: &std::path::Path) -> Result<Volume, FsError> {
         Ok(Volume::new(Store::open_for_check(dir)?, Options::default()))

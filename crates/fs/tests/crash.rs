@@ -95,3 +95,24 @@ fn kill_9_cycles() {
         assert!(r.problems.is_empty(), "cycle {cycle}: {:?}", r.problems);
     }
 }
+
+/// Data written and closed but never fsync'ed is durable once btrfs's commit interval has
+/// passed (the committer thread): a kill -9 after that loses none of it.
+#[test]
+fn closed_writes_survive_a_kill_after_the_commit_interval() {
+    if !require_root("closed_writes_survive_a_kill_after_the_commit_interval") {
+        return;
+    }
+    let mut m = Mount::new("commit-interval");
+    m.start("compress-force=zstd:1");
+    let data = text(&mut Rng(7), 300_000);
+    std::fs::create_dir(m.p("d")).unwrap();
+    // close(2) writes the file's pages back to the daemon (FUSE flush).
+    std::fs::write(m.p("d/f"), &data).unwrap();
+    std::thread::sleep(wring_fs::store::COMMIT_INTERVAL + Duration::from_secs(3));
+    m.kill();
+    m.start("compress-force=zstd:1");
+    let back = std::fs::read(m.p("d/f")).expect("the file survives");
+    assert!(back == data, "the file reads back different");
+    m.stop();
+}

@@ -70,6 +70,8 @@ pub struct Store {
     data: DataFile,
     dir: PathBuf,
     last_durable: Mutex<Instant>,
+    /// A commit since the last durable one is not durable yet.
+    unsynced: AtomicBool,
     flusher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     /// Opened for fsck: nothing reaches the files (see [`Store::open_for_check`]).
     read_only: bool,
@@ -228,6 +230,7 @@ impl Store {
             data,
             dir: dir.to_path_buf(),
             last_durable: Mutex::new(Instant::now()),
+            unsynced: AtomicBool::new(false),
             flusher: Mutex::new(None),
             read_only,
             repaired: repaired.load(Ordering::Relaxed),
@@ -315,6 +318,7 @@ impl Store {
             txn.set_quick_repair(true);
         } else {
             txn.set_durability(Durability::None)?;
+            self.unsynced.store(true, Ordering::SeqCst);
         }
         if let Err(e) = txn.commit() {
             // Dropping `t` gives back what it allocated.
@@ -325,8 +329,20 @@ impl Store {
         if durable {
             self.data.unpin();
             *last = Instant::now();
+            self.unsynced.store(false, Ordering::SeqCst);
         }
         Ok(())
+    }
+
+    /// btrfs's transaction kthread: make the commits since the last durable one durable once
+    /// that is [`COMMIT_INTERVAL`] old, so data written and then left alone survives a crash
+    /// as it would after btrfs's `commit=` interval. Returns whether it committed.
+    pub fn commit_if_due(&self) -> Result<bool, FsError> {
+        let due = lock(&self.last_durable).elapsed() >= COMMIT_INTERVAL;
+        if self.read_only || !due || !self.unsynced.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        self.sync().map(|_| true)
     }
 
     /// Make every commit so far durable (fsync, unmount); nothing to do on a store opened for
