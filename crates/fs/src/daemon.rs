@@ -73,6 +73,19 @@ fn keep_freed_memory() {
 /// once the mount is live and sends further log output to the store's log file.
 pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
+    check_mountpoint(dir, mountpoint)?;
+    // Opened before mounting: with the store under a path the mount could reach, a lookup
+    // after it would wait for this very daemon.
+    let log = match std::env::var_os(NOTIFY_ENV) {
+        Some(_) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(LOG_FILE))
+                .map_err(io("opening the log file"))?,
+        ),
+        None => None,
+    };
     keep_freed_memory();
     let allow_other = opts.allow_other;
     // More request threads than compression streams: a thread waiting for a stream must not
@@ -102,12 +115,7 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     if let Some(canon) = &canon {
         crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
     }
-    if std::env::var_os(NOTIFY_ENV).is_some() {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join(LOG_FILE))
-            .map_err(io("opening the log file"))?;
+    if let Some(log) = log {
         let mut out = std::io::stdout();
         let _ = writeln!(out, "ready");
         let _ = out.flush();
@@ -121,6 +129,22 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     let r = session.run().map_err(io("serving the mount"));
     drop(vol);
     r
+}
+
+/// A mount point must be a directory and must not hide the store it serves.
+fn check_mountpoint(dir: &Path, mountpoint: &Path) -> Result<(), FsError> {
+    let what = format!("cannot mount on {}", mountpoint.display());
+    let meta = std::fs::metadata(mountpoint).map_err(io(what.clone()))?;
+    if !meta.is_dir() {
+        return Err(io(what)(std::io::Error::from_raw_os_error(libc::ENOTDIR)));
+    }
+    if let (Ok(m), Ok(d)) = (mountpoint.canonicalize(), dir.canonicalize()) {
+        if d.starts_with(&m) {
+            let why = format!("{what}: the store {} is under it", dir.display());
+            return Err(io(why)(std::io::Error::from_raw_os_error(libc::EINVAL)));
+        }
+    }
+    Ok(())
 }
 
 /// Start `exe args…` (a `mount -f` of this program) in the background and wait until it says
@@ -148,9 +172,13 @@ pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, String> {
         let _ = e.read_to_string(&mut err);
     }
     let status = child.wait().map_err(|e| e.to_string())?;
-    Err(match err.trim() {
-        "" => format!("the mount daemon exited ({status}) before the mount was ready"),
-        e => e.trim_start_matches("wring: ").to_string(),
+    // The daemon's last `wring: ` line is its error; log lines before it (warnings the
+    // caller has printed already) are left out.
+    let last = err.lines().rev().find_map(|l| l.strip_prefix("wring: "));
+    Err(match (last, err.trim()) {
+        (Some(e), _) => e.to_string(),
+        (None, "") => format!("the mount daemon exited ({status}) before the mount was ready"),
+        (None, e) => e.to_string(),
     })
 }
 

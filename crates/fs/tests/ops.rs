@@ -120,6 +120,29 @@ fn random_ops_lockstep() {
     }
 }
 
+/// A mount point must be a directory, and not one the store is under (the mount would hide
+/// it); both are refused before the store is touched, and nothing is left mounted.
+#[test]
+fn a_mount_point_must_be_a_directory_that_does_not_hold_the_store() {
+    if !require_root("a_mount_point_must_be_a_directory_that_does_not_hold_the_store") {
+        return;
+    }
+    let mut m = Mount::new("mountpoint");
+    let file = m.base.join("file");
+    fs::write(&file, b"x").unwrap();
+    let real = std::mem::replace(&mut m.mnt, file.clone());
+    let e = m.try_start("compress=zstd:3").unwrap_err();
+    assert!(e.contains("Not a directory"), "{e}");
+    assert!(!is_mounted(&file));
+    m.mnt = m.base.clone();
+    let e = m.try_start("compress=zstd:3").unwrap_err();
+    assert!(e.contains("the store") && e.contains("is under it"), "{e}");
+    assert!(!is_mounted(&m.base));
+    m.mnt = real;
+    m.start("compress=zstd:3");
+    m.stop();
+}
+
 #[test]
 fn options_properties_remount_status() {
     if !require_root("options_properties_remount_status") {

@@ -36,7 +36,42 @@ fn main() {
         Command::Fs(c) => cmd::fs::run(c),
     };
     if let Err(e) = result {
-        eprintln!("wring: {e:#}");
+        eprintln!("wring: {}", plain(&e));
         std::process::exit(1);
+    }
+}
+
+/// An error and its causes on one line, leaving out a cause whose words the message already
+/// holds (library errors often repeat their source in their own text).
+fn plain(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(wring_fs::FsError::Io {
+            what: "opening x".into(),
+            source: io,
+        })
+        .context("mounting");
+        assert_eq!(
+            plain(&e),
+            "mounting: opening x: No such file or directory (os error 2)"
+        );
     }
 }
