@@ -224,6 +224,24 @@ fn reclaim_interval_is_configurable() {
     assert_eq!(m.reclaim_now(), 1);
 }
 
+/// An interval too long to add to the clock means "never": putting workspaces back arms the
+/// timer without overflowing, and nothing is reclaimed.
+#[test]
+fn a_reclaim_interval_past_the_end_of_time_never_fires() {
+    let clock = Arc::new(ManualClock::new());
+    let cfg = ManagerConfig {
+        reclaim: Duration::MAX,
+        ..ManagerConfig::default()
+    };
+    let m = manager_with(Algorithm::Zstd, Arc::clone(&clock), cfg);
+    let held = m.get(22);
+    let ws = m.get(2);
+    m.put(ws);
+    m.put(held);
+    clock.advance(Duration::from_secs(1 << 40));
+    assert_eq!(m.reclaim_now(), 0);
+}
+
 #[test]
 fn shutdown_frees_everything_and_the_timer_cannot_rearm() {
     let clock = Arc::new(ManualClock::new());

@@ -66,7 +66,7 @@ pub(super) fn reclaim(state: &mut State, now: Duration) -> Vec<Workspace> {
             }
         }
     }
-    state.deadline = (!state.lru.is_empty()).then(|| now + state.cfg.reclaim);
+    state.deadline = (!state.lru.is_empty()).then(|| now.saturating_add(state.cfg.reclaim));
     freed
 }
 
@@ -75,6 +75,6 @@ pub(super) fn arm(state: &mut State, now: Duration) -> bool {
     if state.shutdown || state.lru.is_empty() || state.deadline.is_some() {
         return false;
     }
-    state.deadline = Some(now + state.cfg.reclaim);
+    state.deadline = Some(now.saturating_add(state.cfg.reclaim));
     true
 }
