@@ -1,4 +1,5 @@
-//! The mount's backing-device info (`/sys/class/bdi/MAJOR:MINOR`): readahead.
+//! The mount's backing-device info (`/sys/class/bdi/MAJOR:MINOR`): readahead; and which
+//! mount a path is (mountinfo).
 //!
 //! Mirrors btrfs_fill_super, which raises its bdi's readahead to at least 4 MiB. A FUSE mount
 //! keeps the kernel's 128 KiB default whatever the daemon asks for in FUSE_INIT (the kernel takes
@@ -34,13 +35,30 @@ fn unescape(field: &str) -> Vec<u8> {
     out
 }
 
-/// The `MAJOR:MINOR` of the last mount on `mountpoint` in a mountinfo text.
-pub fn device_of(mountinfo: &str, mountpoint: &Path) -> Option<String> {
+/// The fields of the last mount on `mountpoint` in a mountinfo text.
+fn mount_on<'a>(mountinfo: &'a str, mountpoint: &Path) -> Option<Vec<&'a str>> {
     let want = mountpoint.as_os_str().as_encoded_bytes();
     mountinfo.lines().rev().find_map(|l| {
         let f: Vec<&str> = l.split(' ').collect();
-        (f.len() > 4 && unescape(f[4]) == want).then(|| f[2].to_string())
+        (f.len() > 4 && unescape(f[4]) == want).then_some(f)
     })
+}
+
+/// The `MAJOR:MINOR` of the last mount on `mountpoint` in a mountinfo text.
+pub fn device_of(mountinfo: &str, mountpoint: &Path) -> Option<String> {
+    mount_on(mountinfo, mountpoint).map(|f| f[2].to_string())
+}
+
+/// The filesystem type (`fuse`, `ext4`…) and source (`wring:/store`, `/dev/vda`…) of the
+/// last mount on `mountpoint`.
+pub fn fs_of(mountinfo: &str, mountpoint: &Path) -> Option<(String, String)> {
+    let f = mount_on(mountinfo, mountpoint)?;
+    let sep = f.iter().position(|x| *x == "-")?;
+    let source = unescape(f.get(sep + 2)?);
+    Some((
+        f.get(sep + 1)?.to_string(),
+        String::from_utf8_lossy(&source).into_owned(),
+    ))
 }
 
 /// Set the readahead of the mount on `canon`, the mount point's canonical path taken before
@@ -72,6 +90,16 @@ mod tests {
         );
         assert_eq!(device_of(info, Path::new("/tmp")).as_deref(), Some("0:21"));
         assert_eq!(device_of(info, Path::new("/tmp/a")), None);
+    }
+
+    #[test]
+    fn finds_the_type_and_source_after_the_optional_fields() {
+        let info = "22 1 0:21 / /tmp rw shared:1 master:2 - tmpfs tmpfs rw\n\
+                    41 22 0:40 / /tmp/m rw - fuse wring:/t\\040u rw\n";
+        let fs = |p: &str| fs_of(info, Path::new(p));
+        assert_eq!(fs("/tmp"), Some(("tmpfs".into(), "tmpfs".into())));
+        assert_eq!(fs("/tmp/m"), Some(("fuse".into(), "wring:/t u".into())));
+        assert_eq!(fs("/x"), None);
     }
 
     #[test]

@@ -247,51 +247,106 @@ pub fn status(mountpoint: &Path) -> Result<String, FsError> {
     Ok(String::from_utf8_lossy(&get_xattr(mountpoint, STATUS_XATTR)?).into_owned())
 }
 
-/// Flush everything, unmount, and wait for the daemon to finish.
+/// Flush everything, unmount, and wait for the daemon to finish. Only a wring mount (a live
+/// one, or one whose daemon died); an error from the final flush is reported after unmounting.
 pub fn umount(mountpoint: &Path) -> Result<(), FsError> {
+    let what = format!("unmounting {}", mountpoint.display());
+    let canon = canonical_mountpoint(mountpoint);
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    match crate::bdi::fs_of(&info, &canon) {
+        Some((t, src)) if t.starts_with("fuse") && src.starts_with("wring:") => {}
+        Some((t, src)) => {
+            let why = format!("{what}: it is a {t} mount of {src}, not wring's");
+            return Err(io(why)(einval()));
+        }
+        None => return Err(io(format!("{what}: nothing is mounted there"))(einval())),
+    }
     let pid: Option<i32> = get_xattr(mountpoint, PID_XATTR)
         .ok()
         .and_then(|v| String::from_utf8_lossy(&v).parse().ok());
+    let flushed = match pid {
+        // A dead daemon has nothing left to flush.
+        None => Ok(()),
+        Some(_) => flush(mountpoint),
+    };
+    detach(mountpoint, &what)?;
+    if let Some(pid) = pid {
+        wait_exit(pid, &what)?;
+    }
+    flushed.map_err(|e| {
+        io(format!("{what}: the final flush failed"))(std::io::Error::other(e.to_string()))
+    })
+}
+
+/// The absolute path mountinfo lists for `mountpoint`; a mount whose daemon died cannot be
+/// resolved itself (ENOTCONN), so its parent is.
+fn canonical_mountpoint(mountpoint: &Path) -> std::path::PathBuf {
+    mountpoint.canonicalize().unwrap_or_else(|_| {
+        match (mountpoint.parent(), mountpoint.file_name()) {
+            (Some(p), Some(n)) => {
+                let p = if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                };
+                p.canonicalize()
+                    .map_or(mountpoint.to_path_buf(), |p| p.join(n))
+            }
+            _ => mountpoint.to_path_buf(),
+        }
+    })
+}
+
+fn einval() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+/// syncfs (the kernel's dirty pages go to the daemon), then the daemon's durable commit.
+fn flush(mountpoint: &Path) -> Result<(), FsError> {
     if let Ok(f) = std::fs::File::open(mountpoint) {
         use std::os::fd::AsRawFd;
         // SAFETY: syncfs on an open descriptor: writes back the kernel's dirty pages.
         unsafe { libc::syncfs(f.as_raw_fd()) };
     }
-    let _ = get_xattr(mountpoint, SYNC_XATTR);
+    get_xattr(mountpoint, SYNC_XATTR).map(|_| ())
+}
+
+/// `fusermount3 -u`, or `umount` when that is not available (root).
+fn detach(mountpoint: &Path, what: &str) -> Result<(), FsError> {
     let out = Command::new("fusermount3")
         .arg("-u")
         .arg(mountpoint)
         .output();
-    let ok = matches!(&out, Ok(o) if o.status.success());
-    if !ok {
-        let o = Command::new("umount")
-            .arg(mountpoint)
-            .output()
-            .map_err(io("running umount"))?;
-        if !o.status.success() {
-            let first = match out {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-                Err(e) => e.to_string(),
-            };
-            return Err(FsError::Io {
-                what: format!(
-                    "unmounting {}: {first}; {}",
-                    mountpoint.display(),
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ),
-                source: std::io::Error::from_raw_os_error(libc::EBUSY),
-            });
-        }
+    if matches!(&out, Ok(o) if o.status.success()) {
+        return Ok(());
     }
-    if let Some(pid) = pid {
-        let start = Instant::now();
-        // SAFETY: kill with signal 0 only probes whether the process exists.
-        while unsafe { libc::kill(pid, 0) } == 0
-            && !is_zombie(pid)
-            && start.elapsed() < Duration::from_secs(120)
-        {
-            std::thread::sleep(Duration::from_millis(20));
+    let o = Command::new("umount")
+        .arg(mountpoint)
+        .output()
+        .map_err(io("running umount"))?;
+    if o.status.success() {
+        return Ok(());
+    }
+    let first = match out {
+        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    let second = String::from_utf8_lossy(&o.stderr).trim().to_string();
+    Err(io(what.to_string())(std::io::Error::other(format!(
+        "{first}; {second}"
+    ))))
+}
+
+/// Wait (up to 2 minutes) for the daemon to finish its final commit and exit.
+fn wait_exit(pid: i32, what: &str) -> Result<(), FsError> {
+    let start = Instant::now();
+    // SAFETY: kill with signal 0 only probes whether the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
+        if start.elapsed() >= Duration::from_secs(120) {
+            let why = format!("{what}: unmounted, but daemon {pid} has not exited after 2 minutes (its final commit may still be running)");
+            return Err(io(why)(std::io::Error::from_raw_os_error(libc::ETIMEDOUT)));
         }
+        std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
 }

@@ -121,7 +121,8 @@ fn random_ops_lockstep() {
 }
 
 /// A mount point must be a directory, and not one the store is under (the mount would hide
-/// it); both are refused before the store is touched, and nothing is left mounted.
+/// it); both are refused before the store is touched, and nothing is left mounted. `wring
+/// umount` refuses a mount that is not wring's, and clears one whose daemon died.
 #[test]
 fn a_mount_point_must_be_a_directory_that_does_not_hold_the_store() {
     if !require_root("a_mount_point_must_be_a_directory_that_does_not_hold_the_store") {
@@ -141,6 +142,15 @@ fn a_mount_point_must_be_a_directory_that_does_not_hold_the_store() {
     m.mnt = real;
     m.start("compress=zstd:3");
     m.stop();
+    // `wring umount` unmounts wring mounts only, a dead one too.
+    let e = wring_fs::daemon::umount(std::path::Path::new("/proc")).unwrap_err();
+    assert!(e.to_string().contains("not wring's"), "{e}");
+    m.start("compress=zstd:3");
+    let mut daemon = m.child.take().unwrap();
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    wring_fs::daemon::umount(&m.mnt).expect("unmounting a dead mount");
+    assert!(!is_mounted(&m.mnt));
 }
 
 #[test]
