@@ -347,17 +347,9 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        // Counted open before the check: an unlink in between then leaves an orphan for this
-        // open instead of deleting the inode under it.
-        self.vol.opened(ino.0);
-        match self.vol.inode(ino.0) {
-            Ok(_) => reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty()),
-            Err(e) => {
-                if let Err(e) = self.vol.released(ino.0) {
-                    log::warn!("undoing a failed open of inode {}: {e}", ino.0);
-                }
-                reply.error(err(e))
-            }
+        match self.vol.open_existing(ino.0) {
+            Ok(()) => reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty()),
+            Err(e) => reply.error(err(e)),
         }
     }
 

@@ -307,6 +307,7 @@ impl Volume {
 
     /// Remove a name (`dir`: rmdir, else unlink).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
+        let _ns = crate::volume::lock(&self.namespace);
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
         let Some((ino, kind)) = entry_in(&txn, parent, name)? else {
@@ -334,6 +335,7 @@ impl Volume {
         flags: u32,
     ) -> Result<(), FsError> {
         check_name(newname)?;
+        let _ns = crate::volume::lock(&self.namespace);
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
         dir_inode(&txn, newparent)?;
@@ -626,6 +628,55 @@ mod tests {
             vol.inode(ino).is_err(),
             "the orphan is deleted with its last open"
         );
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An open racing an unlink either fails or keeps the file (an orphan that reads until its
+    /// release); it never succeeds on a file the unlink then deletes. The same for a re-open
+    /// racing the last release of an orphan.
+    #[test]
+    fn an_open_racing_an_unlink_or_a_last_release_keeps_the_file_or_fails() {
+        let dir = std::env::temp_dir().join(format!("wring-open-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        // Many small extents: deleting them keeps the unlink between its look at the open
+        // counts and its commit for a while.
+        let opts = Options {
+            max_extent: 4096,
+            ..Options::default()
+        };
+        let vol = Volume::open(&dir, opts).unwrap();
+        let (mut kept, mut failed) = (0, 0);
+        let mut body = b"data".to_vec();
+        body.resize(1 << 20, 7);
+        for i in 0..100u64 {
+            let (ino, _) = vol.create(ROOT, b"f", NewInode::file(0o644)).unwrap();
+            vol.write(ino, 0, &body, None).unwrap();
+            vol.fsync(ino).unwrap();
+            vol.open_existing(ino).unwrap();
+            std::thread::scope(|s| {
+                let vol = &vol;
+                s.spawn(move || vol.remove(ROOT, b"f", false).unwrap());
+                // The orphan's last release races a re-open (as through /proc/PID/fd).
+                s.spawn(move || vol.released(ino).unwrap());
+                // Land the open at different points of the unlink and the release.
+                std::thread::sleep(std::time::Duration::from_micros(i % 25 * 80));
+                match vol.open_existing(ino) {
+                    Ok(()) => {
+                        kept += 1;
+                        assert_eq!(vol.read(ino, 0, 4).unwrap(), b"data");
+                        vol.released(ino).unwrap();
+                    }
+                    Err(e) => {
+                        assert_eq!(e.errno(), libc::ENOENT);
+                        failed += 1;
+                    }
+                }
+            });
+            assert!(vol.inode(ino).is_err(), "deleted once nothing holds it");
+        }
+        assert!(kept + failed == 100);
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -39,6 +39,11 @@ pub struct Volume {
     /// readahead requests share their boundary extents) decode it once.
     decode_stripes: Vec<Mutex<()>>,
     pub(crate) open: Mutex<HashMap<u64, u32>>,
+    /// Held by what may delete an inode (unlink, rmdir, rename over a name, a last release)
+    /// from its look at the open counts to its commit, and by an open around counting itself:
+    /// so an open is either counted before that look (the inode stays, as an orphan) or
+    /// checks the inode after the commit (and fails). Taken before any transaction.
+    pub(crate) namespace: Mutex<()>,
     pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
     pub(crate) next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
@@ -124,6 +129,7 @@ impl Volume {
             stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             decode_stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             open: Mutex::new(HashMap::new()),
+            namespace: Mutex::new(()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             reads: AtomicUsize::new(0),
@@ -200,6 +206,24 @@ impl Volume {
         *lock(&self.open).entry(ino).or_insert(0) += 1;
     }
 
+    /// open(2) of an existing inode: count the open, then check the inode is still there
+    /// (see [`Volume::namespace`]); the count is undone when it is not.
+    pub fn open_existing(&self, ino: u64) -> Result<(), FsError> {
+        {
+            let _ns = lock(&self.namespace);
+            self.opened(ino);
+        }
+        match self.inode(ino) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if let Err(u) = self.released(ino) {
+                    log::warn!("undoing a failed open of inode {ino}: {u}");
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Count a release of `ino`; delete it when it was the last open and it has no name left.
     pub(crate) fn released(&self, ino: u64) -> Result<(), FsError> {
         let last = {
@@ -217,6 +241,11 @@ impl Volume {
             }
         };
         if !last {
+            return Ok(());
+        }
+        let _ns = lock(&self.namespace);
+        if self.is_open(ino) {
+            // Opened again meanwhile (through /proc/PID/fd): that open keeps it.
             return Ok(());
         }
         let _g = self.inode_lock(ino);
