@@ -221,6 +221,13 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
             ));
         }
     }
+    let next_ino = store::counter(&txn, "next_ino")?;
+    let top = inodes.keys().copied().max().unwrap_or(store::ROOT);
+    if next_ino <= top {
+        report.problems.push(format!(
+            "the next inode number {next_ino} is not above the largest inode {top}"
+        ));
+    }
     let counted = store::counter(&txn, "used")?;
     if counted != used {
         report.problems.push(format!(
@@ -287,5 +294,31 @@ mod tests {
         for d in [dir, crashed] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+
+    /// A damaged next-inode counter is reported by fsck, and a create refuses it (EUCLEAN)
+    /// instead of handing out a number in use (it used to restart at the root's).
+    #[test]
+    fn a_damaged_next_inode_counter_is_reported_and_not_used() {
+        let dir = scratch("next-ino");
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        write_file(&vol, "a", 10);
+        let txn = vol.store.write().unwrap();
+        txn.open_table(store::META)
+            .unwrap()
+            .remove("next_ino")
+            .unwrap();
+        vol.store.commit(txn, true).unwrap();
+        let new = NewInode::file(0o644);
+        let e = vol.create(ROOT, b"b", new).unwrap_err();
+        assert_eq!(e.errno(), libc::EUCLEAN);
+        drop(vol);
+        let r = fsck(&dir).unwrap();
+        assert!(
+            r.problems.iter().any(|p| p.contains("next inode number")),
+            "{r:?}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

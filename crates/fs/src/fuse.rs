@@ -531,7 +531,14 @@ impl fuser::Filesystem for WringFs {
         reply: ReplyEmpty,
     ) {
         let name = name.as_bytes();
+        // SAFETY: geteuid has no preconditions.
+        let owner = unsafe { libc::geteuid() };
         let r = if ino.0 == ROOT && name == OPTIONS_XATTR.as_bytes() {
+            if req.uid() != 0 && req.uid() != owner {
+                // With allow_other anyone may write the root; only root and the mount's
+                // owner may remount.
+                return reply.error(Errno::EPERM);
+            }
             self.vol
                 .remount(&String::from_utf8_lossy(value))
                 .map(|o| log::info!("remounted: {o}"))

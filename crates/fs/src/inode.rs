@@ -335,6 +335,12 @@ impl Volume {
         flags: u32,
     ) -> Result<(), FsError> {
         check_name(newname)?;
+        let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE;
+        if flags & !known != 0 || flags == known {
+            // RENAME_WHITEOUT (overlayfs) is not supported; doing a plain rename would lose
+            // the whiteout.
+            return Err(errno(libc::EINVAL));
+        }
         let _ns = crate::volume::lock(&self.namespace);
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
@@ -370,6 +376,9 @@ impl Volume {
                 touch_dir(&txn, parent, 0)?;
                 touch_dir(&txn, newparent, 0)?;
             }
+            let now = Time::now();
+            update(&txn, src, |i| i.ctime = now)?;
+            update(&txn, dino, |i| i.ctime = now)?;
             return self.store.commit(txn, false);
         }
         if let Some((dino, dkind)) = dst {
@@ -628,6 +637,31 @@ mod tests {
             vol.inode(ino).is_err(),
             "the orphan is deleted with its last open"
         );
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// RENAME_WHITEOUT is refused (a plain rename would lose the whiteout); RENAME_EXCHANGE
+    /// moves both inodes' ctime on, as Linux does; a remount cannot change allow_other.
+    #[test]
+    fn rename_flags_and_exchange_times_and_mount_only_options() {
+        let dir = std::env::temp_dir().join(format!("wring-rename-flags-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
+        let e = vol.rename(ROOT, b"a", ROOT, b"c", libc::RENAME_WHITEOUT);
+        assert_eq!(e.unwrap_err().errno(), libc::EINVAL);
+        let before = (vol.inode(a).unwrap().ctime, vol.inode(b).unwrap().ctime);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        vol.rename(ROOT, b"a", ROOT, b"b", libc::RENAME_EXCHANGE)
+            .unwrap();
+        assert!(vol.inode(a).unwrap().ctime > before.0);
+        assert!(vol.inode(b).unwrap().ctime > before.1);
+        let e = vol.remount("allow_other").unwrap_err().to_string();
+        assert!(e.contains("allow_other") && e.contains("mounting"), "{e}");
+        assert!(vol.remount("compress=zstd:1").is_ok());
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }

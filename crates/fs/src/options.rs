@@ -34,6 +34,9 @@ pub enum OptionError {
     /// An option wring does not know.
     #[error("unknown option '{0}': accepted are {ACCEPTED}")]
     Unknown(String),
+    /// An option only a mount can set, given to a remount.
+    #[error("{0} can only be set when mounting, not by a remount")]
+    MountOnly(String),
     /// A known option with a value it does not accept.
     #[error("invalid value '{value}' for {option}: {accepted}")]
     Invalid {

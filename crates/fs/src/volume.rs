@@ -151,6 +151,10 @@ impl Volume {
     pub fn remount(&self, text: &str) -> Result<Options, FsError> {
         let mut o = self.options.write().unwrap_or_else(|e| e.into_inner());
         let new = o.apply(text)?;
+        if new.allow_other != o.allow_other {
+            // The session's access rule is fixed when the FUSE session starts.
+            return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
+        }
         if new.streams != o.streams {
             self.engine.set_streams(new.streams);
         }

@@ -478,8 +478,14 @@ pub fn get_inode<T: ReadableTable<u64, &'static [u8]>>(
 /// Increment and return a counter in META.
 pub fn next_counter(txn: &WriteTransaction, key: &str) -> Result<u64, FsError> {
     let mut meta = txn.open_table(META)?;
-    let v = meta.get(key)?.map(|g| g.value()).unwrap_or(1);
-    meta.insert(key, v + 1)?;
+    let v = meta.get(key)?.map(|g| g.value());
+    // mkfs sets every counter; a missing one is damage (defaulting `next_ino` would hand out
+    // the root's number again).
+    let Some((v, next)) = v.and_then(|v| Some((v, v.checked_add(1)?))) else {
+        log::error!("the store's {key} counter is missing or exhausted; run wring fsck");
+        return Err(errno(libc::EUCLEAN));
+    };
+    meta.insert(key, next)?;
     Ok(v)
 }
 
