@@ -296,6 +296,22 @@ mod tests {
         }
     }
 
+    /// A store whose data file is gone does not mount with an empty one in its place.
+    #[test]
+    fn a_missing_data_file_is_not_recreated_under_stored_extents() {
+        let dir = scratch("no-data");
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        write_file(&vol, "a", 100_000);
+        vol.sync().unwrap();
+        drop(vol);
+        std::fs::remove_file(dir.join(DATA_FILE)).unwrap();
+        let e = Volume::open(&dir, Options::default()).err().unwrap();
+        assert!(e.to_string().contains(DATA_FILE), "{e}");
+        assert!(!dir.join(DATA_FILE).exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     /// A damaged next-inode counter is reported by fsck, and a create refuses it (EUCLEAN)
     /// instead of handing out a number in use (it used to restart at the root's).
     #[test]

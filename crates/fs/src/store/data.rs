@@ -45,6 +45,10 @@ struct Space {
     waiting: Vec<(u64, Vec<Range>)>,
     /// The largest `end` since the file was last cut to `end`.
     high: u64,
+    /// Ranges of damaged extent items found at mount (past the end of the file, or sharing
+    /// bytes with another item), with how many items name each: freeing one would hand out
+    /// bytes that are, or will be, another extent's. Their release frees nothing.
+    damaged: BTreeMap<Range, usize>,
 }
 
 /// Read snapshots alive, by the epoch they started in.
@@ -132,6 +136,14 @@ impl Space {
     /// the file, or overlapping space already free) is left alone: freeing it would move the
     /// end of the used part or hand the same bytes out twice.
     fn release(&mut self, (start, len): Range) {
+        if let Some(n) = self.damaged.get_mut(&(start, len)) {
+            *n -= 1;
+            if *n == 0 {
+                self.damaged.remove(&(start, len));
+            }
+            log::warn!("data file: not freeing {len} bytes at {start}: a damaged extent item's");
+            return;
+        }
         let len = round_up(len.max(1));
         let end = start.checked_add(len).filter(|&e| e <= self.end);
         let overlaps_free = |end: u64| {
@@ -153,24 +165,43 @@ impl Space {
 
 impl DataFile {
     /// The data file on `file`, with `used` the ranges the extent items reference; everything
-    /// else is free. A range past the end of the file is a damaged item (reading it fails): it
-    /// is not kept.
+    /// else is free. Damaged items' ranges (past the end of the file, where reading fails, or
+    /// sharing bytes with another item) are remembered so that deleting them frees nothing.
     pub fn new(file: Medium, mut used: Vec<Range>) -> Result<DataFile, FsError> {
         let len = file.size().map_err(|source| FsError::Io {
             what: "reading the length of the data file".into(),
             source,
         })?;
-        used.retain(|&(start, n)| start.checked_add(n).is_some_and(|e| e <= len));
-        used.sort_unstable();
         let mut space = Space::default();
-        let mut at = 0u64;
-        for (start, len) in used {
-            let end = start.saturating_add(round_up(len.max(1)));
-            if start > at {
-                space.free.insert(at, start - at);
-                space.by_len.insert((start - at, at));
+        let mut damaged = |r: Range| *space.damaged.entry(r).or_insert(0) += 1;
+        used.retain(|&(start, n)| {
+            let inside = start.checked_add(n).is_some_and(|e| e <= len);
+            if !inside {
+                damaged((start, n));
             }
-            at = at.max(end);
+            inside
+        });
+        used.sort_unstable();
+        let mut at = 0u64;
+        let mut free = Vec::new();
+        // The range reaching furthest so far: the one a range starting before `at` overlaps.
+        let mut cover: Option<Range> = None;
+        for (start, n) in used {
+            let end = start.saturating_add(round_up(n.max(1)));
+            if start > at {
+                free.push((at, start - at));
+            } else if let Some(c) = cover.filter(|_| start < at) {
+                damaged(c);
+                damaged((start, n));
+            }
+            if end > at {
+                at = end;
+                cover = Some((start, n));
+            }
+        }
+        for (s, l) in free {
+            space.free.insert(s, l);
+            space.by_len.insert((l, s));
         }
         space.end = at;
         Ok(DataFile {
@@ -396,6 +427,28 @@ mod tests {
         let d = open_at(&t.path().join("data"), vec![(0, 1000), (1 << 40, 10)]);
         assert_eq!(d.usage(), (0, 1024));
         assert_eq!(d.allocate(10), 1024);
+    }
+
+    /// A damaged item's range past the end of the file is free for new extents; deleting the
+    /// damaged item later must not free it under them. Two items sharing bytes: deleting
+    /// either frees nothing the other still names.
+    #[test]
+    fn deleting_a_damaged_item_frees_nothing_another_extent_uses() {
+        let (t, _) = open(vec![(0, 1024)]);
+        let dangling = (2048, 1024);
+        let d = open_at(&t.path().join("data"), vec![(0, 1024), dangling]);
+        let new: Vec<u64> = (0..3).map(|_| d.allocate(1024)).collect();
+        assert!(new.contains(&2048), "{new:?}");
+        d.release(dangling);
+        assert_eq!(d.usage().0, 0, "nothing freed");
+        assert_eq!(d.allocate(1024), 4096);
+
+        let (_t, d) = open(vec![(0, 2048), (1024, 1024), (4096, 512)]);
+        d.release((1024, 1024));
+        d.release((0, 2048));
+        assert_eq!(d.usage(), (2048, 4608), "the shared bytes stay used");
+        d.release((4096, 512));
+        assert_eq!(d.usage(), (0, 2048));
     }
 
     #[test]

@@ -179,8 +179,17 @@ impl Store {
         let path = db_path(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).open(&path)?;
-        let data = Medium::open(&dir.join(DATA_FILE))
-            .map_err(io(format!("opening {}", dir.join(DATA_FILE).display())))?;
+        let data_path = dir.join(DATA_FILE);
+        if !data_path.exists() && !external_ranges(&db)?.is_empty() {
+            // Recreating it empty would turn every extent stored there into an I/O error.
+            let what = format!(
+                "opening {} (the store's extents are there)",
+                data_path.display()
+            );
+            return Err(io(what)(std::io::ErrorKind::NotFound.into()));
+        }
+        let data =
+            Medium::open(&data_path).map_err(io(format!("opening {}", data_path.display())))?;
         let store = Store::assemble(db, data, dir, false, &repaired)?;
         if store.repaired {
             log::warn!("{}: not closed cleanly, recovered", path.display());
