@@ -4,6 +4,8 @@
 //! sorted by name per directory; a listing is a snapshot taken when it starts, so entries
 //! removed while it is read (rm -r) are neither skipped nor repeated.
 
+use std::sync::Arc;
+
 use redb::{ReadableTable, WriteTransaction};
 
 use crate::error::{errno, FsError};
@@ -96,43 +98,47 @@ impl Volume {
         Ok(self.new_fh())
     }
 
-    /// Entries of `dir` from position `offset` of the listing held by `fh` (refreshed when
-    /// `offset` is 0). Positions 0 and 1 are `.` and `..`.
-    pub fn readdir(&self, dir: u64, fh: u64, offset: u64) -> Result<Vec<(u64, DirEntry)>, FsError> {
-        let mut dirs = lock(&self.dirs);
-        if offset == 0 || !dirs.contains_key(&fh) {
-            let txn = self.store.read()?;
-            let dirents = txn.open_table(DIRENTS)?;
-            let mut list = vec![
-                DirEntry {
-                    ino: dir,
-                    kind: Kind::Dir,
-                    name: b".".to_vec(),
-                },
-                DirEntry {
-                    ino: store::parent_of(&txn, dir)?,
-                    kind: Kind::Dir,
-                    name: b"..".to_vec(),
-                },
-            ];
-            for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
-                let (k, v) = r?;
-                let (ino, kind) = v.value();
-                list.push(DirEntry {
-                    ino,
-                    kind: Kind::from_u8(kind).unwrap_or(Kind::File),
-                    name: k.value().1.to_vec(),
-                });
+    /// The listing of `dir` held by `fh`, taken now when `offset` is 0 (or none is held);
+    /// the caller replies from position `offset`. Positions 0 and 1 are `.` and `..`; the
+    /// entry at index i has position i + 1 as its `next` offset.
+    pub fn readdir(&self, dir: u64, fh: u64, offset: u64) -> Result<Arc<Vec<DirEntry>>, FsError> {
+        if offset != 0 {
+            if let Some(list) = lock(&self.dirs).get(&fh) {
+                return Ok(list.clone());
             }
-            dirs.insert(fh, list);
         }
-        let list = dirs.get(&fh).map(Vec::as_slice).unwrap_or(&[]);
-        Ok(list
-            .iter()
-            .enumerate()
-            .skip(offset as usize)
-            .map(|(i, e)| (i as u64 + 1, e.clone()))
-            .collect())
+        // Read outside the lock: other listings go on meanwhile.
+        let list = Arc::new(self.list(dir)?);
+        lock(&self.dirs).insert(fh, list.clone());
+        Ok(list)
+    }
+
+    /// `.`, `..` and the entries of `dir`, from one snapshot.
+    fn list(&self, dir: u64) -> Result<Vec<DirEntry>, FsError> {
+        let txn = self.store.read()?;
+        let dirents = txn.open_table(DIRENTS)?;
+        let mut list = vec![
+            DirEntry {
+                ino: dir,
+                kind: Kind::Dir,
+                name: b".".to_vec(),
+            },
+            DirEntry {
+                ino: store::parent_of(&txn, dir)?,
+                kind: Kind::Dir,
+                name: b"..".to_vec(),
+            },
+        ];
+        for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
+            let (k, v) = r?;
+            let (ino, kind) = v.value();
+            list.push(DirEntry {
+                ino,
+                kind: Kind::from_u8(kind).unwrap_or(Kind::File),
+                name: k.value().1.to_vec(),
+            });
+        }
+        Ok(list)
     }
 
     /// End a listing.

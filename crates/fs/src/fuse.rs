@@ -469,7 +469,9 @@ impl fuser::Filesystem for WringFs {
     ) {
         match self.vol.readdir(ino.0, fh.0, offset) {
             Ok(list) => {
-                for (next, e) in list {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX);
+                for (i, e) in list.iter().enumerate().skip(from) {
+                    let next = i as u64 + 1;
                     if reply.add(
                         INodeNo(e.ino),
                         next,

@@ -44,7 +44,7 @@ pub struct Volume {
     /// so an open is either counted before that look (the inode stays, as an orphan) or
     /// checks the inode after the commit (and fails). Taken before any transaction.
     pub(crate) namespace: Mutex<()>,
-    pub(crate) dirs: Mutex<HashMap<u64, Vec<crate::dir::DirEntry>>>,
+    pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<crate::dir::DirEntry>>>>,
     pub(crate) next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
     pub(crate) reads: AtomicUsize,
