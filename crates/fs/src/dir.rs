@@ -89,13 +89,18 @@ impl Volume {
         Ok((ino, self.inode(ino)?))
     }
 
-    /// Start a listing of `dir` under handle `fh`.
+    /// Start a listing of `dir`; returns its handle. The directory counts as open until
+    /// [`Volume::releasedir`], so an rmdir meanwhile leaves it as an orphan (`fstat` on the
+    /// descriptor still works, with no links), as for files.
     pub fn opendir(&self, dir: u64) -> Result<u64, FsError> {
-        let inode = self.inode(dir)?;
-        if inode.kind != Kind::Dir {
-            return Err(errno(libc::ENOTDIR));
+        self.open_existing(dir)?;
+        match self.inode(dir) {
+            Ok(i) if i.kind == Kind::Dir => Ok(self.new_fh()),
+            r => {
+                self.released(dir)?;
+                Err(r.err().unwrap_or(errno(libc::ENOTDIR)))
+            }
         }
-        Ok(self.new_fh())
     }
 
     /// The listing of `dir` held by `fh`, taken now when `offset` is 0 (or none is held);
@@ -116,6 +121,10 @@ impl Volume {
     /// `.`, `..` and the entries of `dir`, from one snapshot.
     fn list(&self, dir: u64) -> Result<Vec<DirEntry>, FsError> {
         let txn = self.store.read()?;
+        if store::get_inode(&txn.open_table(INODES)?, dir)?.nlink == 0 {
+            // Removed while open: Linux lists nothing of a dead directory.
+            return Err(errno(libc::ENOENT));
+        }
         let dirents = txn.open_table(DIRENTS)?;
         let mut list = vec![
             DirEntry {
@@ -141,8 +150,9 @@ impl Volume {
         Ok(list)
     }
 
-    /// End a listing.
-    pub fn releasedir(&self, fh: u64) {
+    /// End the listing `fh` of `dir`; the last one of a removed directory deletes it.
+    pub fn releasedir(&self, dir: u64, fh: u64) -> Result<(), FsError> {
         lock(&self.dirs).remove(&fh);
+        self.released(dir)
     }
 }

@@ -490,13 +490,15 @@ impl fuser::Filesystem for WringFs {
     fn releasedir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.vol.releasedir(fh.0);
-        reply.ok();
+        match self.vol.releasedir(ino.0, fh.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
     }
 
     fn fsyncdir(

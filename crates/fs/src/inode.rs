@@ -641,6 +641,32 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A directory removed while a listing of it is open stays until the listing ends
+    /// (fstat on the descriptor works, with no links) and lists nothing, as on Linux.
+    #[test]
+    fn a_directory_removed_while_open_lives_until_released() {
+        let dir = std::env::temp_dir().join(format!("wring-dir-orphan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let new = NewInode {
+            kind: crate::store::records::Kind::Dir,
+            ..NewInode::file(0o755)
+        };
+        let (d, _) = vol.create(ROOT, b"d", new).unwrap();
+        let fh = vol.opendir(d).unwrap();
+        vol.remove(ROOT, b"d", true).unwrap();
+        assert_eq!(vol.inode(d).unwrap().nlink, 0);
+        assert_eq!(vol.readdir(d, fh, 0).unwrap_err().errno(), libc::ENOENT);
+        vol.releasedir(d, fh).unwrap();
+        assert!(vol.inode(d).is_err(), "deleted with its last listing");
+        let fh = vol.opendir(ROOT).unwrap();
+        vol.releasedir(ROOT, fh).unwrap();
+        assert!(vol.inode(ROOT).is_ok());
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// RENAME_WHITEOUT is refused (a plain rename would lose the whiteout); RENAME_EXCHANGE
     /// moves both inodes' ctime on, as Linux does; a remount cannot change allow_other.
     #[test]

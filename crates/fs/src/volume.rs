@@ -252,6 +252,16 @@ impl Volume {
             // Opened again meanwhile (through /proc/PID/fd): that open keeps it.
             return Ok(());
         }
+        // A snapshot is enough to see it still has a name (namespace changes wait for the
+        // lock held here); only an orphan needs the write transaction.
+        let named = {
+            let txn = self.store.read()?;
+            let inodes = txn.open_table(INODES)?;
+            store::get_inode(&inodes, ino).map_or(true, |i| i.nlink > 0)
+        };
+        if named {
+            return Ok(());
+        }
         let _g = self.inode_lock(ino);
         let txn = self.store.write()?;
         let nlink = {
