@@ -237,7 +237,9 @@ pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<(), FsError> {
 
 /// Change options on a live mount; the text is checked here first so errors name the option.
 pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
-    Options::parse(options)?;
+    if Options::parse(options)?.allow_other {
+        return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
+    }
     set_xattr(mountpoint, OPTIONS_XATTR, options.as_bytes())?;
     Ok(String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned())
 }

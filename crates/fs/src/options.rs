@@ -174,8 +174,9 @@ impl Options {
                     }
                 }
                 ("page_pool", Some(v)) => match v.parse::<usize>() {
-                    Ok(n) if n <= 1 << 24 => o.page_pool = n,
-                    _ => return Err(invalid(key, v, "a number of pages from 0 to 16777216")),
+                    // The pool is allocated when set: at most 4 GiB of 4 KiB pages.
+                    Ok(n) if n <= 1 << 20 => o.page_pool = n,
+                    _ => return Err(invalid(key, v, "a number of pages from 0 to 1048576")),
                 },
                 ("allow_other", None) => o.allow_other = true,
                 ("rw" | "defaults", None) => {}

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use crate::error::FsError;
-use crate::store::records::{stored_len, Encoding, Kind};
+use crate::store::records::{stored, stored_len, Encoding, Kind, Stored};
 use crate::store::{self, DIRENTS, EXTENTS, INODES};
 use crate::volume::Volume;
 
@@ -40,6 +40,8 @@ pub struct Report {
     pub files: u64,
     /// Every extent.
     pub total: Usage,
+    /// Extents whose stored bytes are kept in their item (compsize's "inline").
+    pub inline: u64,
     /// Per type (`none`, `zstd`, `zlib`, `lzo`, …).
     pub by_type: BTreeMap<String, Usage>,
     /// Per algorithm and level (`zstd:3`).
@@ -79,8 +81,11 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "Processed {} files, {} regular extents ({} refs), 0 inline.",
-            self.files, self.total.extents, self.total.extents
+            "Processed {} files, {} regular extents ({} refs), {} inline.",
+            self.files,
+            self.total.extents - self.inline,
+            self.total.extents - self.inline,
+            self.inline
         )?;
         writeln!(f, "Type       Perc     Disk Usage Uncompressed Referenced")?;
         row(f, "TOTAL", &self.total)?;
@@ -129,6 +134,9 @@ impl Volume {
                         let v = v.value();
                         let h = Volume::header(cur, 0, v)?;
                         let disk = stored_len(v);
+                        if matches!(stored(v), Some(Stored::Inline(_))) {
+                            report.inline += 1;
+                        }
                         let ram = h.ram_len as u64;
                         let (ty, level) = match h.encoding {
                             Encoding::Raw => ("none".to_string(), "none".to_string()),
@@ -148,5 +156,38 @@ impl Volume {
             }
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::inode::NewInode;
+    use crate::store::{Store, ROOT};
+    use crate::{Options, Volume};
+
+    /// Extents small enough to live in their item are counted as compsize's "inline", the
+    /// others as regular extents.
+    #[test]
+    fn inline_and_regular_extents_are_counted_apart() {
+        let dir = std::env::temp_dir().join(format!("wring-stat-inline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (small, _) = vol.create(ROOT, b"small", NewInode::file(0o644)).unwrap();
+        vol.write(small, 0, b"a few bytes", None).unwrap();
+        let (big, _) = vol.create(ROOT, b"big", NewInode::file(0o644)).unwrap();
+        let data: Vec<u8> = (0..300_000u32)
+            .map(|i| (i * 2_654_435_761 >> 13) as u8)
+            .collect();
+        vol.write(big, 0, &data, None).unwrap();
+        let r = vol.stat_report(ROOT).unwrap();
+        assert_eq!((r.files, r.inline, r.total.extents), (2, 1, 4));
+        let text = r.to_string();
+        assert!(
+            text.starts_with("Processed 2 files, 3 regular extents (3 refs), 1 inline."),
+            "{text}"
+        );
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -114,6 +114,25 @@ fn mount_status_umount_in_background() {
         "status lacks compress=: {status}"
     );
 
+    // -o may repeat, later ones win; a remount cannot change allow_other, and says so.
+    let now = ok(
+        &wring(
+            &["remount", "-o", "compress=lzo", "-o", "streams=1", mnt],
+            limit,
+        ),
+        "wring remount",
+    );
+    assert!(
+        now.starts_with("compress=lzo,") && now.contains("streams=1"),
+        "{now}"
+    );
+    let e = wring(&["remount", "-o", "allow_other", mnt], limit);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        !e.status.success() && msg.contains("allow_other can only be set when mounting"),
+        "{msg}"
+    );
+
     // A second mount on the same point fails with a message, and leaves the first alone.
     let again = wring(&["mount", st, mnt], limit);
     assert!(!again.status.success(), "a second mount succeeded");

@@ -17,11 +17,13 @@ pub enum Command {
     },
     /// Mount the store DIR on MOUNTPOINT (in the background unless -f)
     Mount {
-        /// Options, btrfs's spelling: compress=ALG[:LEVEL], compress-force=ALG[:LEVEL],
-        /// compress=no, and max_extent=SIZE, streams=N, reclaim=SECONDS, workspace_mem=BYTES,
-        /// page_pool=PAGES, allow_other
-        #[arg(short = 'o', default_value = "")]
-        options: String,
+        /// Options, comma-separated, -o may repeat (later ones win). btrfs's spelling:
+        /// compress=ALG[:LEVEL] (zstd:-15..22, default 3; zlib:1..9, default 3; lzo; lz4;
+        /// lz4hc:1..12), compress-force=ALG[:LEVEL], compress=no; and wring's:
+        /// max_extent=SIZE (4K..4M, default 128K), streams=N (1..1024), reclaim=SECONDS,
+        /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), allow_other
+        #[arg(short = 'o')]
+        options: Vec<String>,
         /// Stay in the foreground
         #[arg(short = 'f')]
         foreground: bool,
@@ -37,9 +39,9 @@ pub enum Command {
     },
     /// Change options on a live mount
     Remount {
-        /// Options to change
-        #[arg(short = 'o')]
-        options: String,
+        /// Options to change (as for mount, except allow_other), -o may repeat
+        #[arg(short = 'o', required = true)]
+        options: Vec<String>,
         /// The mount point
         mountpoint: PathBuf,
     },
@@ -106,6 +108,7 @@ pub fn run(cmd: Command) -> Result<()> {
             dir,
             mountpoint,
         } => {
+            let options = options.join(",");
             Options::parse(&options)?;
             if foreground {
                 daemon::mount_foreground(&dir, &mountpoint, &options)?;
@@ -127,7 +130,7 @@ pub fn run(cmd: Command) -> Result<()> {
             options,
             mountpoint,
         } => {
-            println!("{}", daemon::remount(&mountpoint, &options)?);
+            println!("{}", daemon::remount(&mountpoint, &options.join(","))?);
         }
         Command::Status { mountpoint } => print!("{}", daemon::status(&mountpoint)?),
         Command::Property(PropertyCommand::Get { path, name }) => {
