@@ -177,7 +177,7 @@ mod tests {
         vol.write(small, 0, b"a few bytes", None).unwrap();
         let (big, _) = vol.create(ROOT, b"big", NewInode::file(0o644)).unwrap();
         let data: Vec<u8> = (0..300_000u32)
-            .map(|i| (i * 2_654_435_761 >> 13) as u8)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         vol.write(big, 0, &data, None).unwrap();
         let r = vol.stat_report(ROOT).unwrap();
