@@ -138,7 +138,7 @@ pub fn run(cmd: Command) -> Result<()> {
             match daemon::get_xattr(&path, PROP_XATTR) {
                 Ok(v) => println!("compression={}", String::from_utf8_lossy(&v)),
                 Err(wring_fs::FsError::Io { source, .. })
-                    if source.raw_os_error() == Some(libc_enodata()) =>
+                    if source.raw_os_error() == Some(libc::ENODATA) =>
                 {
                     println!("compression=")
                 }
@@ -154,8 +154,16 @@ pub fn run(cmd: Command) -> Result<()> {
         }
         Command::Stat { paths } => {
             for p in paths {
-                let v = daemon::get_xattr(&p, STAT_XATTR)
-                    .with_context(|| format!("{} is not on a wring mount", p.display()))?;
+                let v = match daemon::get_xattr(&p, STAT_XATTR) {
+                    // Only a wring mount answers its control attribute.
+                    Err(wring_fs::FsError::Io { source, .. })
+                        if source.raw_os_error() == Some(libc::ENODATA)
+                            || source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+                    {
+                        anyhow::bail!("{} is not on a wring mount", p.display())
+                    }
+                    r => r.with_context(|| format!("wring stat {}", p.display()))?,
+                };
                 print!("{}", String::from_utf8_lossy(&v));
             }
         }
@@ -175,8 +183,4 @@ pub fn run(cmd: Command) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn libc_enodata() -> i32 {
-    61
 }
