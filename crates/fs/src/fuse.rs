@@ -203,7 +203,7 @@ impl fuser::Filesystem for WringFs {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -218,6 +218,7 @@ impl fuser::Filesystem for WringFs {
             size,
             atime: time(atime),
             mtime: time(mtime),
+            ctime,
             caller: Some(caller(req)),
         };
         match self.vol.setattr(ino.0, &set) {

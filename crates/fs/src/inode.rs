@@ -33,6 +33,9 @@ pub struct SetAttr {
     pub atime: Option<Option<SystemTime>>,
     /// New modification time (`None` inside: now).
     pub mtime: Option<Option<SystemTime>>,
+    /// The change time the kernel keeps (with the writeback cache it sends its own when it
+    /// flushes times); `None`: now.
+    pub ctime: Option<SystemTime>,
     /// Who asks; a size change by anyone but root drops the set-ID bits.
     pub caller: Option<Caller>,
 }
@@ -461,7 +464,7 @@ impl Volume {
         if let Some(m) = set.mtime {
             inode.mtime = m.map_or(now, Time::from_system);
         }
-        inode.ctime = now;
+        inode.ctime = set.ctime.map_or(now, Time::from_system);
         put_inode(&txn, ino, &inode)?;
         self.store.commit(txn, false)?;
         Ok(inode)
@@ -663,6 +666,30 @@ mod tests {
         let fh = vol.opendir(ROOT).unwrap();
         vol.releasedir(ROOT, fh).unwrap();
         assert!(vol.inode(ROOT).is_ok());
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A setattr carrying the kernel's ctime (its writeback-cache time flush) stores that
+    /// time, not the time the flush arrived.
+    #[test]
+    fn a_setattr_keeps_the_ctime_the_kernel_sends() {
+        let dir = std::env::temp_dir().join(format!("wring-ctime-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_789);
+        let set = super::SetAttr {
+            mtime: Some(Some(t)),
+            ctime: Some(t),
+            ..super::SetAttr::default()
+        };
+        let i = vol.setattr(a, &set).unwrap();
+        assert_eq!(
+            (i.ctime, i.mtime),
+            (i.mtime, crate::store::records::Time::from_system(t))
+        );
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }
