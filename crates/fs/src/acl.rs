@@ -62,11 +62,11 @@ impl Acl {
         acl.valid().then_some(acl).ok_or_else(bad)
     }
 
-    /// posix_acl_valid(): one owner, owning group and other entry; named entries in order
-    /// without duplicates; a mask when there are named entries; permissions within rwx.
+    /// posix_acl_valid(): entries in tag order; one owner, owning group and other entry; a
+    /// mask when there are named entries; permissions within rwx.
     fn valid(&self) -> bool {
         let mut seen = [0usize; 6];
-        let mut last: Option<(u16, u32)> = None;
+        let mut last: Option<u16> = None;
         for e in &self.entries {
             if e.perm & !7 != 0 {
                 return false;
@@ -80,13 +80,14 @@ impl Acl {
                 OTHER => 5,
                 _ => return false,
             };
-            // Entries come sorted by tag, named ones by id.
-            if let Some((t, id)) = last {
-                if e.tag < t || (e.tag == t && (!matches!(e.tag, USER | GROUP) || e.id <= id)) {
+            // Entries come in tag order, as the kernel checks; named entries may repeat a tag
+            // in any id order (the kernel does not sort or dedupe them either).
+            if let Some(t) = last {
+                if e.tag < t || (e.tag == t && !matches!(e.tag, USER | GROUP)) {
                     return false;
                 }
             }
-            last = Some((e.tag, e.id));
+            last = Some(e.tag);
             seen[slot] += 1;
         }
         // A mask is needed with named entries and allowed without.
@@ -290,7 +291,17 @@ mod tests {
             (MASK, 5, 0),
             (OTHER, 0, 0),
         ]);
-        assert!(Acl::parse(&dup.to_bytes()).is_err());
+        // As the kernel (checked on tmpfs): named entries may repeat or come in any id order.
+        assert!(Acl::parse(&dup.to_bytes()).is_ok());
+        let ids_unsorted = acl(&[
+            (USER_OBJ, 7, 0),
+            (USER, 5, 1000),
+            (USER, 5, 5),
+            (GROUP_OBJ, 4, 0),
+            (MASK, 5, 0),
+            (OTHER, 0, 0),
+        ]);
+        assert!(Acl::parse(&ids_unsorted.to_bytes()).is_ok());
         let big_perm = acl(&[(USER_OBJ, 8, 0), (GROUP_OBJ, 4, 0), (OTHER, 0, 0)]);
         assert!(Acl::parse(&big_perm.to_bytes()).is_err());
         for junk in [
