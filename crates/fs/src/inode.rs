@@ -539,8 +539,11 @@ impl Volume {
                 .trim_end_matches('\0')
                 .to_string();
             if text.is_empty() {
+                // btrfs: an empty value removes the property; XATTR_REPLACE still wants one.
                 return match self.removexattr(ino, name) {
-                    Err(FsError::Errno(libc::ENODATA)) => Ok(()),
+                    Err(FsError::Errno(libc::ENODATA)) if flags & libc::XATTR_REPLACE == 0 => {
+                        Ok(())
+                    }
                     r => r,
                 };
             }
@@ -690,6 +693,26 @@ mod tests {
             (i.ctime, i.mtime),
             (i.mtime, crate::store::records::Time::from_system(t))
         );
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An empty `btrfs.compression` removes the property; with XATTR_REPLACE and none set it
+    /// is ENODATA, as for any xattr.
+    #[test]
+    fn an_empty_property_removes_it_and_replace_wants_one() {
+        let dir = std::env::temp_dir().join(format!("wring-prop-empty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let p = crate::PROP_XATTR.as_bytes();
+        let e = vol.setxattr(a, p, b"", libc::XATTR_REPLACE).unwrap_err();
+        assert_eq!(e.errno(), libc::ENODATA);
+        vol.setxattr(a, p, b"", 0).unwrap();
+        vol.setxattr(a, p, b"zstd:9", 0).unwrap();
+        vol.setxattr(a, p, b"", libc::XATTR_REPLACE).unwrap();
+        assert_eq!(vol.getxattr(a, p).unwrap_err().errno(), libc::ENODATA);
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
     }
