@@ -208,11 +208,12 @@ fn timer_thread_fires_on_the_injected_clock() {
     eventually("the timer disarms", || m.timer_deadline().is_none());
 }
 
-#[test]
-fn reclaim_interval_is_configurable() {
+/// A zstd manager reclaiming after `reclaim`, with a level-22 and a level-2 workspace put
+/// back idle.
+fn two_idle(reclaim: Duration) -> (Arc<ManualClock>, Manager) {
     let clock = Arc::new(ManualClock::new());
     let cfg = ManagerConfig {
-        reclaim: Duration::from_secs(5),
+        reclaim,
         ..ManagerConfig::default()
     };
     let m = manager_with(Algorithm::Zstd, Arc::clone(&clock), cfg);
@@ -220,6 +221,12 @@ fn reclaim_interval_is_configurable() {
     let ws = m.get(2);
     m.put(ws);
     m.put(held);
+    (clock, m)
+}
+
+#[test]
+fn reclaim_interval_is_configurable() {
+    let (clock, m) = two_idle(Duration::from_secs(5));
     clock.advance(Duration::from_secs(6));
     assert_eq!(m.reclaim_now(), 1);
 }
@@ -228,16 +235,7 @@ fn reclaim_interval_is_configurable() {
 /// timer without overflowing, and nothing is reclaimed.
 #[test]
 fn a_reclaim_interval_past_the_end_of_time_never_fires() {
-    let clock = Arc::new(ManualClock::new());
-    let cfg = ManagerConfig {
-        reclaim: Duration::MAX,
-        ..ManagerConfig::default()
-    };
-    let m = manager_with(Algorithm::Zstd, Arc::clone(&clock), cfg);
-    let held = m.get(22);
-    let ws = m.get(2);
-    m.put(ws);
-    m.put(held);
+    let (clock, m) = two_idle(Duration::MAX);
     clock.advance(Duration::from_secs(1 << 40));
     assert_eq!(m.reclaim_now(), 0);
 }

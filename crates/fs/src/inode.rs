@@ -626,14 +626,25 @@ mod tests {
     use crate::store::{Store, ROOT};
     use crate::{Options, Volume};
 
+    /// A fresh store in the temp dir named `name`, and the volume on it.
+    fn scratch(name: &str, opts: Options) -> (std::path::PathBuf, Volume) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, opts).unwrap();
+        (dir, vol)
+    }
+
+    fn done(dir: std::path::PathBuf, vol: Volume) {
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A file made by create(2) is open from before its name is visible: an unlink right after
     /// leaves it as an orphan that still reads and writes until the open is released.
     #[test]
     fn a_created_file_unlinked_at_once_lives_until_released() {
-        let dir = std::env::temp_dir().join(format!("wring-create-open-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("wring-create-open", Options::default());
         let (ino, _) = vol.create_open(ROOT, b"f", NewInode::file(0o644)).unwrap();
         vol.remove(ROOT, b"f", false).unwrap();
         vol.write(ino, 0, b"still here", None).unwrap();
@@ -643,18 +654,14 @@ mod tests {
             vol.inode(ino).is_err(),
             "the orphan is deleted with its last open"
         );
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 
     /// A directory removed while a listing of it is open stays until the listing ends
     /// (fstat on the descriptor works, with no links) and lists nothing, as on Linux.
     #[test]
     fn a_directory_removed_while_open_lives_until_released() {
-        let dir = std::env::temp_dir().join(format!("wring-dir-orphan-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("wring-dir-orphan", Options::default());
         let new = NewInode {
             kind: crate::store::records::Kind::Dir,
             ..NewInode::file(0o755)
@@ -669,18 +676,14 @@ mod tests {
         let fh = vol.opendir(ROOT).unwrap();
         vol.releasedir(ROOT, fh).unwrap();
         assert!(vol.inode(ROOT).is_ok());
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 
     /// A setattr carrying the kernel's ctime (its writeback-cache time flush) stores that
     /// time, not the time the flush arrived.
     #[test]
     fn a_setattr_keeps_the_ctime_the_kernel_sends() {
-        let dir = std::env::temp_dir().join(format!("wring-ctime-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("wring-ctime", Options::default());
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_789);
         let set = super::SetAttr {
@@ -693,18 +696,14 @@ mod tests {
             (i.ctime, i.mtime),
             (i.mtime, crate::store::records::Time::from_system(t))
         );
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 
     /// An empty `btrfs.compression` removes the property; with XATTR_REPLACE and none set it
     /// is ENODATA, as for any xattr.
     #[test]
     fn an_empty_property_removes_it_and_replace_wants_one() {
-        let dir = std::env::temp_dir().join(format!("wring-prop-empty-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("wring-prop-empty", Options::default());
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let p = crate::PROP_XATTR.as_bytes();
         let e = vol.setxattr(a, p, b"", libc::XATTR_REPLACE).unwrap_err();
@@ -713,18 +712,14 @@ mod tests {
         vol.setxattr(a, p, b"zstd:9", 0).unwrap();
         vol.setxattr(a, p, b"", libc::XATTR_REPLACE).unwrap();
         assert_eq!(vol.getxattr(a, p).unwrap_err().errno(), libc::ENODATA);
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 
     /// RENAME_WHITEOUT is refused (a plain rename would lose the whiteout); RENAME_EXCHANGE
     /// moves both inodes' ctime on, as Linux does; a remount cannot change allow_other.
     #[test]
     fn rename_flags_and_exchange_times_and_mount_only_options() {
-        let dir = std::env::temp_dir().join(format!("wring-rename-flags-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (dir, vol) = scratch("wring-rename-flags", Options::default());
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
         let e = vol.rename(ROOT, b"a", ROOT, b"c", libc::RENAME_WHITEOUT);
@@ -738,8 +733,7 @@ mod tests {
         let e = vol.remount("allow_other").unwrap_err().to_string();
         assert!(e.contains("allow_other") && e.contains("mounting"), "{e}");
         assert!(vol.remount("compress=zstd:1").is_ok());
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 
     /// An open racing an unlink either fails or keeps the file (an orphan that reads until its
@@ -747,16 +741,13 @@ mod tests {
     /// racing the last release of an orphan.
     #[test]
     fn an_open_racing_an_unlink_or_a_last_release_keeps_the_file_or_fails() {
-        let dir = std::env::temp_dir().join(format!("wring-open-race-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
         // Many small extents: deleting them keeps the unlink between its look at the open
         // counts and its commit for a while.
         let opts = Options {
             max_extent: 4096,
             ..Options::default()
         };
-        let vol = Volume::open(&dir, opts).unwrap();
+        let (dir, vol) = scratch("wring-open-race", opts);
         let (mut kept, mut failed) = (0, 0);
         let mut body = b"data".to_vec();
         body.resize(1 << 20, 7);
@@ -787,7 +778,6 @@ mod tests {
             assert!(vol.inode(ino).is_err(), "deleted once nothing holds it");
         }
         assert!(kept + failed == 100);
-        drop(vol);
-        let _ = std::fs::remove_dir_all(&dir);
+        done(dir, vol);
     }
 }
