@@ -240,10 +240,11 @@ impl Delalloc {
 }
 
 impl Volume {
-    /// Start `n` writeback threads for this mount (without them writes are written back on
-    /// the writing thread).
+    /// Start `n` more writeback threads for this mount (without any, writes are written back
+    /// on the writing thread).
     pub fn start_writeback(self: &Arc<Self>, n: usize) -> Result<(), FsError> {
-        for i in 0..n {
+        let first = self.da.workers();
+        for i in first..first + n {
             let weak = Arc::downgrade(self);
             let da = self.da.clone();
             std::thread::Builder::new()

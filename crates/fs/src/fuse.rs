@@ -546,7 +546,15 @@ impl fuser::Filesystem for WringFs {
             }
             self.vol
                 .remount(&String::from_utf8_lossy(value))
-                .map(|o| log::info!("remounted: {o}"))
+                .and_then(|o| {
+                    log::info!("remounted: {o}");
+                    // More streams get more writeback threads (fewer keep theirs, idle).
+                    let more = o.streams.saturating_sub(self.vol.da.workers());
+                    match more {
+                        0 => Ok(()),
+                        n => self.vol.start_writeback(n),
+                    }
+                })
         } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
             self.vol.set_acl(ino.0, name, value, flags, caller(req))
         } else if name.starts_with(b"wring.") {

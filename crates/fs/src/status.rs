@@ -16,7 +16,11 @@ pub fn status_text(vol: &Volume) -> String {
     let mut s = format!("options: {}\n", vol.options());
     s += &engine_lines(&vol.engine().stats());
     let (dirty, jobs) = vol.delalloc_totals();
-    s += &format!("delalloc: dirty={} extents={jobs}\n", human(dirty as u64));
+    s += &format!(
+        "delalloc: dirty={} extents={jobs} writeback_threads={}\n",
+        human(dirty as u64),
+        vol.da.workers()
+    );
     if let Ok((blocks, free, files)) = vol.statfs() {
         let used = blocks.saturating_sub(free).saturating_mul(4096);
         s += &format!("store: used={} inodes={files}\n", human(used));
