@@ -127,8 +127,25 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
         }
     }
     let r = session.run().map_err(io("serving the mount"));
-    drop(vol);
+    close(vol);
     r
+}
+
+/// Drop the volume on this thread once the threads that borrow it for a moment (committer,
+/// writeback) have let go: a drop left to one of them could be cut short by the process exit,
+/// and the database would not be closed cleanly.
+fn close(mut vol: Arc<Volume>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Arc::try_unwrap(vol) {
+            Ok(v) => return drop(v),
+            Err(v) if Instant::now() < deadline => {
+                vol = v;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return log::warn!("the volume is still in use at exit"),
+        }
+    }
 }
 
 /// A mount point must be a directory and must not hide the store it serves.

@@ -149,6 +149,10 @@ fn mount_status_umount_in_background() {
     // What was written survived: fsck is clean and a new mount reads it back.
     let fsck = ok(&wring(&["fsck", st], limit), "wring fsck");
     assert!(fsck.contains("no problems found"), "{fsck}");
+    assert!(
+        !fsck.contains("not closed cleanly"),
+        "a clean umount left the database open: {fsck}"
+    );
     ok(&wring(&["mount", st, mnt], limit), "wring mount (again)");
     assert_eq!(std::fs::read(&file).unwrap(), b"hello, wring\n");
     ok(&wring(&["umount", mnt], limit), "wring umount (again)");
