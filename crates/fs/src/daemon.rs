@@ -110,8 +110,13 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     config.n_threads = Some(n_threads);
     config.clone_fd = true;
     let canon = mountpoint.canonicalize().ok();
-    let session = fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config)
-        .map_err(io(format!("mounting on {}", mountpoint.display())))?;
+    let session = match fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config) {
+        Ok(s) => s,
+        Err(e) => {
+            close(vol);
+            return Err(io(format!("mounting on {}", mountpoint.display()))(e));
+        }
+    };
     if let Some(canon) = &canon {
         crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
     }
@@ -189,9 +194,15 @@ pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, String> {
         let _ = e.read_to_string(&mut err);
     }
     let status = child.wait().map_err(|e| e.to_string())?;
-    // The daemon's last `wring: ` line is its error; log lines before it (warnings the
+    // The daemon's error starts at its last `wring: ` line; log lines before it (warnings the
     // caller has printed already) are left out.
-    let last = err.lines().rev().find_map(|l| l.strip_prefix("wring: "));
+    let last = err
+        .match_indices('\n')
+        .map(|(at, _)| at + 1)
+        .chain([0])
+        .filter(|&at| err[at..].starts_with("wring: "))
+        .max()
+        .map(|at| err[at + "wring: ".len()..].trim());
     Err(match (last, err.trim()) {
         (Some(e), _) => e.to_string(),
         (None, "") => format!("the mount daemon exited ({status}) before the mount was ready"),

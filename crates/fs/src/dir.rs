@@ -97,7 +97,9 @@ impl Volume {
         match self.inode(dir) {
             Ok(i) if i.kind == Kind::Dir => Ok(self.new_fh()),
             r => {
-                self.released(dir)?;
+                if let Err(u) = self.released(dir) {
+                    log::warn!("undoing a failed opendir of inode {dir}: {u}");
+                }
                 Err(r.err().unwrap_or(errno(libc::ENOTDIR)))
             }
         }

@@ -28,12 +28,18 @@ const TTL: Duration = Duration::from_secs(1);
 /// The FUSE face of a volume.
 pub struct WringFs {
     vol: Arc<Volume>,
+    /// One remount at a time: each applies its options and starts the writeback threads
+    /// they ask for before the next looks at the count.
+    remount: std::sync::Mutex<()>,
 }
 
 impl WringFs {
     /// Wrap a volume.
     pub fn new(vol: Arc<Volume>) -> WringFs {
-        WringFs { vol }
+        WringFs {
+            vol,
+            remount: std::sync::Mutex::default(),
+        }
     }
 }
 
@@ -544,6 +550,7 @@ impl fuser::Filesystem for WringFs {
                 // owner may remount.
                 return reply.error(Errno::EPERM);
             }
+            let _one = crate::volume::lock(&self.remount);
             self.vol
                 .remount(&String::from_utf8_lossy(value))
                 .and_then(|o| {

@@ -310,7 +310,6 @@ impl Volume {
 
     /// Remove a name (`dir`: rmdir, else unlink).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
-        let _ns = crate::volume::lock(&self.namespace);
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
         let Some((ino, kind)) = entry_in(&txn, parent, name)? else {
@@ -324,7 +323,8 @@ impl Volume {
         }
         txn.open_table(DIRENTS)?.remove((parent, name))?;
         touch_dir(&txn, parent, if dir { -1 } else { 0 })?;
-        self.drop_link(&txn, ino)?;
+        // Dropped after the commit (or the abort): opens fail while the deletion is pending.
+        let _doom = self.drop_link(&txn, ino)?;
         self.store.commit(txn, false)
     }
 
@@ -344,10 +344,11 @@ impl Volume {
             // the whiteout.
             return Err(errno(libc::EINVAL));
         }
-        let _ns = crate::volume::lock(&self.namespace);
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
         dir_inode(&txn, newparent)?;
+        // A replaced target's deletion guard, dropped after the commit.
+        let mut _doom = None;
         let Some((src, skind)) = entry_in(&txn, parent, name)? else {
             return Err(errno(libc::ENOENT));
         };
@@ -402,7 +403,7 @@ impl Volume {
             if ddir {
                 touch_dir(&txn, newparent, -1)?;
             }
-            self.drop_link(&txn, dino)?;
+            _doom = self.drop_link(&txn, dino)?;
         }
         {
             let mut dirents = txn.open_table(DIRENTS)?;
@@ -662,11 +663,7 @@ mod tests {
     #[test]
     fn a_directory_removed_while_open_lives_until_released() {
         let (dir, vol) = scratch("wring-dir-orphan", Options::default());
-        let new = NewInode {
-            kind: crate::store::records::Kind::Dir,
-            ..NewInode::file(0o755)
-        };
-        let (d, _) = vol.create(ROOT, b"d", new).unwrap();
+        let (d, _) = vol.create(ROOT, b"d", new_dir()).unwrap();
         let fh = vol.opendir(d).unwrap();
         vol.remove(ROOT, b"d", true).unwrap();
         assert_eq!(vol.inode(d).unwrap().nlink, 0);
@@ -676,7 +673,22 @@ mod tests {
         let fh = vol.opendir(ROOT).unwrap();
         vol.releasedir(ROOT, fh).unwrap();
         assert!(vol.inode(ROOT).is_ok());
-        done(dir, vol);
+        // Left open at a crash: an orphan directory is what fsck expects to find.
+        let (e, _) = vol.create(ROOT, b"e", new_dir()).unwrap();
+        vol.opendir(e).unwrap();
+        vol.remove(ROOT, b"e", true).unwrap();
+        vol.sync().unwrap();
+        drop(vol);
+        let r = crate::fsck::fsck(&dir).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn new_dir() -> NewInode<'static> {
+        NewInode {
+            kind: crate::store::records::Kind::Dir,
+            ..NewInode::file(0o755)
+        }
     }
 
     /// A setattr carrying the kernel's ctime (its writeback-cache time flush) stores that
@@ -751,19 +763,29 @@ mod tests {
         let (mut kept, mut failed) = (0, 0);
         let mut body = b"data".to_vec();
         body.resize(1 << 20, 7);
-        for i in 0..100u64 {
+        for i in 0..200u64 {
             let (ino, _) = vol.create(ROOT, b"f", NewInode::file(0o644)).unwrap();
             vol.write(ino, 0, &body, None).unwrap();
             vol.fsync(ino).unwrap();
-            vol.open_existing(ino).unwrap();
+            // Even rounds race an unlink of a file nobody has open; odd rounds race the last
+            // release of an orphan (a re-open as through /proc/PID/fd).
+            let orphan = i % 2 == 1;
+            if orphan {
+                vol.open_existing(ino).unwrap();
+                vol.remove(ROOT, b"f", false).unwrap();
+            }
             std::thread::scope(|s| {
                 let vol = &vol;
-                s.spawn(move || vol.remove(ROOT, b"f", false).unwrap());
-                // The orphan's last release races a re-open (as through /proc/PID/fd).
-                s.spawn(move || vol.released(ino).unwrap());
-                // Land the open at different points of the unlink and the release.
-                std::thread::sleep(std::time::Duration::from_micros(i % 25 * 80));
-                match vol.open_existing(ino) {
+                let other = s.spawn(move || match orphan {
+                    true => vol.released(ino).unwrap(),
+                    false => vol.remove(ROOT, b"f", false).unwrap(),
+                });
+                // Land the open at different points of the other's deletion.
+                std::thread::sleep(std::time::Duration::from_micros(i / 2 % 25 * 80));
+                let opened = vol.open_existing(ino);
+                // Whatever the open said stays true once the other has committed.
+                other.join().unwrap();
+                match opened {
                     Ok(()) => {
                         kept += 1;
                         assert_eq!(vol.read(ino, 0, 4).unwrap(), b"data");
@@ -777,7 +799,8 @@ mod tests {
             });
             assert!(vol.inode(ino).is_err(), "deleted once nothing holds it");
         }
-        assert!(kept + failed == 100);
+        // Which way each race went, for the log (both happen here; neither is required).
+        eprintln!("opens that kept the file: {kept}, that failed: {failed}");
         done(dir, vol);
     }
 }

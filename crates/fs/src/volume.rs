@@ -4,7 +4,7 @@
 //!
 //! Mirrors struct btrfs_fs_info: one per mount.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -12,7 +12,7 @@ use redb::ReadableTable;
 use wring_engine::{Engine, EngineConfig};
 
 use crate::delalloc::Pending;
-use crate::error::FsError;
+use crate::error::{errno, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
@@ -38,12 +38,7 @@ pub struct Volume {
     /// Serialise decoding the same extent for the cache: two readers of one extent (adjacent
     /// readahead requests share their boundary extents) decode it once.
     decode_stripes: Vec<Mutex<()>>,
-    pub(crate) open: Mutex<HashMap<u64, u32>>,
-    /// Held by what may delete an inode (unlink, rmdir, rename over a name, a last release)
-    /// from its look at the open counts to its commit, and by an open around counting itself:
-    /// so an open is either counted before that look (the inode stays, as an orphan) or
-    /// checks the inode after the commit (and fails). Taken before any transaction.
-    pub(crate) namespace: Mutex<()>,
+    pub(crate) open: Mutex<Opens>,
     pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<crate::dir::DirEntry>>>>,
     pub(crate) next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
@@ -58,6 +53,30 @@ pub struct Volume {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Who has which inode open, and which inodes are on their way out (btrfs keeps the same in
+/// the VFS inode's i_count and its orphan list).
+#[derive(Default)]
+pub(crate) struct Opens {
+    /// Open count per inode.
+    counts: HashMap<u64, u32>,
+    /// Inodes left without a name while open, since the mount: the last release deletes them.
+    orphans: HashSet<u64>,
+    /// Inodes a transaction not yet committed is deleting: an open of one fails.
+    doomed: HashSet<u64>,
+}
+
+/// While alive, an inode being deleted stays doomed (see [`Opens::doomed`]).
+pub(crate) struct Doom<'a> {
+    vol: &'a Volume,
+    ino: u64,
+}
+
+impl Drop for Doom<'_> {
+    fn drop(&mut self) {
+        lock(&self.vol.open).doomed.remove(&self.ino);
+    }
 }
 
 impl Volume {
@@ -128,8 +147,7 @@ impl Volume {
             options: RwLock::new(options),
             stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             decode_stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            open: Mutex::new(HashMap::new()),
-            namespace: Mutex::new(()),
+            open: Mutex::default(),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             reads: AtomicUsize::new(0),
@@ -205,17 +223,20 @@ impl Volume {
         self.next_fh.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Count an open of `ino`.
+    /// Count an open of `ino` (a new inode: nothing can be deleting it).
     pub(crate) fn opened(&self, ino: u64) {
-        *lock(&self.open).entry(ino).or_insert(0) += 1;
+        *lock(&self.open).counts.entry(ino).or_insert(0) += 1;
     }
 
-    /// open(2) of an existing inode: count the open, then check the inode is still there
-    /// (see [`Volume::namespace`]); the count is undone when it is not.
+    /// open(2) of an existing inode: count the open unless a deletion of the inode is under
+    /// way, then check the inode is still there; the count is undone when it is not.
     pub fn open_existing(&self, ino: u64) -> Result<(), FsError> {
         {
-            let _ns = lock(&self.namespace);
-            self.opened(ino);
+            let mut open = lock(&self.open);
+            if open.doomed.contains(&ino) {
+                return Err(errno(libc::ENOENT));
+            }
+            *open.counts.entry(ino).or_insert(0) += 1;
         }
         match self.inode(ino) {
             Ok(_) => Ok(()),
@@ -228,65 +249,55 @@ impl Volume {
         }
     }
 
-    /// Count a release of `ino`; delete it when it was the last open and it has no name left.
+    /// Count a release of `ino`; the last one of an orphan deletes it.
     pub(crate) fn released(&self, ino: u64) -> Result<(), FsError> {
-        let last = {
-            let mut open = lock(&self.open);
-            match open.get_mut(&ino) {
-                Some(n) if *n > 1 => {
-                    *n -= 1;
-                    false
-                }
-                Some(_) => {
-                    open.remove(&ino);
-                    true
-                }
-                None => false,
-            }
+        let Some(_doom) = self.release_count(ino) else {
+            return Ok(());
         };
-        if !last {
-            return Ok(());
-        }
-        let _ns = lock(&self.namespace);
-        if self.is_open(ino) {
-            // Opened again meanwhile (through /proc/PID/fd): that open keeps it.
-            return Ok(());
-        }
-        // A snapshot is enough to see it still has a name (namespace changes wait for the
-        // lock held here); only an orphan needs the write transaction.
-        let named = {
-            let txn = self.store.read()?;
-            let inodes = txn.open_table(INODES)?;
-            store::get_inode(&inodes, ino).map_or(true, |i| i.nlink > 0)
-        };
-        if named {
-            return Ok(());
-        }
         let _g = self.inode_lock(ino);
         let txn = self.store.write()?;
         let nlink = {
             let inodes = txn.open_table(INODES)?;
-            match store::get_inode(&inodes, ino) {
-                Ok(i) => Some(i.nlink),
-                Err(_) => None,
-            }
+            store::get_inode(&inodes, ino).ok().map(|i| i.nlink)
         };
+        // Checked again: the orphan mark may come from a transaction that was not committed.
         if nlink == Some(0) {
             self.purge(&txn, ino)?;
             self.store.commit(txn, false)?;
-        } else {
-            drop(txn);
         }
         Ok(())
     }
 
-    fn is_open(&self, ino: u64) -> bool {
-        lock(&self.open).contains_key(&ino)
+    /// Take one open of `ino` off; when it was the last one of an orphan, the inode is doomed
+    /// (opens of it fail) until the returned guard drops, after its deletion commits.
+    fn release_count(&self, ino: u64) -> Option<Doom<'_>> {
+        let mut open = lock(&self.open);
+        match open.counts.get_mut(&ino) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                return None;
+            }
+            Some(_) => {
+                open.counts.remove(&ino);
+            }
+            None => return None,
+        }
+        open.orphans.remove(&ino).then(|| self.doom(&mut open, ino))
+    }
+
+    fn doom<'a>(&'a self, open: &mut Opens, ino: u64) -> Doom<'a> {
+        open.doomed.insert(ino);
+        Doom { vol: self, ino }
     }
 
     /// Drop one link of `ino` within `txn`: when none is left, delete it, or leave it as an
-    /// orphan while it is open (btrfs's orphan item).
-    pub(crate) fn drop_link(&self, txn: &Txn<'_>, ino: u64) -> Result<(), FsError> {
+    /// orphan while it is open (btrfs's orphan item). A deletion returns the guard that keeps
+    /// opens of the inode failing until it is dropped, after the caller's commit.
+    pub(crate) fn drop_link<'a>(
+        &'a self,
+        txn: &Txn<'_>,
+        ino: u64,
+    ) -> Result<Option<Doom<'a>>, FsError> {
         let mut inode = {
             let inodes = txn.open_table(INODES)?;
             store::get_inode(&inodes, ino)?
@@ -299,14 +310,29 @@ impl Volume {
         if inode.nlink > 0 {
             txn.open_table(INODES)?
                 .insert(ino, inode.to_bytes().as_slice())?;
-        } else if self.is_open(ino) {
-            txn.open_table(INODES)?
-                .insert(ino, inode.to_bytes().as_slice())?;
-            txn.open_table(ORPHANS)?.insert(ino, ())?;
-        } else {
-            self.purge(txn, ino)?;
+            return Ok(None);
         }
-        Ok(())
+        // The open counts and the mark are looked at and set together: an open counted
+        // before keeps the inode; one after sees it doomed.
+        let doom = {
+            let mut open = lock(&self.open);
+            match open.counts.contains_key(&ino) {
+                true => {
+                    open.orphans.insert(ino);
+                    None
+                }
+                false => Some(self.doom(&mut open, ino)),
+            }
+        };
+        match doom {
+            None => {
+                txn.open_table(INODES)?
+                    .insert(ino, inode.to_bytes().as_slice())?;
+                txn.open_table(ORPHANS)?.insert(ino, ())?;
+            }
+            Some(_) => self.purge(txn, ino)?,
+        }
+        Ok(doom)
     }
 
     /// Delete an inode with its extents, xattrs and symlink target.

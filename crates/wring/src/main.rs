@@ -47,7 +47,7 @@ fn plain(e: &anyhow::Error) -> String {
     let mut msg = String::new();
     for cause in e.chain() {
         let c = cause.to_string();
-        if !msg.contains(&c) {
+        if !msg.ends_with(&c) {
             if !msg.is_empty() {
                 msg.push_str(": ");
             }
