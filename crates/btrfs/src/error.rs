@@ -7,6 +7,10 @@
 use std::io;
 use std::path::PathBuf;
 
+use wring_engine::Algorithm;
+
+use crate::ioctl::Compression;
+
 /// Which encoded I/O operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -52,6 +56,105 @@ impl std::fmt::Display for Op {
     }
 }
 
+/// Which of btrfs_do_encoded_write's rules an encoded write broke, as far as wring can tell.
+///
+/// Callers match on the variant (a refusal no rule explains means a nodatasum inode or a
+/// read-only filesystem); the words are for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The compression value is `none` or one the kernel does not know.
+    #[error("compression {0} cannot be written")]
+    CannotWrite(Compression),
+    /// The compression has no `BTRFS_ENCODED_IO_COMPRESSION_*` value at all.
+    #[error("compression {0} has no btrfs encoding")]
+    NoEncoding(Compression),
+    /// The algorithm has no btrfs encoding for this sector size (lz4, or lzo on odd sectors).
+    #[error("no btrfs encoding for {algorithm} on {sector_size}-byte sectors")]
+    NoEncodingForSector {
+        /// The algorithm asked for.
+        algorithm: Algorithm,
+        /// The filesystem's sector size.
+        sector_size: u64,
+    },
+    /// lzo framed for another sector size than the filesystem's.
+    #[error("lzo for {lzo}-byte sectors on a {sector_size}-byte-sector filesystem")]
+    LzoSectorMismatch {
+        /// The sector size of the lzo framing.
+        lzo: u32,
+        /// The filesystem's sector size.
+        sector_size: u64,
+    },
+    /// `len` at `unencoded_offset` runs past `unencoded_len`.
+    #[error(
+        "len {len} at unencoded_offset {unencoded_offset} runs past unencoded_len {unencoded_len}"
+    )]
+    RunsPast {
+        /// The file range length.
+        len: u64,
+        /// Where the range starts in the decoded data.
+        unencoded_offset: u64,
+        /// The decoded length.
+        unencoded_len: u64,
+    },
+    /// The decoded length is over BTRFS_MAX_UNCOMPRESSED.
+    #[error("unencoded_len {unencoded_len} is over {max}")]
+    UnencodedTooLong {
+        /// The decoded length.
+        unencoded_len: u64,
+        /// BTRFS_MAX_UNCOMPRESSED.
+        max: u64,
+    },
+    /// The encoded bytes are empty or over BTRFS_MAX_COMPRESSED.
+    #[error("{count} encoded bytes (must be 1..={max})")]
+    EncodedSize {
+        /// How many encoded bytes.
+        count: u64,
+        /// BTRFS_MAX_COMPRESSED.
+        max: u64,
+    },
+    /// The encoded data is not smaller than what it decodes to.
+    #[error("{count} encoded bytes are not fewer than the {unencoded_len} decoded ones")]
+    NotSmaller {
+        /// How many encoded bytes.
+        count: u64,
+        /// The decoded length.
+        unencoded_len: u64,
+    },
+    /// The file offset is not sector-aligned.
+    #[error("offset {offset} is not a multiple of the {sector_size}-byte sector")]
+    MisalignedOffset {
+        /// The file offset.
+        offset: u64,
+        /// The filesystem's sector size.
+        sector_size: u64,
+    },
+    /// The range ends inside the file off a sector boundary.
+    #[error("the range ends at {end} inside the file, not on a sector boundary")]
+    MisalignedEnd {
+        /// Where the range ends.
+        end: u64,
+    },
+    /// `unencoded_offset` is not sector-aligned.
+    #[error("unencoded_offset {unencoded_offset} is not sector-aligned")]
+    MisalignedUnencodedOffset {
+        /// The offset into the decoded data.
+        unencoded_offset: u64,
+    },
+    /// The range's end does not fit in a file offset.
+    #[error("the range at offset {offset} with length {len} ends past the largest file offset")]
+    EndOverflows {
+        /// The file offset.
+        offset: u64,
+        /// The range length.
+        len: u64,
+    },
+    /// The kernel said EINVAL and the write breaks none of the rules wring knows.
+    #[error(
+        "no rule wring knows is broken (is the file nodatasum/nocow, or the filesystem read-only?)"
+    )]
+    NoKnownRule,
+}
+
 /// Why a btrfs encoded read or write failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BtrfsError {
@@ -84,7 +187,7 @@ pub enum BtrfsError {
         /// File offset of the write.
         offset: u64,
         /// The rule that was broken, as far as wring can tell.
-        reason: String,
+        reason: Refusal,
     },
     /// EINVAL from an encoded read on btrfs.
     #[error("the kernel refused the encoded read at offset {offset} as invalid")]

@@ -23,7 +23,7 @@ use std::os::fd::AsRawFd;
 
 use wring_engine::Algorithm;
 
-use crate::error::{BtrfsError, Op};
+use crate::error::{BtrfsError, Op, Refusal};
 
 /// `BTRFS_IOCTL_MAGIC`.
 pub const BTRFS_IOCTL_MAGIC: u32 = 0x94;
@@ -280,63 +280,66 @@ impl<'a> EncodedWrite<'a> {
     ///
     /// `i_size` is the file's size before the write. The kernel stays the judge: this only
     /// explains an EINVAL it returned.
-    pub fn broken_rule(&self, offset: u64, sector_size: u64, i_size: u64) -> Option<String> {
+    pub fn broken_rule(&self, offset: u64, sector_size: u64, i_size: u64) -> Option<Refusal> {
         let aligned = |v: u64| sector_size == 0 || v.is_multiple_of(sector_size);
         let count = self.data.len() as u64;
         if self.compression == Compression::None || self.compression.to_raw().is_none() {
-            return Some(format!(
-                "compression {} cannot be written",
-                self.compression
-            ));
+            return Some(Refusal::CannotWrite(self.compression));
         }
         if let Compression::Lzo { sector_size: lzo } = self.compression {
             if u64::from(lzo) != sector_size {
-                return Some(format!(
-                    "lzo for {lzo}-byte sectors on a {sector_size}-byte-sector filesystem"
-                ));
+                return Some(Refusal::LzoSectorMismatch { lzo, sector_size });
             }
         }
         if self.unencoded_offset > self.unencoded_len
             || self.len > self.unencoded_len - self.unencoded_offset
         {
-            return Some(format!(
-                "len {} at unencoded_offset {} runs past unencoded_len {}",
-                self.len, self.unencoded_offset, self.unencoded_len
-            ));
+            return Some(Refusal::RunsPast {
+                len: self.len,
+                unencoded_offset: self.unencoded_offset,
+                unencoded_len: self.unencoded_len,
+            });
         }
         if self.unencoded_len > MAX_UNCOMPRESSED as u64 {
-            return Some(format!(
-                "unencoded_len {} is over {MAX_UNCOMPRESSED}",
-                self.unencoded_len
-            ));
+            return Some(Refusal::UnencodedTooLong {
+                unencoded_len: self.unencoded_len,
+                max: MAX_UNCOMPRESSED as u64,
+            });
         }
         if count == 0 || count > MAX_COMPRESSED as u64 {
-            return Some(format!(
-                "{count} encoded bytes (must be 1..={MAX_COMPRESSED})"
-            ));
+            return Some(Refusal::EncodedSize {
+                count,
+                max: MAX_COMPRESSED as u64,
+            });
         }
         if count >= self.unencoded_len {
-            return Some(format!(
-                "{count} encoded bytes are not fewer than the {} decoded ones",
-                self.unencoded_len
-            ));
+            return Some(Refusal::NotSmaller {
+                count,
+                unencoded_len: self.unencoded_len,
+            });
         }
         if !aligned(offset) {
-            return Some(format!(
-                "offset {offset} is not a multiple of the {sector_size}-byte sector"
-            ));
+            return Some(Refusal::MisalignedOffset {
+                offset,
+                sector_size,
+            });
         }
-        if offset + self.len < i_size && !aligned(offset + self.len) {
-            return Some(format!(
-                "the range ends at {} inside the file, not on a sector boundary",
-                offset + self.len
-            ));
+        let Some(end) = offset
+            .checked_add(self.len)
+            .filter(|&e| e <= i64::MAX as u64)
+        else {
+            return Some(Refusal::EndOverflows {
+                offset,
+                len: self.len,
+            });
+        };
+        if end < i_size && !aligned(end) {
+            return Some(Refusal::MisalignedEnd { end });
         }
         if !aligned(self.unencoded_offset) {
-            return Some(format!(
-                "unencoded_offset {} is not sector-aligned",
-                self.unencoded_offset
-            ));
+            return Some(Refusal::MisalignedUnencodedOffset {
+                unencoded_offset: self.unencoded_offset,
+            });
         }
         None
     }
@@ -397,9 +400,9 @@ pub fn encoded_write(
     let compression = write
         .compression
         .to_raw()
-        .ok_or_else(|| BtrfsError::WriteRejected {
+        .ok_or(BtrfsError::WriteRejected {
             offset,
-            reason: format!("compression {} has no btrfs encoding", write.compression),
+            reason: Refusal::NoEncoding(write.compression),
         })?;
     let iov = libc::iovec {
         iov_base: write.data.as_ptr().cast_mut().cast(),
@@ -482,13 +485,12 @@ fn map_error(
     }
 }
 
-fn explain_rejection(file: &File, offset: u64, write: &EncodedWrite<'_>) -> String {
+fn explain_rejection(file: &File, offset: u64, write: &EncodedWrite<'_>) -> Refusal {
     let sector = fs_info(file).map(|i| i.block_size).unwrap_or(4096);
     let i_size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    write.broken_rule(offset, sector, i_size).unwrap_or_else(|| {
-        "no rule wring knows is broken (is the file nodatasum/nocow, or the filesystem read-only?)"
-            .to_string()
-    })
+    write
+        .broken_rule(offset, sector, i_size)
+        .unwrap_or(Refusal::NoKnownRule)
 }
 
 #[cfg(test)]
@@ -563,7 +565,18 @@ mod tests {
         let data = [0u8; 100];
         let ok = EncodedWrite::whole(&data, 8192, Compression::Zstd);
         assert_eq!(ok.broken_rule(4096, 4096, 0), None);
-        assert!(ok.broken_rule(100, 4096, 0).unwrap().contains("offset 100"));
+        assert_eq!(
+            ok.broken_rule(100, 4096, 0),
+            Some(Refusal::MisalignedOffset {
+                offset: 100,
+                sector_size: 4096
+            })
+        );
+        assert!(ok
+            .broken_rule(100, 4096, 0)
+            .unwrap()
+            .to_string()
+            .contains("offset 100"));
         // Unaligned end is fine at EOF, not inside the file.
         let tail = EncodedWrite {
             len: 5000,
@@ -571,22 +584,39 @@ mod tests {
             ..ok
         };
         assert_eq!(tail.broken_rule(0, 4096, 0), None);
-        assert!(tail.broken_rule(0, 4096, 1 << 20).is_some());
+        assert_eq!(
+            tail.broken_rule(0, 4096, 1 << 20),
+            Some(Refusal::MisalignedEnd { end: 5000 })
+        );
+        assert!(matches!(
+            ok.broken_rule(u64::MAX - 4095, 4096, 0),
+            Some(Refusal::EndOverflows { .. })
+        ));
         let not_smaller = EncodedWrite::whole(&data, 100, Compression::Zlib);
-        assert!(not_smaller
-            .broken_rule(0, 4096, 0)
-            .unwrap()
-            .contains("not fewer"));
+        assert!(matches!(
+            not_smaller.broken_rule(0, 4096, 0),
+            Some(Refusal::NotSmaller { .. })
+        ));
         let past = EncodedWrite {
             unencoded_offset: 4096,
             ..ok
         };
-        assert!(past.broken_rule(0, 4096, 0).unwrap().contains("runs past"));
+        assert!(matches!(
+            past.broken_rule(0, 4096, 0),
+            Some(Refusal::RunsPast { .. })
+        ));
         let none = EncodedWrite {
             compression: Compression::None,
             ..ok
         };
-        assert!(none.broken_rule(0, 4096, 0).is_some());
+        assert_eq!(
+            none.broken_rule(0, 4096, 0),
+            Some(Refusal::CannotWrite(Compression::None))
+        );
+        assert_eq!(
+            Refusal::NoKnownRule.to_string(),
+            "no rule wring knows is broken (is the file nodatasum/nocow, or the filesystem read-only?)"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod testing;
 pub mod verify;
 pub mod walk;
 
-pub use error::{BtrfsError, Op};
+pub use error::{BtrfsError, Op, Refusal};
 pub use extents::{open_for_encoded_read, Extent, Extents};
 pub use ioctl::{encoded_read, encoded_write, Compression, EncodedRead, EncodedWrite};
 pub use verify::{verify_file, verify_path, ExtentCheck, Report, Verdict};

@@ -62,7 +62,7 @@ use std::time::Duration;
 
 use wring_engine::{Algorithm, CompressSpec, Engine, Outcome, Policy};
 
-use crate::error::{BtrfsError, Op};
+use crate::error::{BtrfsError, Op, Refusal};
 use crate::fsinfo::{
     has_cap_sys_admin, has_xattr, inode_flags, is_on_btrfs, overlaps, shared_ranges, FS_APPEND_FL,
     FS_IMMUTABLE_FL, FS_NOCOMP_FL, FS_NOCOW_FL,
@@ -628,9 +628,10 @@ impl Work<'_> {
         let w = EncodedWrite::whole(data, piece.len, self.compression);
         match encoded_write(self.file, piece.start, &w) {
             Ok(_) => {}
-            Err(BtrfsError::WriteRejected { reason, .. }) if reason.starts_with("no rule") => {
-                return Err(Stop::Skip(Skip::NoDataSum))
-            }
+            Err(BtrfsError::WriteRejected {
+                reason: Refusal::NoKnownRule,
+                ..
+            }) => return Err(Stop::Skip(Skip::NoDataSum)),
             Err(e) => return Err(Stop::Fail(e)),
         }
         self.report.compressed_extents += 1;
@@ -803,10 +804,10 @@ fn prepare<'a>(
     let compression = Compression::for_algorithm(algorithm, info.sector_size).ok_or_else(|| {
         stop(Stop::Fail(BtrfsError::WriteRejected {
             offset: 0,
-            reason: format!(
-                "no btrfs encoding for {algorithm} on {}-byte sectors",
-                info.sector_size
-            ),
+            reason: Refusal::NoEncodingForSector {
+                algorithm,
+                sector_size: u64::from(info.sector_size),
+            },
         }))
     })?;
     let shared = shared_ranges(file).map_err(|e| stop(e.into()))?;
