@@ -63,6 +63,16 @@ impl CompressState {
             table: Box::new([0; D_SIZE]),
         }
     }
+
+    /// A fresh dictionary, or `None` when its 16 KiB cannot be allocated (where
+    /// [`CompressState::new`] would abort the process).
+    pub fn try_new() -> Option<Self> {
+        let mut table: Vec<u16> = Vec::new();
+        table.try_reserve_exact(D_SIZE).ok()?;
+        table.resize(D_SIZE, 0);
+        let table: Box<[u16; D_SIZE]> = table.into_boxed_slice().try_into().ok()?;
+        Some(CompressState { table })
+    }
 }
 
 impl Default for CompressState {

@@ -24,9 +24,10 @@ impl Codec for LzoCodec {
     }
 
     fn alloc(&self, _class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
-        Ok(Box::new(LzoState {
-            dict: CompressState::new(),
-        }))
+        let dict = CompressState::try_new().ok_or(AllocError {
+            bytes: CompressState::BYTES,
+        })?;
+        Ok(Box::new(LzoState { dict }))
     }
 }
 

@@ -49,6 +49,9 @@ pub trait Codec: Send + Sync + 'static {
 
     /// Create the codec half of a workspace of `class`, given the (monotonic) bytes the manager
     /// accounts for it. Must not keep allocating afterwards: compress/decompress reuse it.
+    /// Every buffer it holds is allocated fallibly (a failure is an [`AllocError`], which the
+    /// manager treats as memory pressure); only the box around the state's handful of handles
+    /// (well under 1 KiB; `Box::try_new` is unstable) is allocated infallibly.
     fn alloc(&self, class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError>;
 }
 

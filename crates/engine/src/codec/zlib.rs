@@ -36,17 +36,40 @@ impl Codec for ZlibCodec {
             + INFLATE_STATE
     }
 
-    fn alloc(&self, _class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
+    fn alloc(&self, _class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
+        let fail = AllocError { bytes };
         let level = Algorithm::Zlib.default_level();
+        let mut scratch = Vec::new();
+        scratch.try_reserve_exact(SCRATCH).map_err(|_| fail)?;
+        scratch.resize(SCRATCH, 0);
+        let (deflate, inflate) = new_streams(level).ok_or(fail)?;
         let mut state = ZlibState {
-            deflate: Compress::new(Compression::new(level as u32), true),
-            inflate: Decompress::new(true),
+            deflate,
+            inflate,
             level,
-            scratch: vec![0u8; SCRATCH].into_boxed_slice(),
+            scratch: scratch.into_boxed_slice(),
         };
-        state.warm_up();
+        state.warm_up().map_err(|_| fail)?;
         Ok(Box::new(state))
     }
+}
+
+/// A deflate and an inflate stream, or `None` when zlib-rs could not allocate them.
+///
+/// zlib-rs makes one allocation per stream (deflate's window, hash chains and pending buffer
+/// together; inflate's state and window together) through Rust's global allocator, checks it
+/// and returns Z_MEM_ERROR; but its stable `Deflate::new`/`Inflate::new`, which flate2 calls,
+/// then `assert_eq!` that the init succeeded. So the failure arrives here as a panic, caught and
+/// turned into `None`: nothing is left allocated (zlib-rs frees on a failed init) and no lock
+/// is held. The panic hook still prints the assertion; that is the one trace this leaves.
+fn new_streams(level: i32) -> Option<(Compress, Decompress)> {
+    std::panic::catch_unwind(|| {
+        (
+            Compress::new(Compression::new(level as u32), true),
+            Decompress::new(true),
+        )
+    })
+    .ok()
 }
 
 struct ZlibState {
@@ -61,15 +84,17 @@ struct ZlibState {
 const SCRATCH: usize = 4096;
 
 impl ZlibState {
-    /// Run one tiny round trip so that every lazily allocated buffer (inflate's window) exists
-    /// before the workspace is handed out.
-    fn warm_up(&mut self) {
+    /// Run one tiny round trip so that every lazily allocated buffer exists before the
+    /// workspace is handed out; an error means one could not be allocated.
+    fn warm_up(&mut self) -> Result<(), Error> {
         let src = [0u8; 64];
         let mut packed = [0u8; 128];
         let mut out = [0u8; 64];
-        if let Ok(Some(n)) = self.compress(self.level, &src, &mut packed) {
-            let _ = self.decompress(&packed[..n], &mut out);
-        }
+        let n = self
+            .compress(self.level, &src, &mut packed)?
+            .ok_or_else(|| library("64 zero bytes did not fit in 128"))?;
+        self.decompress(&packed[..n], &mut out)?;
+        Ok(())
     }
 }
 
