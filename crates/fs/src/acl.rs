@@ -106,6 +106,35 @@ impl Acl {
         b
     }
 
+    /// posix_acl_permission(): whether `uid` (a member of the groups `in_group` accepts) gets
+    /// every bit of `want` (rwx) on an inode owned by `owner`:`group` with this ACL.
+    pub fn permits(
+        &self,
+        uid: u32,
+        in_group: impl Fn(u32) -> bool,
+        (owner, group): (u32, u32),
+        want: u16,
+    ) -> bool {
+        let mask = self.entries.iter().find(|e| e.tag == MASK).map(|e| e.perm);
+        let masked = |p: u16| p & mask.unwrap_or(0o7) & want == want;
+        let mut found = false;
+        for e in &self.entries {
+            match e.tag {
+                USER_OBJ if owner == uid => return e.perm & want == want,
+                USER if e.id == uid => return masked(e.perm),
+                GROUP_OBJ | GROUP if in_group(if e.tag == GROUP { e.id } else { group }) => {
+                    found = true;
+                    if e.perm & want == want {
+                        return masked(e.perm);
+                    }
+                }
+                OTHER => return !found && e.perm & want == want,
+                _ => {}
+            }
+        }
+        false
+    }
+
     /// posix_acl_equiv_mode(): the permission bits the ACL gives (owner, mask or owning group,
     /// other) over `mode`'s other bits, and whether the ACL says more than those bits can.
     pub fn equiv_mode(&self, mode: u32) -> (u32, bool) {

@@ -8,6 +8,7 @@
 use std::ffi::{CString, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -25,7 +26,7 @@ use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 /// Environment variable telling a foreground daemon to print `ready` once mounted.
 pub const NOTIFY_ENV: &str = "WRING_FS_NOTIFY";
 /// Log file of a background daemon, in the store directory.
-pub const LOG_FILE: &str = "wring.log";
+pub use crate::store::LOG_FILE;
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
     let what = what.into();
@@ -73,6 +74,8 @@ fn keep_freed_memory() {
 /// once the mount is live and sends further log output to the store's log file.
 pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
+    // The store holds every file's bytes: one other users can read is refused.
+    crate::store::check_private(dir)?;
     check_mountpoint(dir, mountpoint)?;
     // Opened before mounting: with the store under a path the mount could reach, a lookup
     // after it would wait for this very daemon.
@@ -81,6 +84,7 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(crate::store::FILE_MODE)
                 .open(dir.join(LOG_FILE))
                 .map_err(io("opening the log file"))?,
         ),

@@ -85,6 +85,14 @@ fn caller(req: &Request) -> crate::inode::Caller {
     }
 }
 
+/// Root and the mount's owner (the daemon's user): only they may make durable commits on
+/// demand (`wring.sync`) and remount. With allow_other anyone else reaches the root too.
+fn privileged(req: &Request) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let owner = unsafe { libc::geteuid() };
+    req.uid() == 0 || req.uid() == owner
+}
+
 fn err(e: FsError) -> Errno {
     if !matches!(e, FsError::Errno(_)) {
         log::warn!("{e}");
@@ -141,11 +149,16 @@ impl WringFs {
         }
     }
 
-    fn control_get(&self, ino: u64, name: &[u8]) -> Option<Result<Vec<u8>, FsError>> {
+    fn control_get(
+        &self,
+        req: &Request,
+        ino: u64,
+        name: &[u8],
+    ) -> Option<Result<Vec<u8>, FsError>> {
         let v = match name {
             n if n == STAT_XATTR.as_bytes() => self
                 .vol
-                .stat_report(ino)
+                .stat_report_for(ino, caller(req))
                 .map(|r| r.to_string().into_bytes()),
             n if ino != ROOT => {
                 return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
@@ -154,6 +167,8 @@ impl WringFs {
                 Ok(crate::status::status_text(&self.vol).into_bytes())
             }
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
+            // A durable commit, on demand: not for anyone allow_other lets in.
+            n if n == SYNC_XATTR.as_bytes() && !privileged(req) => Err(FsError::Errno(libc::EPERM)),
             n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
             n if n == PID_XATTR.as_bytes() => Ok(std::process::id().to_string().into_bytes()),
             _ => return None,
@@ -542,12 +557,8 @@ impl fuser::Filesystem for WringFs {
         reply: ReplyEmpty,
     ) {
         let name = name.as_bytes();
-        // SAFETY: geteuid has no preconditions.
-        let owner = unsafe { libc::geteuid() };
         let r = if ino.0 == ROOT && name == OPTIONS_XATTR.as_bytes() {
-            if req.uid() != 0 && req.uid() != owner {
-                // With allow_other anyone may write the root; only root and the mount's
-                // owner may remount.
+            if !privileged(req) {
                 return reply.error(Errno::EPERM);
             }
             let _one = crate::volume::lock(&self.remount);
@@ -575,8 +586,8 @@ impl fuser::Filesystem for WringFs {
         }
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let r = match self.control_get(ino.0, name.as_bytes()) {
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let r = match self.control_get(req, ino.0, name.as_bytes()) {
             Some(r) => r,
             None => self.vol.getxattr(ino.0, name.as_bytes()),
         };

@@ -1,14 +1,18 @@
 //! compsize's report for a file or a tree (type, perc, disk usage, uncompressed, referenced),
 //! plus the per-level breakdown compsize cannot give because btrfs does not record levels.
 //!
-//! Mirrors compsize (btrfs-progs' companion tool) on the TOTAL and per-type rows.
+//! Mirrors compsize (btrfs-progs' companion tool) on the TOTAL and per-type rows, and sees what
+//! compsize run by the same user would: only files it may read, under directories it may list
+//! and search (root sees everything).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
+use crate::acl::{self, Acl};
 use crate::error::FsError;
-use crate::store::records::{stored, stored_len, Encoding, Kind, Stored};
-use crate::store::{self, DIRENTS, EXTENTS, INODES};
+use crate::inode::Caller;
+use crate::store::records::{stored, stored_len, Encoding, Inode, Kind, Stored};
+use crate::store::{self, DIRENTS, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
 
 /// Bytes of one row.
@@ -104,16 +108,80 @@ impl fmt::Display for Report {
     }
 }
 
+/// Who asks for a report that is not root: a user and the groups it is in.
+struct Viewer {
+    uid: u32,
+    groups: Vec<u32>,
+}
+
+impl Viewer {
+    fn of(caller: Caller) -> Viewer {
+        Viewer {
+            uid: caller.uid,
+            groups: caller.groups(),
+        }
+    }
+
+    /// generic_permission() without capabilities: whether the viewer gets every bit of `want`
+    /// (rwx) on `inode`, by its access ACL when it has one, else by its mode.
+    fn may(&self, inode: &Inode, acl: Option<Acl>, want: u16) -> bool {
+        let in_group = |g: u32| self.groups.contains(&g);
+        if let Some(acl) = acl {
+            return acl.permits(self.uid, in_group, (inode.uid, inode.gid), want);
+        }
+        let shift = if inode.uid == self.uid {
+            6
+        } else if in_group(inode.gid) {
+            3
+        } else {
+            0
+        };
+        (inode.perm >> shift) as u16 & want == want
+    }
+}
+
+const MAY_READ: u16 = 0o4;
+const MAY_EXEC: u16 = 0o1;
+
 impl Volume {
-    /// The report for `ino` (a file, or every file under a directory).
+    /// The report for `ino` (a file, or every file under a directory), as root sees it: every
+    /// file, once all writeback is done.
     pub fn stat_report(&self, ino: u64) -> Result<Report, FsError> {
         // Report what is stored: write back what is still dirty first.
         self.wait_writeback(None);
+        let files = self.files_under(ino, None)?;
+        self.report(&files)
+    }
+
+    /// The report for `ino` as `caller` may see it, as compsize run by that user would: root
+    /// sees every file; anyone else only the files it may read under directories it may list
+    /// and search, and waits only for their writeback (as its fsync of them would).
+    pub fn stat_report_for(&self, ino: u64, caller: Caller) -> Result<Report, FsError> {
+        if caller.uid == 0 {
+            return self.stat_report(ino);
+        }
+        let files = self.files_under(ino, Some(&Viewer::of(caller)))?;
+        for &f in &files {
+            self.wait_writeback(Some(f));
+        }
+        self.report(&files)
+    }
+
+    /// The regular files at or under `ino` that `viewer` (everyone when `None`) may see.
+    fn files_under(&self, ino: u64, viewer: Option<&Viewer>) -> Result<Vec<u64>, FsError> {
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
         let dirents = txn.open_table(DIRENTS)?;
-        let extents = txn.open_table(EXTENTS)?;
-        let mut report = Report::default();
+        let xattrs = txn.open_table(XATTRS)?;
+        let may = |cur: u64, inode: &Inode, want: u16| -> Result<bool, FsError> {
+            let Some(v) = viewer else {
+                return Ok(true);
+            };
+            let acl = xattrs.get((cur, acl::ACCESS))?;
+            let acl = acl.and_then(|a| Acl::parse(a.value()).ok());
+            Ok(v.may(inode, acl, want))
+        };
+        let mut files = Vec::new();
         let mut seen = HashSet::new();
         let mut stack = vec![ino];
         while let Some(cur) = stack.pop() {
@@ -122,37 +190,48 @@ impl Volume {
             }
             let inode = store::get_inode(&inodes, cur)?;
             match inode.kind {
-                Kind::Dir => {
+                Kind::Dir if may(cur, &inode, MAY_READ | MAY_EXEC)? => {
                     for r in dirents.range((cur, &[][..])..(cur + 1, &[][..]))? {
                         stack.push(r?.1.value().0);
                     }
                 }
-                Kind::File => {
-                    report.files += 1;
-                    for r in extents.range((cur, 0)..=(cur, u64::MAX))? {
-                        let (_, v) = r?;
-                        let v = v.value();
-                        let h = Volume::header(cur, 0, v)?;
-                        let disk = stored_len(v);
-                        if matches!(stored(v), Some(Stored::Inline(_))) {
-                            report.inline += 1;
-                        }
-                        let ram = h.ram_len as u64;
-                        let (ty, level) = match h.encoding {
-                            Encoding::Raw => ("none".to_string(), "none".to_string()),
-                            Encoding::Compressed(a, l) if a.has_levels() => {
-                                (a.name().to_string(), format!("{a}:{l}"))
-                            }
-                            Encoding::Compressed(a, _) => {
-                                (a.name().to_string(), a.name().to_string())
-                            }
-                        };
-                        report.total.add(disk, ram);
-                        report.by_type.entry(ty).or_default().add(disk, ram);
-                        report.by_level.entry(level).or_default().add(disk, ram);
-                    }
-                }
+                Kind::File if may(cur, &inode, MAY_READ)? => files.push(cur),
                 _ => {}
+            }
+        }
+        Ok(files)
+    }
+
+    /// The report on `files` as the last commit has them (one removed meanwhile is left out).
+    fn report(&self, files: &[u64]) -> Result<Report, FsError> {
+        let txn = self.store.read()?;
+        let inodes = txn.open_table(INODES)?;
+        let extents = txn.open_table(EXTENTS)?;
+        let mut report = Report::default();
+        for &cur in files {
+            if inodes.get(cur)?.is_none() {
+                continue;
+            }
+            report.files += 1;
+            for r in extents.range((cur, 0)..=(cur, u64::MAX))? {
+                let (_, v) = r?;
+                let v = v.value();
+                let h = Volume::header(cur, 0, v)?;
+                let disk = stored_len(v);
+                if matches!(stored(v), Some(Stored::Inline(_))) {
+                    report.inline += 1;
+                }
+                let ram = h.ram_len as u64;
+                let (ty, level) = match h.encoding {
+                    Encoding::Raw => ("none".to_string(), "none".to_string()),
+                    Encoding::Compressed(a, l) if a.has_levels() => {
+                        (a.name().to_string(), format!("{a}:{l}"))
+                    }
+                    Encoding::Compressed(a, _) => (a.name().to_string(), a.name().to_string()),
+                };
+                report.total.add(disk, ram);
+                report.by_type.entry(ty).or_default().add(disk, ram);
+                report.by_level.entry(level).or_default().add(disk, ram);
             }
         }
         Ok(report)

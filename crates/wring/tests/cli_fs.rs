@@ -158,3 +158,76 @@ fn mount_status_umount_in_background() {
     ok(&wring(&["umount", mnt], limit), "wring umount (again)");
     assert!(!is_mounted(&s.mnt));
 }
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// `wring mkfs` makes the store its owner's alone whatever the umask (it holds every file's
+/// bytes); `wring mount` refuses one others can read and says how to fix it; `wring fsck`
+/// checks it anyway, with a warning.
+#[test]
+fn the_store_is_private_and_mount_refuses_an_open_one() {
+    if !wring_btrfs::testing::require_root("the_store_is_private_and_mount_refuses_an_open_one") {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-cli-fs-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let s = Scratch {
+        mnt: base.join("mnt"),
+        base,
+    };
+    std::fs::create_dir_all(&s.mnt).unwrap();
+    let limit = Duration::from_secs(30);
+    // A new directory, and an existing one others could enter.
+    let existing = s.base.join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    std::fs::set_permissions(
+        &existing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for (umask, dir) in [
+        ("000", s.base.join("wide")),
+        ("277", s.base.join("narrow")),
+        ("000", existing),
+    ] {
+        let d = dir.display();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec {WRING} mkfs {d}"))
+            .output()
+            .unwrap();
+        ok(&o, &format!("umask {umask}; wring mkfs {d}"));
+        assert_eq!(mode(&dir), 0o700, "{d} after mkfs under umask {umask}");
+        for f in ["wring.redb", "wring.data"] {
+            assert_eq!(mode(&dir.join(f)), 0o600, "{d}/{f} under umask {umask}");
+        }
+    }
+
+    let store = s.base.join("wide");
+    let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
+    std::fs::set_permissions(&store, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = wring(&["mount", st, mnt], limit);
+    let msg = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "mounted a store open to others");
+    assert!(
+        msg.contains("open to other users") && msg.contains(&format!("chmod 700 {st}")),
+        "{msg}"
+    );
+    assert!(!is_mounted(&s.mnt));
+    let o = wring(&["fsck", st], limit);
+    let fsck = ok(&o, "wring fsck of an open store");
+    assert!(fsck.contains("no problems found"), "{fsck}");
+    let warning = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        warning.contains("warning") && warning.contains("open to other users"),
+        "{warning}"
+    );
+
+    std::fs::set_permissions(&store, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    ok(&wring(&["mount", st, mnt], limit), "wring mount");
+    assert_eq!(mode(&store.join("wring.log")), 0o600, "the daemon's log");
+    ok(&wring(&["umount", mnt], limit), "wring umount");
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::ops::Bound;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -30,6 +30,8 @@ impl Medium {
             .write(true)
             .create(true)
             .truncate(false)
+            // Never wider than the store's files (mkfs makes it exactly that).
+            .mode(super::FILE_MODE)
             .open(path)?;
         Ok(Medium::File(file))
     }

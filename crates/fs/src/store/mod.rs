@@ -16,6 +16,7 @@ pub mod records;
 #[cfg(test)]
 pub mod sim;
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -157,9 +158,20 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
 }
 
 impl Store {
-    /// Create a new store in `dir` (created if missing; must not hold one already).
+    /// Create a new store in `dir` (created if missing; must not hold one already). The
+    /// directory is made [`DIR_MODE`] and its files [`FILE_MODE`] whatever the umask: they
+    /// hold every file's bytes, whatever the files' own modes on the mount.
     pub fn mkfs(dir: &Path) -> Result<(), FsError> {
-        std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("creating {}", parent.display())))?;
+        }
+        match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(io(format!("creating {}", dir.display()))(e));
+            }
+            _ => {}
+        }
         let path = dir.join(DB_FILE);
         if path.exists() {
             return Err(FsError::Io {
@@ -167,10 +179,13 @@ impl Store {
                 source: std::io::Error::from_raw_os_error(libc::EEXIST),
             });
         }
+        set_mode(dir, DIR_MODE)?;
+        // redb creates its file with the umask's mode; it opens one made here as it is.
+        create_private(&path)?;
         init(&Database::create(&path)?)?;
-        Medium::open(&dir.join(DATA_FILE))
-            .map_err(io(format!("creating {}", dir.join(DATA_FILE).display())))?;
-        Ok(())
+        let data = dir.join(DATA_FILE);
+        Medium::open(&data).map_err(io(format!("creating {}", data.display())))?;
+        set_mode(&data, FILE_MODE)
     }
 
     /// Open the store in `dir` for a mount: redb recovers the last durable commit after a
@@ -372,6 +387,81 @@ impl Store {
         }
         Ok(self.db.check_integrity()?)
     }
+}
+
+/// Mode of a store directory: only its owner may enter it.
+pub const DIR_MODE: u32 = 0o700;
+/// Mode of the files in a store: only their owner may read or write them.
+pub const FILE_MODE: u32 = 0o600;
+/// The log file of a background daemon, in the store directory.
+pub const LOG_FILE: &str = "wring.log";
+
+/// Set `path`'s permission bits to exactly `mode` (the umask applies at creation only).
+fn set_mode(path: &Path, mode: u32) -> Result<(), FsError> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io(format!(
+        "setting the mode of {} to {mode:04o}",
+        path.display()
+    )))
+}
+
+/// Create the empty file `path` with [`FILE_MODE`] (EEXIST if it is there).
+fn create_private(path: &Path) -> Result<(), FsError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(io(format!("creating {}", path.display())))?;
+    set_mode(path, FILE_MODE)
+}
+
+/// Refuse a store that other users could read (see [`exposure`]): the stored bytes are every
+/// file's contents, which a mode of 0600 on the mount must keep from other users.
+pub fn check_private(dir: &Path) -> Result<(), FsError> {
+    match exposure(dir) {
+        None => Ok(()),
+        Some(why) => Err(FsError::Io {
+            what: format!("refusing the store {}", dir.display()),
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, why),
+        }),
+    }
+}
+
+/// What makes the store in `dir` readable by other users, and the command that fixes it: its
+/// directory, or any of its files ([`DB_FILE`], [`DATA_FILE`], [`LOG_FILE`]), open to group or
+/// others. Files that are not there are not looked at.
+pub fn exposure(dir: &Path) -> Option<String> {
+    let mut open = Vec::new();
+    let mut fix = Vec::new();
+    if let Ok(m) = std::fs::metadata(dir) {
+        let mode = m.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            open.push(format!("{} mode {mode:04o}", dir.display()));
+            fix.push(format!("chmod {:o} {}", mode & !0o077, dir.display()));
+        }
+    }
+    let mut files = Vec::new();
+    for name in [DB_FILE, DATA_FILE, LOG_FILE] {
+        let path = dir.join(name);
+        let Ok(m) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let mode = m.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            open.push(format!("{name} mode {mode:04o}"));
+            files.push(path.display().to_string());
+        }
+    }
+    if !files.is_empty() {
+        fix.push(format!("chmod 600 {}", files.join(" ")));
+    }
+    (!open.is_empty()).then(|| {
+        format!(
+            "it is open to other users ({}); run `{}`",
+            open.join(", "),
+            fix.join(" && ")
+        )
+    })
 }
 
 /// The database of a new store: the root directory, the counters, every table.

@@ -168,6 +168,12 @@ pub fn run(cmd: Command) -> Result<()> {
             }
         }
         Command::Fsck { dir } => {
+            if let Some(why) = wring_fs::store::exposure(&dir) {
+                eprintln!(
+                    "warning: the store {}: {why} (a mount refuses it; fsck only reads it)",
+                    dir.display()
+                );
+            }
             let r = fsck::fsck(&dir)?;
             println!("checked {} inodes, {} extents", r.inodes, r.extents);
             for n in &r.notes {
