@@ -36,7 +36,7 @@ pub struct SetAttr {
     /// The change time the kernel keeps (with the writeback cache it sends its own when it
     /// flushes times); `None`: now.
     pub ctime: Option<SystemTime>,
-    /// Who asks; a size change by anyone but root drops the set-ID bits.
+    /// Who asks; a size change by a process without CAP_FSETID drops the set-ID bits.
     pub caller: Option<Caller>,
 }
 
@@ -57,6 +57,33 @@ impl Caller {
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || (self.pid != 0 && supplementary_groups(self.pid).contains(&gid))
     }
+
+    /// Every group the process is in: the primary one and the supplementary ones.
+    pub fn groups(&self) -> Vec<u32> {
+        let mut groups = match self.pid {
+            0 => Vec::new(),
+            pid => supplementary_groups(pid),
+        };
+        groups.push(self.gid);
+        groups
+    }
+
+    /// capable(CAP_FSETID): the capability is in the process's effective set (`CapEff:` in
+    /// /proc/PID/status). When the process is unknown or gone: whether it is root.
+    pub fn has_fsetid(&self) -> bool {
+        let status = match self.pid {
+            0 => None,
+            pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok(),
+        };
+        let eff = status.as_deref().and_then(|s| {
+            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        });
+        match eff {
+            Some(caps) => caps & (1 << CAP_FSETID) != 0,
+            None => self.uid == 0,
+        }
+    }
 }
 
 fn supplementary_groups(pid: u32) -> Vec<u32> {
@@ -74,15 +101,18 @@ fn supplementary_groups(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The capability number of CAP_FSETID (linux/capability.h).
+const CAP_FSETID: u32 = 4;
+
 /// The security.capability attribute, dropped when a file's privileges are killed.
 const CAPS_XATTR: &[u8] = b"security.capability";
 
-/// Kill a file's privileges after a write, truncate or chown by `caller` (uid, gid), as the
-/// VFS does (setattr_should_drop_suidgid): set-user-ID always; set-group-ID with group execute,
-/// or without it when the caller is neither root nor in the file's group (primary or
-/// supplementary); and the file capabilities. The mount asks the kernel to leave
-/// this to the filesystem (FUSE_HANDLE_KILLPRIV_V2), which spares a getxattr round trip on
-/// every write.
+/// Kill a regular file's privileges after a write or truncate by `caller`, a process without
+/// CAP_FSETID (the kernel flags such a write; a truncate is checked in [`Volume::setattr`]), as
+/// the VFS does (setattr_should_drop_suidgid): set-user-ID always; set-group-ID with group
+/// execute, or without it when the caller is not in the file's group (primary or
+/// supplementary); and the file capabilities. The mount asks the kernel to leave this to the
+/// filesystem (FUSE_HANDLE_KILLPRIV_V2), which spares a getxattr round trip on every write.
 pub(crate) fn kill_privs(
     txn: &WriteTransaction,
     ino: u64,
@@ -93,7 +123,30 @@ pub(crate) fn kill_privs(
         return Ok(());
     }
     inode.perm &= !libc::S_ISUID;
-    if inode.perm & libc::S_IXGRP != 0 || (caller.uid != 0 && !caller.in_group(inode.gid)) {
+    if inode.perm & libc::S_IXGRP != 0 || !caller.in_group(inode.gid) {
+        inode.perm &= !libc::S_ISGID;
+    }
+    txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
+    Ok(())
+}
+
+/// Kill privileges on a chown by `caller` that names a user or a group (the same ones
+/// included), as chown_common does for anything but a directory: set-user-ID always, even for
+/// root; set-group-ID with group execute, or without it when the caller is neither in the
+/// file's group nor has CAP_FSETID (setattr_should_drop_sgid); and the file capabilities.
+fn kill_privs_on_chown(
+    txn: &WriteTransaction,
+    ino: u64,
+    inode: &mut Inode,
+    caller: Caller,
+) -> Result<(), FsError> {
+    if inode.kind == Kind::Dir {
+        return Ok(());
+    }
+    inode.perm &= !libc::S_ISUID;
+    let sgid_stays =
+        inode.perm & libc::S_IXGRP == 0 && (caller.in_group(inode.gid) || caller.has_fsetid());
+    if !sgid_stays {
         inode.perm &= !libc::S_ISGID;
     }
     txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
@@ -440,14 +493,15 @@ impl Volume {
             } else {
                 inode.mtime = now;
             }
-            if let Some(c) = set.caller.filter(|c| c.uid != 0) {
+            // The kernel leaves it to the filesystem (FATTR_KILL_SUIDGID, which fuser does
+            // not pass on): a truncate by a process without CAP_FSETID, root or not.
+            if let Some(c) = set.caller.filter(|c| !c.has_fsetid()) {
                 kill_privs(&txn, ino, &mut inode, c)?;
             }
         }
-        let chown =
-            set.uid.is_some_and(|u| u != inode.uid) || set.gid.is_some_and(|g| g != inode.gid);
-        if chown && set.mode.is_none() {
-            kill_privs(&txn, ino, &mut inode, set.caller.unwrap_or_default())?;
+        // Any chown but -1:-1 (which never reaches a FUSE filesystem as one).
+        if set.uid.is_some() || set.gid.is_some() {
+            kill_privs_on_chown(&txn, ino, &mut inode, set.caller.unwrap_or_default())?;
         }
         if let Some(m) = set.mode {
             inode.perm = m & 0o7777;
