@@ -1,5 +1,6 @@
 //! `wring bench kernel` against the real kernel on a small corpus slice: one copy, two btrfs
-//! methods and zram's lzo. Needs root (skipped with a note otherwise, failed under CI).
+//! methods and zram's lzo. Needs root and zram: fails without them unless `WRING_SKIP_ROOT=1`
+//! or `WRING_SKIP_ZRAM=1` opts out (see `wring_btrfs::testing::require`).
 //! Checks that the expected rows come out; never a timing.
 
 mod common;
@@ -10,7 +11,7 @@ use wring_bench::machine::Machine;
 use wring_bench::progress::Progress;
 use wring_bench::report::Report;
 use wring_bench::zram::{self, ZramConfig};
-use wring_btrfs::testing::require_root;
+use wring_btrfs::testing::{require, require_root, Need};
 use wring_engine::{Algorithm, CompressSpec};
 
 /// Up to 6 MiB of the shared corpus when WRING_CORPUS names it, else of the default sample:
@@ -18,7 +19,10 @@ use wring_engine::{Algorithm, CompressSpec};
 /// inline by btrfs), or the generated tiny corpus when there are none.
 fn slice() -> Corpus {
     let corpus = std::env::var_os("WRING_CORPUS")
-        .and_then(|dir| Corpus::load(std::path::Path::new(&dir)).ok())
+        .map(|dir| {
+            let dir = std::path::Path::new(&dir);
+            Corpus::load(dir).unwrap_or_else(|e| panic!("WRING_CORPUS={}: {e}", dir.display()))
+        })
         .or_else(|| Corpus::default_sample().ok())
         .unwrap_or_else(common::corpus);
     let files: Vec<_> = corpus
@@ -105,7 +109,10 @@ fn bench_kernel_on_a_small_slice() {
     }
     assert!(report.btrfs[2].kernel.is_none());
 
-    if std::path::Path::new("/sys/block/zram0/comp_algorithm").exists() {
+    if require(
+        "bench_kernel_on_a_small_slice (its zram part)",
+        &[Need::Zram],
+    ) {
         let mut zcfg = ZramConfig::new(2);
         zcfg.algorithms = vec!["lzo".into()];
         let (rows, huge) = zram::run(&corpus, &zcfg, &progress).expect("zram part");

@@ -389,8 +389,11 @@ fn sample_levels(algorithm: Algorithm) -> Vec<i32> {
 #[test]
 fn corpus_extents_round_trip() {
     let files = corpus_files();
-    if files.is_empty() {
-        eprintln!("no corpus files found: set WRING_CORPUS to a directory of files");
+    if !common::require_corpus(
+        "corpus_extents_round_trip",
+        !files.is_empty(),
+        "no files: WRING_CORPUS is unset or empty and none of the system fallback files exist",
+    ) {
         return;
     }
     let engine = engine();
