@@ -1,4 +1,5 @@
-//! A levels run on the tiny corpus: rows, their arithmetic, and the level-list parser.
+//! A levels run on the tiny corpus: rows, their stored sizes against each extent compressed
+//! alone, and the level-list parser.
 //! Speeds are only checked for being positive; no timing is asserted.
 
 mod common;
@@ -66,16 +67,20 @@ fn rows_on_the_tiny_corpus() {
             row.ratio > 1.0 && row.ratio <= row.ratio_unrounded,
             "{row:?}"
         );
-        assert_eq!(row.ratio, row.stored.ratio());
+        // The stored size and ratio match what each extent compressed alone gives.
+        let (stored, raw) = common::stored_by_hand(*spec);
+        assert_eq!(
+            (row.stored.stored, row.stored.incompressible),
+            (stored, raw),
+            "{spec}"
+        );
+        assert_eq!(row.ratio, corpus.bytes() as f64 / stored as f64, "{spec}");
         assert!(row.compress_mbps > 0.0 && row.decompress_mbps > 0.0);
-        assert!((row.compress_mbps - corpus.bytes() as f64 / 1e6 / row.compress_secs).abs() < 1e-6);
         assert!(row.workspace_kb > row.codec_kb && row.codec_kb > 0);
         let bare = row.bare.expect("bare timing");
         assert!(bare.compress_mbps > 0.0 && bare.decompress_mbps > 0.0);
-        assert!((bare.compress_overhead - row.compress_secs / bare.compress_secs).abs() < 1e-9);
-        assert!(
-            (bare.decompress_overhead - row.decompress_secs / bare.decompress_secs).abs() < 1e-9
-        );
+        assert!(bare.compress_overhead > 0.0 && bare.compress_overhead.is_finite());
+        assert!(bare.decompress_overhead > 0.0 && bare.decompress_overhead.is_finite());
     }
     let by = |s: &str| rows.iter().find(|r| r.spec == s).expect(s);
     assert!(by("zstd:19").ratio >= by("zstd:1").ratio);

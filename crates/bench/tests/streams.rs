@@ -31,7 +31,15 @@ fn rows_for_every_writer_count_and_limit() {
     assert_eq!(rows.len(), 2 * 2 * 2);
     for r in &rows {
         assert_eq!(r.bytes, corpus.bytes() * r.writers as u64);
-        assert!(r.mbps > 0.0 && r.ratio > 1.0);
+        assert!(r.mbps > 0.0);
+        // The ratio is what each extent compressed alone gives.
+        let spec = cfg
+            .specs
+            .iter()
+            .find(|s| s.to_string() == r.spec)
+            .expect("spec");
+        let (stored, _) = common::stored_by_hand(*spec);
+        assert_eq!(r.ratio, corpus.bytes() as f64 / stored as f64, "{r:?}");
         if r.streams == 1 {
             assert_eq!(r.speedup, 1.0);
         }
@@ -42,5 +50,7 @@ fn rows_for_every_writer_count_and_limit() {
     }
     let zstd: Vec<_> = rows.iter().filter(|r| r.spec == "zstd:3").collect();
     assert_eq!(zstd.len(), 4);
-    assert!((zstd[1].speedup - zstd[1].mbps / zstd[0].mbps).abs() < 1e-9);
+    assert!(zstd
+        .iter()
+        .all(|r| r.speedup > 0.0 && r.speedup.is_finite()));
 }
