@@ -9,8 +9,9 @@ pub enum FsError {
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] redb::Error),
-    /// An extent's checksum or decoding failed.
-    #[error("corrupt extent of inode {ino} at offset {offset}: {reason}")]
+    /// An extent's checksum or decoding failed, or an item read from the store is damaged
+    /// (offset 0 for the inode item itself): EIO, as btrfs answers a bad checksum.
+    #[error("inode {ino} is damaged at offset {offset}: {reason} (`wring fsck STORE` lists what is damaged)")]
     Corrupt {
         /// The inode.
         ino: u64,

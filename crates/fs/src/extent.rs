@@ -22,7 +22,7 @@ use crate::options::MAX_MAX_EXTENT;
 use crate::options::{Compress, Options};
 use crate::store::records::{
     checksum, external_item, stored, Encoding, ExtentHeader, Inode, Kind, Stored, Time,
-    EXTENT_HEADER_LEN, FLAG_NOCOMPRESS, INLINE_MAX,
+    EXTENT_HEADER_LEN, FLAG_NOCOMPRESS, INLINE_MAX, MAX_FILE_SIZE,
 };
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
@@ -451,6 +451,10 @@ impl Volume {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), FsError> {
+        if offset > MAX_FILE_SIZE {
+            // A negative loff_t: read(2) says EINVAL.
+            return Err(errno(libc::EINVAL));
+        }
         self.reads.fetch_add(1, Ordering::Relaxed);
         let r = self.read_counted(ino, offset, size, out);
         self.reads.fetch_sub(1, Ordering::Relaxed);
@@ -498,7 +502,7 @@ impl Volume {
             out.clear();
             return Ok(());
         }
-        let end = file_size.min(offset + size as u64);
+        let end = file_size.min(offset.saturating_add(size as u64));
         // `out` keeps its length between calls, so only growth is zero-filled here: every
         // byte is written below (extents, or zeros for holes), whatever it held before.
         out.resize((end - offset) as usize, 0);
@@ -536,7 +540,7 @@ impl Volume {
                 Source::Stored(v) => self.ram_len(ino, cstart, v, e)?,
             };
             let from = offset.max(cstart);
-            let to = end.min(cstart + len);
+            let to = end.min(cstart.saturating_add(len));
             if from >= to {
                 continue;
             }
@@ -615,9 +619,7 @@ impl Volume {
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset
-            .checked_add(data.len() as u64)
-            .ok_or(errno(libc::EFBIG))?;
+        let end = file_end(offset, data.len() as u64)?;
         self.throttle();
         let g = self.inode_lock(ino);
         let opts = self.options();
@@ -699,7 +701,7 @@ impl Volume {
         if len == 0 {
             return Err(errno(libc::EINVAL));
         }
-        let end = offset.checked_add(len).ok_or(errno(libc::EFBIG))?;
+        let end = file_end(offset, len)?;
         let inode = self.inode(ino)?;
         match inode.kind {
             Kind::File => {}
@@ -793,6 +795,9 @@ impl Volume {
         if inode.kind != Kind::File {
             return Err(errno(libc::EINVAL));
         }
+        if size > MAX_FILE_SIZE {
+            return Err(errno(libc::EFBIG));
+        }
         if size < inode.size && inode.extent_size != 0 {
             let e = inode.extent_size as u64;
             let keep = size.div_ceil(e);
@@ -843,9 +848,36 @@ impl Volume {
     }
 }
 
+/// The end of `len` bytes at `offset` from the kernel, as Linux checks a write or fallocate
+/// (rw_verify_area, generic_write_check_limits, vfs_fallocate): an offset that is a negative
+/// loff_t is EINVAL, an end past MAX_LFS_FILESIZE (or past u64) is EFBIG.
+pub(crate) fn file_end(offset: u64, len: u64) -> Result<u64, FsError> {
+    if offset > MAX_FILE_SIZE {
+        return Err(errno(libc::EINVAL));
+    }
+    offset
+        .checked_add(len)
+        .filter(|&end| end <= MAX_FILE_SIZE)
+        .ok_or(errno(libc::EFBIG))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_ranges_past_the_largest_offset_are_refused() {
+        let max = MAX_FILE_SIZE;
+        assert_eq!(file_end(0, 10).unwrap(), 10);
+        assert_eq!(file_end(max - 1, 1).unwrap(), max);
+        assert_eq!(file_end(max, 1).unwrap_err().errno(), libc::EFBIG);
+        assert_eq!(file_end(max + 1, 1).unwrap_err().errno(), libc::EINVAL);
+        assert_eq!(
+            file_end(u64::MAX, u64::MAX).unwrap_err().errno(),
+            libc::EINVAL
+        );
+        assert_eq!(file_end(1, u64::MAX).unwrap_err().errno(), libc::EFBIG);
+    }
 
     #[test]
     fn zero_detection() {

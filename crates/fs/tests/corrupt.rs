@@ -2,7 +2,9 @@
 //! (in the data file), point another extent's item past the end of the data file, and give a
 //! third a header (which has no checksum of its own) claiming more than an extent; reading
 //! those ranges is EIO with a log line naming the file and offset, never a panic, the rest of
-//! the file still reads back, and fsck reports all three extents.
+//! the file still reads back, and fsck reports all three extents. A damaged inode item (a
+//! time past what a SystemTime holds) is EIO on stat with a log line naming the inode, never a
+//! panic; writes near the largest file offset fail as they do on tmpfs.
 mod common;
 use common::*;
 
@@ -12,7 +14,7 @@ use std::os::unix::fs::FileExt;
 
 use redb::ReadableTable;
 use wring_fs::store::records::{external_item, stored, Stored, EXTENT_HEADER_LEN};
-use wring_fs::store::{Store, DATA_FILE, DIRENTS, EXTENTS, ROOT};
+use wring_fs::store::{Store, DATA_FILE, DIRENTS, EXTENTS, INODES, ROOT};
 
 const EXTENT: u64 = 128 * 1024;
 const EXTENTS_IN_FILE: u64 = 16;
@@ -161,5 +163,116 @@ fn corrupt_extent_is_eio_and_logged() {
             "fsck does not report offset {off} ({why}): {:?}",
             r.problems
         );
+    }
+}
+
+/// Offset of the atime (seconds, then nanoseconds) in an inode item.
+const ATIME_AT: usize = 46;
+
+#[test]
+fn corrupt_inode_is_eio_and_logged() {
+    if !require_root("corrupt_inode_is_eio_and_logged") {
+        return;
+    }
+    let mut m = Mount::new("corrupt-inode");
+    let opts = "compress-force=zstd:3,max_extent=128K";
+    m.start(opts);
+    std::fs::write(m.p("stamped"), b"a time no clock can show").unwrap();
+    std::fs::write(m.p("other"), b"fine").unwrap();
+    m.stop();
+
+    // An atime of i64::MAX seconds and 2e9 nanoseconds: no SystemTime holds it.
+    let ino = {
+        let store = Store::open(&m.store).unwrap();
+        let txn = store.write().unwrap();
+        let ino = {
+            let dirents = txn.open_table(DIRENTS).unwrap();
+            let v = dirents.get((ROOT, b"stamped".as_slice())).unwrap().unwrap();
+            v.value().0
+        };
+        {
+            let mut inodes = txn.open_table(INODES).unwrap();
+            let mut item = inodes.get(ino).unwrap().unwrap().value().to_vec();
+            item[ATIME_AT..ATIME_AT + 8].copy_from_slice(&i64::MAX.to_le_bytes());
+            item[ATIME_AT + 8..ATIME_AT + 12].copy_from_slice(&2_000_000_000u32.to_le_bytes());
+            inodes.insert(ino, item.as_slice()).unwrap();
+        }
+        store.commit(txn, true).unwrap();
+        ino
+    };
+
+    m.start(opts);
+    for _ in 0..2 {
+        let err = std::fs::metadata(m.p("stamped")).expect_err("stat of a damaged inode");
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
+    }
+    // The daemon is still there and the rest of the filesystem works.
+    assert_eq!(std::fs::read(m.p("other")).unwrap(), b"fine");
+    let names: Vec<_> = std::fs::read_dir(m.p(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(names.iter().any(|n| n == "other"), "{names:?}");
+
+    // Near the largest offset, as tmpfs: the kernel cuts a write that crosses
+    // MAX_LFS_FILESIZE short and refuses one that starts there.
+    let near = |path: &std::path::Path| -> Vec<String> {
+        let _gone = RemoveOnDrop(path.to_path_buf());
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let max = i64::MAX as u64;
+        let mut seen = Vec::new();
+        for (off, len) in [(max - 10, 100usize), (max, 1), (max - 4096, 4096)] {
+            seen.push(format!(
+                "{:?}",
+                f.write_at(&vec![7u8; len], off)
+                    .map_err(|e| e.raw_os_error())
+            ));
+        }
+        seen.push(format!(
+            "{:?}",
+            f.metadata()
+                .map(|md| md.len())
+                .map_err(|e| e.raw_os_error())
+        ));
+        let mut back = [0u8; 4];
+        seen.push(format!(
+            "{:?}",
+            f.read_at(&mut back, max - 4).map_err(|e| e.raw_os_error())
+        ));
+        seen.push(format!("{back:?}"));
+        seen
+    };
+    let tmpfs = std::path::PathBuf::from(format!("/dev/shm/wring-far-{}", std::process::id()));
+    assert_eq!(near(&m.p("far")), near(&tmpfs), "wring vs tmpfs");
+    m.stop();
+
+    let log = std::fs::read_to_string(m.store.join(wring_fs::daemon::LOG_FILE)).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("inode {ino}")) && l.contains("damaged")),
+        "no log line naming inode {ino} as damaged:\n{log}"
+    );
+    let r = wring_fs::fsck::fsck(&m.store).unwrap();
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.contains(&format!("inode {ino}"))),
+        "fsck does not report inode {ino}: {:?}",
+        r.problems
+    );
+}
+
+/// Removes a file when dropped, so a failed assertion leaves nothing behind.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }

@@ -75,35 +75,53 @@ impl Time {
         Time::from_system(SystemTime::now())
     }
 
-    /// From a SystemTime.
+    /// From a SystemTime (saturating at the ends of the i64 range, which Linux's SystemTime
+    /// cannot leave anyway).
     pub fn from_system(t: SystemTime) -> Time {
         match t.duration_since(UNIX_EPOCH) {
             Ok(d) => Time {
-                secs: d.as_secs() as i64,
+                secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
                 nsecs: d.subsec_nanos(),
             },
             Err(e) => {
                 let d = e.duration();
-                let (mut s, mut n) = (-(d.as_secs() as i64), d.subsec_nanos());
-                if n > 0 {
-                    s -= 1;
-                    n = 1_000_000_000 - n;
+                let secs = i64::try_from(d.as_secs()).map_or(i64::MIN, |s| -s);
+                match d.subsec_nanos() {
+                    0 => Time { secs, nsecs: 0 },
+                    _ if secs == i64::MIN => Time { secs, nsecs: 0 },
+                    n => Time {
+                        secs: secs - 1,
+                        nsecs: NANOS_PER_SEC - n,
+                    },
                 }
-                Time { secs: s, nsecs: n }
             }
         }
     }
 
-    /// To a SystemTime.
+    /// Whether this is a time the store may hold: nanoseconds below one second (every i64
+    /// second count is one SystemTime and FUSE can carry).
+    pub fn is_valid(self) -> bool {
+        self.nsecs < NANOS_PER_SEC
+    }
+
+    /// To a SystemTime. Never panics: a time outside what SystemTime holds (only a damaged
+    /// one, which decoding refuses) saturates.
     pub fn to_system(self) -> SystemTime {
-        if self.secs >= 0 {
-            UNIX_EPOCH + Duration::new(self.secs as u64, self.nsecs)
+        let nanos = Duration::from_nanos(u64::from(self.nsecs));
+        let t = if self.secs >= 0 {
+            UNIX_EPOCH.checked_add(Duration::from_secs(self.secs.unsigned_abs()))
         } else {
-            UNIX_EPOCH - Duration::from_secs(self.secs.unsigned_abs())
-                + Duration::from_nanos(self.nsecs as u64)
-        }
+            UNIX_EPOCH.checked_sub(Duration::from_secs(self.secs.unsigned_abs()))
+        };
+        t.and_then(|t| t.checked_add(nanos)).unwrap_or(UNIX_EPOCH)
     }
 }
+
+/// Nanoseconds in a second.
+const NANOS_PER_SEC: u32 = 1_000_000_000;
+
+/// The largest file size and offset: the kernel's MAX_LFS_FILESIZE (loff_t is signed).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
 /// The inode item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,19 +196,25 @@ impl Inode {
         b
     }
 
-    /// Decode; `None` when damaged.
+    /// Decode; `None` when damaged ([`Inode::decode`] says why).
     pub fn from_bytes(b: &[u8]) -> Option<Inode> {
+        Inode::decode(b).ok()
+    }
+
+    /// Decode and validate: every field is one this filesystem could have written, so nothing
+    /// built from it (attributes, extent ranges) can overflow. The error says what is wrong.
+    pub fn decode(b: &[u8]) -> Result<Inode, String> {
         if b.len() != INODE_LEN {
-            return None;
+            return Err(format!("inode item is {} bytes, not {INODE_LEN}", b.len()));
         }
-        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| u64::from(u32_at(i)) | (u64::from(u32_at(i + 4)) << 32);
         let time_at = |i: usize| Time {
             secs: u64_at(i) as i64,
             nsecs: u32_at(i + 8),
         };
-        Some(Inode {
-            kind: Kind::from_u8(b[0])?,
+        let inode = Inode {
+            kind: Kind::from_u8(b[0]).ok_or_else(|| format!("unknown inode kind {}", b[0]))?,
             flags: b[1],
             perm: u32_at(2),
             uid: u32_at(6),
@@ -203,7 +227,36 @@ impl Inode {
             atime: time_at(46),
             mtime: time_at(58),
             ctime: time_at(70),
-        })
+        };
+        inode.validate()?;
+        Ok(inode)
+    }
+
+    /// Check the fields a damaged item could get wrong in a way that matters.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.perm & !0o7777 != 0 {
+            return Err(format!("permission bits {:o} beyond 07777", self.perm));
+        }
+        if self.size > MAX_FILE_SIZE {
+            return Err(format!("size {} beyond the largest file offset", self.size));
+        }
+        if self.disk > MAX_FILE_SIZE {
+            return Err(format!("{} stored bytes", self.disk));
+        }
+        let e = self.extent_size as usize;
+        if e != 0 && (!e.is_multiple_of(4096) || e > crate::options::MAX_MAX_EXTENT) {
+            return Err(format!("extent size {e}"));
+        }
+        for (name, t) in [
+            ("atime", self.atime),
+            ("mtime", self.mtime),
+            ("ctime", self.ctime),
+        ] {
+            if !t.is_valid() {
+                return Err(format!("{name} has {} nanoseconds", t.nsecs));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -272,6 +325,10 @@ pub fn stored(b: &[u8]) -> Option<Stored<'_>> {
         EXTERNAL if b.len() == EXTERNAL_ITEM_LEN => {
             let offset = u64::from_le_bytes(b[20..28].try_into().ok()?);
             let len = u32::from_le_bytes(b[28..32].try_into().ok()?);
+            // The data file is a file: its bytes end before the largest file offset.
+            offset
+                .checked_add(u64::from(len))
+                .filter(|&end| end <= MAX_FILE_SIZE)?;
             Some(Stored::External(offset, len as u64))
         }
         _ => None,
@@ -344,13 +401,26 @@ impl ExtentHeader {
         value[12..20].copy_from_slice(&seq.to_le_bytes());
     }
 
-    /// Decode the header of an item; [`stored`] says where its bytes are.
+    /// Decode the header of an item; [`stored`] says where its bytes are. A level outside
+    /// the algorithm's range, or a decoded length beyond the largest extent, is damage.
     pub fn decode(b: &[u8]) -> Option<ExtentHeader> {
         stored(b)?;
         let encoding = match b[1] {
             0 => Encoding::Raw,
-            c => Encoding::Compressed(alg_from(c)?, b[2] as i8 as i32),
+            c => {
+                let alg = alg_from(c)?;
+                let level = b[2] as i8 as i32;
+                let valid = level == 0 || (alg.min_level()..=alg.max_level()).contains(&level);
+                if !valid {
+                    return None;
+                }
+                Encoding::Compressed(alg, level)
+            }
         };
+        let ram_len = u32::from_le_bytes(b[4..8].try_into().ok()?);
+        if ram_len as usize > crate::options::MAX_MAX_EXTENT {
+            return None;
+        }
         Some(ExtentHeader {
             encoding,
             ram_len: u32::from_le_bytes(b[4..8].try_into().ok()?),
@@ -397,6 +467,107 @@ mod tests {
         assert_eq!(stored(&ext), Some(Stored::External(1 << 40, 3)));
         assert_eq!(stored(&ext[..31]), None);
         assert_eq!(stored(&[9u8; 40]), None);
+    }
+
+    /// Regression: a damaged item with a time past what SystemTime holds made getattr panic.
+    #[test]
+    fn a_time_no_system_time_holds_is_refused_and_never_panics() {
+        let mut i = Inode::new(Kind::File, 0o644, 1, 2);
+        i.atime = Time {
+            secs: i64::MAX,
+            nsecs: 2_000_000_000,
+        };
+        let b = i.to_bytes();
+        let why = Inode::decode(&b).unwrap_err();
+        assert!(why.contains("atime"), "{why}");
+        assert_eq!(Inode::from_bytes(&b), None);
+        // Converting it anyway saturates instead of panicking.
+        let _ = i.atime.to_system();
+        for secs in [i64::MIN, i64::MIN + 1, -1, 0, i64::MAX] {
+            for nsecs in [0, 999_999_999] {
+                let t = Time { secs, nsecs };
+                assert_eq!(Time::from_system(t.to_system()), t, "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_inode_fields_are_refused() {
+        let good = Inode::new(Kind::File, 0o644, 1, 2);
+        type Damage = fn(&mut Inode);
+        let cases: [(&str, Damage); 5] = [
+            ("permission", |i| i.perm = 0o10000),
+            ("size", |i| i.size = MAX_FILE_SIZE + 1),
+            ("stored bytes", |i| i.disk = u64::MAX),
+            ("extent size", |i| i.extent_size = 4097),
+            ("ctime", |i| i.ctime.nsecs = 1_000_000_000),
+        ];
+        for (what, damage) in cases {
+            let mut i = good.clone();
+            damage(&mut i);
+            let why = Inode::decode(&i.to_bytes()).unwrap_err();
+            assert!(why.contains(what), "{what}: {why}");
+        }
+        let mut b = good.to_bytes();
+        b[0] = 9;
+        assert!(Inode::decode(&b).is_err());
+        assert!(Inode::decode(&b[1..]).is_err());
+    }
+
+    #[test]
+    fn damaged_extent_headers_are_refused() {
+        let h = ExtentHeader {
+            encoding: Encoding::Compressed(Algorithm::Zlib, 9),
+            ram_len: 4096,
+            crc: 0,
+            seq: 1,
+        };
+        let mut b = h.encode(b"x");
+        b[2] = 10; // zlib has no level 10
+        assert_eq!(ExtentHeader::decode(&b), None);
+        let mut b = h.encode(b"x");
+        b[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(ExtentHeader::decode(&b), None);
+        let far = external_item(&h.encode(b"xyz"), u64::MAX - 1);
+        assert_eq!(stored(&far), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes an inode item holds, decoding never panics, what decodes re-encodes
+        /// to an item that decodes the same, and its times convert.
+        #[test]
+        fn any_inode_item(b in proptest::collection::vec(proptest::prelude::any::<u8>(), INODE_LEN)) {
+            if let Ok(i) = Inode::decode(&b) {
+                proptest::prop_assert_eq!(Inode::decode(&i.to_bytes()), Ok(i.clone()));
+                for t in [i.atime, i.mtime, i.ctime] {
+                    proptest::prop_assert_eq!(Time::from_system(t.to_system()), t);
+                }
+            }
+        }
+
+        /// Any time converts without panicking; a valid one round-trips.
+        #[test]
+        fn any_time(secs in proptest::prelude::any::<i64>(), nsecs in proptest::prelude::any::<u32>()) {
+            let t = Time { secs, nsecs };
+            let back = Time::from_system(t.to_system());
+            if t.is_valid() {
+                proptest::prop_assert_eq!(back, t);
+            }
+        }
+
+        /// Whatever bytes an extent item holds, decoding never panics and what decodes
+        /// re-encodes the same; an external item's range fits in a file.
+        #[test]
+        fn any_extent_item(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            if let Some(h) = ExtentHeader::decode(&b) {
+                if let Some(Stored::Inline(data)) = stored(&b) {
+                    proptest::prop_assert_eq!(ExtentHeader::decode(&h.encode(data)), Some(h));
+                }
+            }
+            if let Some(Stored::External(at, len)) = stored(&b) {
+                proptest::prop_assert!(at.checked_add(len).is_some_and(|e| e <= MAX_FILE_SIZE));
+            }
+        }
     }
 
     #[test]
