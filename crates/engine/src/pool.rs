@@ -70,6 +70,40 @@ fn new_page() -> Page {
     Box::new([0; PAGE_SIZE])
 }
 
+/// A zeroed page from the allocator, or `None` when there is no memory for it.
+fn try_new_page() -> Option<Page> {
+    let layout = std::alloc::Layout::new::<[u8; PAGE_SIZE]>();
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<[u8; PAGE_SIZE]>();
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` was just allocated by the global allocator with the layout of the boxed
+    // type, is non-null and zeroed (a valid `[u8; PAGE_SIZE]`); the box takes sole ownership.
+    Some(unsafe { Box::from_raw(ptr) })
+}
+
+/// Pages a resize allocates (outside any lock) before adding them to the pool: 1 MiB, so a
+/// large resize never holds memory it cannot use yet nor keeps the pool's lock for long.
+const GROW_CHUNK: usize = 256;
+
+/// A hook run before each chunk of a resize is allocated, with the number of pages the
+/// resize reserves in all (tests use it to hold a resize mid-way).
+/// (std's lock and Arc even under `--features shuttle`: a static, outside what it models.)
+pub type GrowHook = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
+
+static GROW_HOOK: std::sync::Mutex<Option<GrowHook>> = std::sync::Mutex::new(None);
+
+fn grow_hook() -> std::sync::MutexGuard<'static, Option<GrowHook>> {
+    GROW_HOOK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Testing only: run `hook` before each chunk of every later resize (`None` removes it).
+#[doc(hidden)]
+pub fn set_grow_hook(hook: Option<GrowHook>) {
+    *grow_hook() = hook;
+}
+
 impl PagePool {
     /// A pool reserving `pages` pages up front; 0 turns it off.
     pub fn new(pages: usize) -> Arc<PagePool> {
@@ -106,15 +140,51 @@ impl PagePool {
         }
     }
 
-    /// Allocate `count` pages outside the lock and add as many as there is still room for
-    /// (another resize may have run meanwhile).
+    /// Allocate `count` pages, [`GROW_CHUNK`] at a time outside the lock, each chunk added
+    /// while there is still room for it (another resize may run meanwhile). Fallible: when
+    /// memory runs out the pool stays smaller than its size, with a log line, and reads fall
+    /// back to the allocator as on a miss.
     fn reserve_more(&self, count: usize) {
-        let mut fresh: Vec<Page> = (0..count).map(|_| new_page()).collect();
-        let mut reserve = lock(&self.reserve);
-        let take = reserve.room().min(fresh.len());
-        reserve.free.extend(fresh.drain(..take));
-        drop(reserve);
-        drop(fresh);
+        let hook = grow_hook().clone();
+        let mut added = 0;
+        while added < count {
+            if let Some(h) = &hook {
+                h(count);
+            }
+            let want = (count - added)
+                .min(GROW_CHUNK)
+                .min(lock(&self.reserve).room());
+            if want == 0 {
+                return;
+            }
+            let mut fresh = Vec::new();
+            if fresh.try_reserve_exact(want).is_err() {
+                return self.grow_failed(added, count);
+            }
+            for _ in 0..want {
+                match try_new_page() {
+                    Some(p) => fresh.push(p),
+                    None => break,
+                }
+            }
+            let got = fresh.len();
+            let mut reserve = lock(&self.reserve);
+            let take = reserve.room().min(got);
+            reserve.free.extend(fresh.drain(..take));
+            drop(reserve);
+            drop(fresh);
+            added += take;
+            if got < want {
+                return self.grow_failed(added, count);
+            }
+        }
+    }
+
+    fn grow_failed(&self, added: usize, count: usize) {
+        log::warn!(
+            "page pool: out of memory after reserving {added} of {count} more pages; \
+             lower page_pool or free memory"
+        );
     }
 
     /// The size knob: how many pages the pool reserves.
@@ -294,6 +364,41 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    /// A resize adds its pages a chunk at a time without holding the pool's lock: held
+    /// between two chunks, the first chunk is already usable and reads are served.
+    #[test]
+    fn a_resize_grows_in_chunks_and_never_blocks_reads() {
+        // A size no other test asks for: the hook is process-wide.
+        const PAGES: usize = GROW_CHUNK * 3 + 7;
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let release_rx = std::sync::Mutex::new(release_rx);
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        set_grow_hook(Some(std::sync::Arc::new(move |count| {
+            // Hold the resize before its second chunk.
+            if count == PAGES && calls.fetch_add(1, Ordering::SeqCst) == 1 {
+                let _ = entered_tx.send(());
+                let _ = release_rx.lock().map(|rx| rx.recv());
+            }
+        })));
+        let pool = PagePool::new(0);
+        let grower = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || pool.set_size(PAGES))
+        };
+        entered_rx.recv().unwrap();
+        let mid = pool.stats();
+        let buf = pool.alloc(3 * PAGE_SIZE);
+        drop(buf);
+        drop(release_tx);
+        let joined = grower.join();
+        set_grow_hook(None);
+        assert!(joined.is_ok());
+        assert_eq!((mid.size, mid.free), (PAGES, GROW_CHUNK), "{mid:?}");
+        let end = pool.stats();
+        assert_eq!((end.free, end.hits), (PAGES, 3), "{end:?}");
+    }
 
     #[test]
     fn pool_and_buffers_are_send_and_sync() {

@@ -49,6 +49,9 @@ pub struct Volume {
     /// took dirty extents and then a snapshot retries when one came in between, so it never
     /// mixes data from before the removal with a snapshot from after.
     pub(crate) removals: AtomicU64,
+    /// One remount at a time: it holds the options lock only to swap the options, then applies
+    /// them to the engine (a page pool resize allocates up to gigabytes) with this lock alone.
+    remounting: Mutex<()>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -154,6 +157,7 @@ impl Volume {
             cache: Mutex::new(VecDeque::new()),
             da: Arc::default(),
             removals: AtomicU64::new(0),
+            remounting: Mutex::new(()),
         }
     }
 
@@ -166,26 +170,31 @@ impl Volume {
     }
 
     /// Apply option text to the live mount (remount). Nothing changes on error.
+    /// The options lock, which every operation takes, is held only to swap the options: the
+    /// engine is resized after it is released (growing the page pool allocates its pages).
     pub fn remount(&self, text: &str) -> Result<Options, FsError> {
-        let mut o = self.options.write().unwrap_or_else(|e| e.into_inner());
-        let new = o.apply(text)?;
-        if new.allow_other != o.allow_other {
-            // The session's access rule is fixed when the FUSE session starts.
-            return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
-        }
-        if new.streams != o.streams {
+        let _one = lock(&self.remounting);
+        let (old, new) = {
+            let mut o = self.options.write().unwrap_or_else(|e| e.into_inner());
+            let new = o.apply(text)?;
+            if new.allow_other != o.allow_other {
+                // The session's access rule is fixed when the FUSE session starts.
+                return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
+            }
+            (std::mem::replace(&mut *o, new.clone()), new)
+        };
+        if new.streams != old.streams {
             self.engine.set_streams(new.streams);
         }
-        if new.workspace_mem != o.workspace_mem {
+        if new.workspace_mem != old.workspace_mem {
             self.engine.set_workspace_mem(new.workspace_mem);
         }
-        if new.reclaim != o.reclaim {
+        if new.reclaim != old.reclaim {
             self.engine.set_reclaim(new.reclaim);
         }
-        if new.page_pool != o.page_pool {
+        if new.page_pool != old.page_pool {
             self.engine.set_page_pool(new.page_pool);
         }
-        *o = new.clone();
         Ok(new)
     }
 
@@ -508,5 +517,72 @@ impl Drop for Volume {
             log::error!("final commit failed: {e}");
         }
         self.stop_writeback();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use crate::inode::NewInode;
+    use crate::store::{Store, ROOT};
+    use crate::{Options, Volume};
+
+    use super::*;
+
+    /// Regression: remount held the options lock, which every operation takes, while growing
+    /// the page pool allocated its pages (up to 4 GiB), so every read and write waited for it.
+    /// A hook holds the resize between two chunks; meanwhile the options are free and a write,
+    /// a read and a getattr complete.
+    #[test]
+    fn a_page_pool_resize_does_not_stall_operations() {
+        // A size no other test asks for: the hook is process-wide.
+        const PAGES: usize = 12_345;
+        let dir = std::env::temp_dir().join(format!("wring-vol-pool-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Arc::new(Volume::open(&dir, Options::default()).unwrap());
+        let (ino, _) = vol.create(ROOT, b"f", NewInode::file(0o644)).unwrap();
+
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        wring_engine::pool::set_grow_hook(Some(Arc::new(move |count| {
+            if count == PAGES {
+                let _ = entered_tx.send(());
+                // Returns once the test lets go (drops the sender).
+                let _ = lock(&release_rx).recv();
+            }
+        })));
+        let remount = {
+            let vol = Arc::clone(&vol);
+            std::thread::spawn(move || vol.remount(&format!("page_pool={PAGES}")).map(|_| ()))
+        };
+        entered_rx.recv().unwrap();
+        // The resize is under way: the options must be free, and operations must run.
+        let free = vol.options.try_read().is_ok();
+        let ops = free.then(|| {
+            vol.write(ino, 0, b"while the pool grows", None).unwrap();
+            let back = vol.read(ino, 0, 64).unwrap();
+            (back, vol.inode(ino).unwrap().size)
+        });
+        drop(release_tx);
+        let r = remount.join();
+        wring_engine::pool::set_grow_hook(None);
+        assert!(
+            free,
+            "the options lock is held while the page pool allocates its pages"
+        );
+        assert!(matches!(r, Ok(Ok(()))), "remount failed");
+        assert_eq!(
+            ops,
+            Some((b"while the pool grows".to_vec(), 20)),
+            "operations during the resize"
+        );
+        let pool = vol.engine().stats().pool;
+        assert_eq!((pool.size, pool.free), (PAGES, PAGES), "{pool:?}");
+        assert_eq!(vol.options().page_pool, PAGES);
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
