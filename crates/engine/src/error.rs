@@ -72,6 +72,21 @@ pub enum Error {
         /// Its message.
         reason: String,
     },
+    /// The offload API is shutting down and takes no more requests.
+    #[error("the engine's offload queue is shut down")]
+    ShutDown,
+    /// A codec panicked while running this request (a bug, reported instead of unwinding
+    /// into the caller).
+    #[error("a compression worker panicked while running this request")]
+    Panicked,
+    /// A thread the engine needs could not be started.
+    #[error("could not start {what}: {reason}")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// The system's reason.
+        reason: String,
+    },
 }
 
 impl Error {

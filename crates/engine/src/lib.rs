@@ -7,6 +7,8 @@
 //! * [`CompressSpec`] parses btrfs's option text (`zstd:3`, `zlib:9`, `lzo`, `no`).
 //! * [`Engine::compress`] / [`Engine::decompress`] work on one extent through the workspace
 //!   managers; [`stream::compress_batch`] compresses many on the engine's streams.
+//! * [`offload::Offload`] is the one asynchronous way front ends compress: requests submitted
+//!   to the CPU workers (one per stream) or a device, completed later (seed 004's acomp).
 //! * [`Engine::stats`] reads every manager's and the pool's counters.
 //!
 //! Mirrors fs/btrfs/compression.c (with zlib.c, lzo.c, zstd.c), zram's zcomp streams and
@@ -18,6 +20,7 @@ mod engine;
 mod error;
 pub mod heuristic;
 pub mod levels;
+pub mod offload;
 pub mod pool;
 mod spec;
 pub mod stream;

@@ -183,3 +183,146 @@ fn stream_limit_changes_at_run_time_bound_concurrency() {
         ITERATIONS,
     );
 }
+
+mod offload {
+    //! The offload queue's state machine: submitters blocked on a full queue, workers
+    //! completing, tickets collected, batches and a resize, all racing a shutdown.
+
+    use shuttle::sync::Arc;
+    use shuttle::thread;
+    use wring_engine::offload::{
+        BatchJob, Completed, Offload, OffloadConfig, Op, Request, SubmitError,
+    };
+    use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy};
+
+    use super::{EXTENT, ITERATIONS};
+
+    fn offload(depth: usize, workers: usize) -> Arc<Offload> {
+        let engine = std::sync::Arc::new(Engine::new(EngineConfig {
+            max_extent: EXTENT,
+            streams: workers,
+            ..EngineConfig::default()
+        }));
+        // The engine creates a manager in a std OnceLock, which shuttle cannot schedule
+        // around (a racing initialiser blocks the one OS thread shuttle runs on): create it
+        // first. The manager's own races are modelled above.
+        engine.manager(Algorithm::Lz4);
+        let cfg = OffloadConfig {
+            depth,
+            workers,
+            device: None,
+        };
+        Arc::new(Offload::new(engine, cfg).expect("offload starts"))
+    }
+
+    const OP: Op = Op::Compress {
+        spec: CompressSpec {
+            algorithm: Some(Algorithm::Lz4),
+            level: 1,
+        },
+        policy: Policy::Force,
+    };
+
+    fn request(tag: u64) -> Request {
+        Request {
+            op: OP,
+            input: vec![tag as u8; 8192],
+            output: Vec::new(),
+            tag,
+        }
+    }
+
+    fn is_compressed(r: &Result<Completed, wring_engine::Error>) -> bool {
+        matches!(r, Ok(Completed::Compressed(Outcome::Compressed(_))))
+    }
+
+    #[test]
+    fn submit_complete_and_shutdown_race_on_a_full_queue() {
+        shuttle::check_random(
+            || {
+                let o = offload(1, 1);
+                let submitters: Vec<_> = (0..2u64)
+                    .map(|t| {
+                        let o = Arc::clone(&o);
+                        thread::spawn(move || {
+                            let mut finished = 0;
+                            for i in 0..2 {
+                                match o.submit(request(t * 10 + i)) {
+                                    Ok(ticket) => {
+                                        let done = ticket.wait();
+                                        assert_eq!(done.tag, t * 10 + i);
+                                        assert!(is_compressed(&done.result), "{done:?}");
+                                        finished += 1;
+                                    }
+                                    Err(SubmitError::ShutDown { request }) => {
+                                        assert_eq!(request.tag, t * 10 + i);
+                                    }
+                                    Err(e) => panic!("{e}"),
+                                }
+                            }
+                            finished
+                        })
+                    })
+                    .collect();
+                let stopper = {
+                    let o = Arc::clone(&o);
+                    thread::spawn(move || o.shutdown())
+                };
+                let finished: usize = submitters.into_iter().map(|t| t.join().unwrap()).sum();
+                stopper.join().unwrap();
+                let s = o.stats();
+                assert_eq!(s.in_flight, 0, "{s:?}");
+                assert_eq!(s.cpu.completed as usize, finished);
+                assert_eq!(o.workers(), 0);
+            },
+            ITERATIONS,
+        );
+    }
+
+    #[test]
+    fn batches_larger_than_the_queue_race_a_resize_and_a_try_submit() {
+        shuttle::check_random(
+            || {
+                let o = offload(2, 1);
+                let batcher = {
+                    let o = Arc::clone(&o);
+                    thread::spawn(move || {
+                        let inputs = [[1u8; 8192], [2u8; 8192], [3u8; 8192]];
+                        let mut outs = [[0u8; 8192]; 3];
+                        let mut jobs: Vec<BatchJob<'_>> = inputs
+                            .iter()
+                            .zip(outs.iter_mut())
+                            .map(|(i, o)| BatchJob::new(OP, i, o))
+                            .collect();
+                        o.run_batch(&mut jobs);
+                        for j in &jobs {
+                            assert!(j.result.as_ref().is_some_and(is_compressed), "{j:?}");
+                        }
+                    })
+                };
+                let tuner = {
+                    let o = Arc::clone(&o);
+                    thread::spawn(move || {
+                        o.set_streams(2).expect("grows");
+                        o.set_streams(1).expect("shrinks");
+                    })
+                };
+                let prober = {
+                    let o = Arc::clone(&o);
+                    thread::spawn(move || match o.try_submit(request(7)) {
+                        Ok(t) => assert!(is_compressed(&t.wait().result)),
+                        Err(SubmitError::Full { request, .. }) => assert_eq!(request.tag, 7),
+                        Err(e) => panic!("{e}"),
+                    })
+                };
+                for t in [batcher, tuner, prober] {
+                    t.join().unwrap();
+                }
+                assert_eq!(o.stats().in_flight, 0);
+                o.shutdown();
+                assert_eq!(o.workers(), 0);
+            },
+            ITERATIONS,
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Borrowed batches: a front end's extents for one request (a read's extents, a file's
+//! extents) submitted without copying into owned buffers, run on the providers while the
+//! calling thread helps with queued CPU work, and all finished before `run` returns — the
+//! scoped-thread rule that makes the borrowed pointers sound.
+
+use super::queue::{Input, Job, Output, Shared, SlotId, Target};
+use super::{Completed, Op};
+use crate::error::Error;
+
+/// One borrowed job of a batch.
+#[derive(Debug)]
+pub struct BatchJob<'a> {
+    /// What to do.
+    pub op: Op,
+    /// The bytes to work on.
+    pub input: &'a [u8],
+    /// Where the result goes: at least the compressed limit of the input (compression) or the
+    /// decoded size (decompression); for [`Op::CompressInto`], its length is the limit.
+    pub output: &'a mut [u8],
+    /// Set when the batch has run.
+    pub result: Option<Result<Completed, Error>>,
+    slot: Option<SlotId>,
+}
+
+impl<'a> BatchJob<'a> {
+    /// A job to run.
+    pub fn new(op: Op, input: &'a [u8], output: &'a mut [u8]) -> BatchJob<'a> {
+        BatchJob {
+            op,
+            input,
+            output,
+            result: None,
+            slot: None,
+        }
+    }
+
+    fn job(&mut self) -> Job {
+        Job {
+            op: self.op,
+            input: Input::Borrowed {
+                ptr: self.input.as_ptr(),
+                len: self.input.len(),
+            },
+            output: Output::Borrowed {
+                ptr: self.output.as_mut_ptr(),
+                len: self.output.len(),
+            },
+            tag: 0,
+        }
+    }
+}
+
+/// Waits for every submitted job of the batch when dropped, so that no worker can touch a
+/// borrowed buffer after `run` has returned or unwound.
+struct Pending<'b, 'a> {
+    shared: &'b Shared,
+    jobs: &'b mut [BatchJob<'a>],
+}
+
+impl Pending<'_, '_> {
+    fn collect(&mut self, i: usize) {
+        if let Some(id) = self.jobs[i].slot.take() {
+            self.jobs[i].result = Some(self.shared.wait(id).result);
+        }
+    }
+}
+
+impl Drop for Pending<'_, '_> {
+    fn drop(&mut self) {
+        for i in 0..self.jobs.len() {
+            self.collect(i);
+        }
+    }
+}
+
+pub(super) fn run(shared: &Shared, jobs: &mut [BatchJob<'_>]) {
+    let mut pending = Pending { shared, jobs };
+    // The oldest job not yet collected: collected first when the queue is full.
+    let mut oldest = 0;
+    for i in 0..pending.jobs.len() {
+        let mut job = pending.jobs[i].job();
+        loop {
+            // Holding none of our own slots, waiting for a free one cannot deadlock.
+            let block = oldest == i;
+            match shared.submit_job(job, Target::Ticket, block) {
+                Ok(id) => {
+                    pending.jobs[i].slot = Some(id);
+                    break;
+                }
+                Err((back, true)) => {
+                    // Full, partly with our own earlier jobs: help, then collect the oldest.
+                    job = back;
+                    shared.help_once();
+                    pending.collect(oldest);
+                    oldest += 1;
+                }
+                Err((_, false)) => {
+                    pending.jobs[i].result = Some(Err(Error::ShutDown));
+                    break;
+                }
+            }
+        }
+    }
+    while shared.help_once() {}
+    // Pending's drop collects the rest, in order.
+}

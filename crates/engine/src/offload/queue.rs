@@ -1,0 +1,795 @@
+//! The offload's shared state machine: a fixed array of request slots, the CPU and device run
+//! queues, completion queues and statistics, all under one mutex, with four condition
+//! variables (work for the CPU, work for the device, completions, free slots).
+//!
+//! A slot goes Free → Queued → Running → Done → Free. Fallback moves a device request from
+//! Running back to Queued on the CPU queue. An abandoned slot (its ticket or queue dropped)
+//! goes straight from Running to Free when its request finishes.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use super::device::{Device, DeviceCaps, DeviceWork};
+use super::stats::{Fallback, OffloadStats, ProviderStats};
+use super::{Completed, Done, OffloadConfig, Op, Ran, Request, SubmitError};
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::sync::{lock, thread, wait, wait_timeout, Condvar, Mutex, MutexGuard};
+
+/// A slot and the generation it had when the request was submitted (guards against a stale
+/// ticket reading a reused slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlotId {
+    pub(crate) index: usize,
+    gen: u64,
+}
+
+/// Who collects a finished request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    /// A [`super::Ticket`] or a batch job waits for it.
+    Ticket,
+    /// A completion queue.
+    Queue(usize),
+}
+
+/// Input bytes: owned by the request, or borrowed by a running batch.
+pub(super) enum Input {
+    Owned(Vec<u8>),
+    Borrowed { ptr: *const u8, len: usize },
+}
+
+/// Output bytes, likewise.
+pub(super) enum Output {
+    Owned(Vec<u8>),
+    Borrowed { ptr: *mut u8, len: usize },
+}
+
+/// A request as the providers see it.
+pub(crate) struct Job {
+    pub(super) op: Op,
+    pub(super) input: Input,
+    pub(super) output: Output,
+    pub(super) tag: u64,
+}
+
+// SAFETY: owned buffers are Send. Borrowed pointers are made only by `batch::run`, which
+// neither returns nor unwinds before every job it submitted has finished (it waits for each
+// slot, in a drop guard too), and which gives each job a slice no other job or thread touches;
+// so a job's pointers stay valid, and exclusively its own, wherever the job is run.
+unsafe impl Send for Job {}
+
+impl Job {
+    pub(super) fn owned(r: Request) -> Job {
+        Job {
+            op: r.op,
+            input: Input::Owned(r.input),
+            output: Output::Owned(r.output),
+            tag: r.tag,
+        }
+    }
+
+    pub(super) fn input(&self) -> &[u8] {
+        match &self.input {
+            Input::Owned(v) => v,
+            // SAFETY: see `unsafe impl Send for Job`: the batch that made the pointer keeps the
+            // slice alive and unaliased until this job has finished.
+            Input::Borrowed { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+
+    /// The output, at least `need` bytes long (an owned buffer grows; a borrowed one that is
+    /// too short is an error), cut to `need`.
+    pub(super) fn output(&mut self, need: usize) -> Result<&mut [u8], Error> {
+        match &mut self.output {
+            Output::Owned(v) => {
+                if v.len() < need {
+                    v.resize(need, 0);
+                }
+                Ok(&mut v[..need])
+            }
+            Output::Borrowed { ptr, len } if *len >= need => {
+                // SAFETY: as for the input; the batch job's output slice is exclusively ours.
+                Ok(unsafe { std::slice::from_raw_parts_mut(*ptr, need) })
+            }
+            Output::Borrowed { len, .. } => Err(Error::ShortBuffer { got: *len, need }),
+        }
+    }
+
+    fn into_request(self) -> Request {
+        let op = self.op;
+        let done = self.into_done(Err(Error::ShutDown), Ran::Cpu(None));
+        Request {
+            op,
+            input: done.input,
+            output: done.output,
+            tag: done.tag,
+        }
+    }
+
+    fn into_done(self, result: Result<Completed, Error>, ran: Ran) -> Done {
+        let vec_in = match self.input {
+            Input::Owned(v) => v,
+            Input::Borrowed { .. } => Vec::new(),
+        };
+        let vec_out = match self.output {
+            Output::Owned(v) => v,
+            Output::Borrowed { .. } => Vec::new(),
+        };
+        Done {
+            tag: self.tag,
+            input: vec_in,
+            output: vec_out,
+            result,
+            ran,
+        }
+    }
+
+    fn given_output_len(&self) -> usize {
+        match &self.output {
+            Output::Owned(v) => v.len(),
+            Output::Borrowed { len, .. } => *len,
+        }
+    }
+}
+
+/// Run one request on `engine` (the CPU provider, and the simulated device's reference). A
+/// panic in a codec becomes an error of this request.
+pub(crate) fn execute(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
+    catch_unwind(AssertUnwindSafe(|| run(engine, job))).unwrap_or(Err(Error::Panicked))
+}
+
+fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
+    let op = job.op;
+    let input_len = job.input().len();
+    let need = op.output_len(input_len, job.given_output_len());
+    if let Op::Decompress { len, .. } = op {
+        if len > engine.max_extent() {
+            return Err(Error::ExtentTooLarge {
+                len,
+                max: engine.max_extent(),
+            });
+        }
+    }
+    // The input is read through a raw pointer copy so that the output can be borrowed
+    // mutably at the same time; they never overlap (distinct buffers).
+    let input: *const [u8] = job.input();
+    let out = job.output(need)?;
+    // SAFETY: `input` points at the job's input buffer, which `output` does not touch and
+    // which lives as long as the job.
+    let src = unsafe { &*input };
+    match op {
+        Op::Compress { spec, policy } => engine
+            .compress_with(spec, policy, src, out)
+            .map(Completed::Compressed),
+        Op::CompressInto { spec } => engine
+            .compress_into(spec, src, out)
+            .map(Completed::CompressedInto),
+        Op::Decompress { algorithm, .. } => engine
+            .decompress(algorithm, src, out)
+            .map(Completed::Decompressed),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Free,
+    Queued,
+    Running,
+    Done,
+}
+
+struct Slot {
+    gen: u64,
+    phase: Phase,
+    job: Option<Job>,
+    result: Option<(Result<Completed, Error>, Ran)>,
+    target: Target,
+    abandoned: bool,
+    waker: Option<Waker>,
+    since: Instant,
+    fallback: Option<Fallback>,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            gen: 0,
+            phase: Phase::Free,
+            job: None,
+            result: None,
+            target: Target::Ticket,
+            abandoned: false,
+            waker: None,
+            since: Instant::now(),
+            fallback: None,
+        }
+    }
+}
+
+struct CompletionList {
+    ready: VecDeque<usize>,
+    outstanding: usize,
+    open: bool,
+}
+
+struct State {
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    cpu: VecDeque<usize>,
+    device: VecDeque<usize>,
+    /// Device requests taken by a device thread and not yet back.
+    on_device: usize,
+    queues: Vec<CompletionList>,
+    workers_wanted: usize,
+    workers_running: usize,
+    device_threads: usize,
+    shutdown: bool,
+    cpu_stats: ProviderStats,
+    device_stats: Option<ProviderStats>,
+}
+
+pub(crate) struct Shared {
+    engine: Arc<Engine>,
+    device: Option<(Arc<dyn Device>, DeviceCaps)>,
+    depth: usize,
+    state: Mutex<State>,
+    cpu_work: Condvar,
+    device_work: Condvar,
+    done: Condvar,
+    space: Condvar,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("depth", &self.depth)
+            .finish()
+    }
+}
+
+/// Where a new request goes.
+enum Route {
+    Cpu(Option<Fallback>),
+    Device,
+}
+
+impl Shared {
+    pub(super) fn new(engine: Arc<Engine>, cfg: OffloadConfig) -> Result<Arc<Shared>, Error> {
+        let depth = cfg.depth.max(1);
+        let device = cfg.device.map(|d| {
+            let caps = d.caps();
+            (d, caps)
+        });
+        let state = State {
+            slots: (0..depth).map(|_| Slot::new()).collect(),
+            free: (0..depth).rev().collect(),
+            cpu: VecDeque::with_capacity(depth),
+            device: VecDeque::with_capacity(depth),
+            on_device: 0,
+            queues: Vec::new(),
+            workers_wanted: 0,
+            workers_running: 0,
+            device_threads: 0,
+            shutdown: false,
+            cpu_stats: ProviderStats::new("cpu"),
+            device_stats: device.as_ref().map(|(_, c)| ProviderStats::new(c.name)),
+        };
+        let shared = Arc::new(Shared {
+            engine,
+            device,
+            depth,
+            state: Mutex::new(state),
+            cpu_work: Condvar::new(),
+            device_work: Condvar::new(),
+            done: Condvar::new(),
+            space: Condvar::new(),
+        });
+        let started = shared
+            .set_workers(cfg.workers.max(1))
+            .and_then(|()| shared.start_device_threads());
+        if let Err(e) = started {
+            shared.shutdown();
+            return Err(e);
+        }
+        Ok(shared)
+    }
+
+    pub(super) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(super) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn route(&self, st: &State, op: &Op, input_len: usize) -> Route {
+        let Some((_, caps)) = &self.device else {
+            return Route::Cpu(None);
+        };
+        if !caps.produces(op) {
+            return Route::Cpu(Some(Fallback::Unsupported));
+        }
+        if input_len < caps.min_len {
+            return Route::Cpu(Some(Fallback::BelowThreshold));
+        }
+        if st.device.len() + st.on_device >= caps.queue_depth {
+            return Route::Cpu(Some(Fallback::Busy));
+        }
+        Route::Device
+    }
+
+    /// Accept an owned request.
+    pub(super) fn submit(
+        &self,
+        request: Request,
+        target: Target,
+        block: bool,
+    ) -> Result<SlotId, SubmitError> {
+        self.submit_job(Job::owned(request), target, block)
+            .map_err(|(job, full)| {
+                let request = Box::new(job.into_request());
+                match full {
+                    true => SubmitError::Full {
+                        request,
+                        depth: self.depth,
+                    },
+                    false => SubmitError::ShutDown { request },
+                }
+            })
+    }
+
+    /// Accept a job: take a free slot (waiting for one if `block`), route it, queue it.
+    /// Refused: the job back, and `true` if the queue was full (else shut down).
+    pub(super) fn submit_job(
+        &self,
+        job: Job,
+        target: Target,
+        block: bool,
+    ) -> Result<SlotId, (Job, bool)> {
+        let mut st = self.state();
+        let index = loop {
+            if st.shutdown {
+                return Err((job, false));
+            }
+            if let Some(i) = st.free.pop() {
+                break i;
+            }
+            let own = match target {
+                Target::Queue(q) => st.queues[q].outstanding >= self.depth,
+                Target::Ticket => false,
+            };
+            if !block || own {
+                return Err((job, true));
+            }
+            st = wait(&self.space, st);
+        };
+        let route = self.route(&st, &job.op, job.input().len());
+        let st = &mut *st;
+        let slot = &mut st.slots[index];
+        slot.gen += 1;
+        slot.phase = Phase::Queued;
+        slot.job = Some(job);
+        slot.result = None;
+        slot.target = target;
+        slot.abandoned = false;
+        slot.waker = None;
+        slot.since = Instant::now();
+        let id = SlotId {
+            index,
+            gen: slot.gen,
+        };
+        if let Target::Queue(q) = target {
+            st.queues[q].outstanding += 1;
+        }
+        match route {
+            Route::Device => {
+                slot.fallback = None;
+                if let Some(s) = st.device_stats.as_mut() {
+                    s.submitted += 1;
+                }
+                st.device.push_back(index);
+                self.device_work.notify_one();
+            }
+            Route::Cpu(fallback) => {
+                slot.fallback = fallback;
+                st.cpu_stats.submitted += 1;
+                if let Some(f) = fallback {
+                    st.cpu_stats.fallbacks[f as usize] += 1;
+                }
+                st.cpu.push_back(index);
+                self.cpu_work.notify_one();
+            }
+        }
+        Ok(id)
+    }
+
+    /// Take the next CPU job, marking it running.
+    fn take_cpu(&self, st: &mut State) -> Option<(usize, Job, Option<Fallback>)> {
+        let index = st.cpu.pop_front()?;
+        let slot = &mut st.slots[index];
+        slot.phase = Phase::Running;
+        let waited = slot.since.elapsed();
+        let fallback = slot.fallback;
+        let job = slot.job.take()?;
+        st.cpu_stats.queue_wait.record(waited);
+        Some((index, job, fallback))
+    }
+
+    /// Run one queued CPU job on this thread, if there is one. Returns whether it ran one.
+    pub(super) fn help_once(&self) -> bool {
+        let taken = self.take_cpu(&mut self.state());
+        match taken {
+            Some((index, job, fallback)) => {
+                self.run_cpu(index, job, fallback);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Run a CPU job taken from the queue and finish it.
+    fn run_cpu(&self, index: usize, mut job: Job, fallback: Option<Fallback>) {
+        let start = Instant::now();
+        let result = execute(&self.engine, &mut job);
+        let service = start.elapsed();
+        let waker = self.finish(
+            &mut self.state(),
+            index,
+            job,
+            result,
+            Ran::Cpu(fallback),
+            service,
+        );
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Record a finished request and hand it to whoever collects it.
+    fn finish(
+        &self,
+        st: &mut State,
+        index: usize,
+        job: Job,
+        result: Result<Completed, Error>,
+        ran: Ran,
+        service: Duration,
+    ) -> Option<Waker> {
+        let stats = match ran {
+            Ran::Device => st.device_stats.as_mut().unwrap_or(&mut st.cpu_stats),
+            Ran::Cpu(_) => &mut st.cpu_stats,
+        };
+        stats.completed += 1;
+        stats.service.record(service);
+        let slot = &mut st.slots[index];
+        if slot.abandoned {
+            slot.phase = Phase::Free;
+            st.free.push(index);
+            self.space.notify_one();
+            drop(job);
+            return None;
+        }
+        slot.phase = Phase::Done;
+        slot.job = Some(job);
+        slot.result = Some((result, ran));
+        let waker = slot.waker.take();
+        if let Target::Queue(q) = slot.target {
+            st.queues[q].ready.push_back(index);
+        }
+        self.done.notify_all();
+        waker
+    }
+
+    /// Free a Done slot and return its completion.
+    fn collect(&self, st: &mut State, index: usize) -> Option<Done> {
+        let slot = &mut st.slots[index];
+        let (result, ran) = slot.result.take()?;
+        let job = slot.job.take()?;
+        slot.phase = Phase::Free;
+        slot.waker = None;
+        st.free.push(index);
+        self.space.notify_one();
+        Some(job.into_done(result, ran))
+    }
+
+    pub(super) fn try_take(&self, id: SlotId, waker: Option<&Waker>) -> Option<Done> {
+        let mut st = self.state();
+        let slot = &mut st.slots[id.index];
+        if slot.gen != id.gen {
+            return None;
+        }
+        if slot.phase == Phase::Done {
+            return self.collect(&mut st, id.index);
+        }
+        if let Some(w) = waker {
+            if !slot.waker.as_ref().is_some_and(|old| old.will_wake(w)) {
+                slot.waker = Some(w.clone());
+            }
+        }
+        None
+    }
+
+    pub(super) fn wait(&self, id: SlotId) -> Done {
+        let mut st = self.state();
+        loop {
+            let slot = &st.slots[id.index];
+            if slot.gen == id.gen && slot.phase == Phase::Done {
+                if let Some(done) = self.collect(&mut st, id.index) {
+                    return done;
+                }
+            }
+            st = wait(&self.done, st);
+        }
+    }
+
+    pub(super) fn abandon(&self, id: SlotId) {
+        let mut st = self.state();
+        let slot = &mut st.slots[id.index];
+        if slot.gen != id.gen || slot.phase == Phase::Free {
+            return;
+        }
+        if slot.phase == Phase::Done {
+            let _ = self.collect(&mut st, id.index);
+        } else {
+            slot.abandoned = true;
+        }
+    }
+
+    /// A completion list for a new queue: a closed, drained one again, or a new one.
+    pub(super) fn new_queue(&self) -> usize {
+        let mut st = self.state();
+        if let Some(i) = st.queues.iter().position(|q| !q.open && q.outstanding == 0) {
+            st.queues[i].open = true;
+            return i;
+        }
+        st.queues.push(CompletionList {
+            ready: VecDeque::with_capacity(self.depth),
+            outstanding: 0,
+            open: true,
+        });
+        st.queues.len() - 1
+    }
+
+    pub(super) fn poll_queue(&self, q: usize, wait_for: Option<Option<Duration>>) -> Option<Done> {
+        let deadline = wait_for.flatten().map(|t| Instant::now() + t);
+        let mut st = self.state();
+        loop {
+            if let Some(index) = st.queues[q].ready.pop_front() {
+                st.queues[q].outstanding -= 1;
+                return self.collect(&mut st, index);
+            }
+            if wait_for.is_none() || st.queues[q].outstanding == 0 {
+                return None;
+            }
+            st = match deadline {
+                None => wait(&self.done, st),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    wait_timeout(&self.done, st, d - now)
+                }
+            };
+        }
+    }
+
+    pub(super) fn queue_outstanding(&self, q: usize) -> usize {
+        self.state().queues[q].outstanding
+    }
+
+    pub(super) fn close_queue(&self, q: usize) {
+        let mut st = self.state();
+        while let Some(index) = st.queues[q].ready.pop_front() {
+            st.queues[q].outstanding -= 1;
+            let _ = self.collect(&mut st, index);
+        }
+        let st = &mut *st;
+        for slot in st.slots.iter_mut() {
+            if slot.target == Target::Queue(q)
+                && matches!(slot.phase, Phase::Queued | Phase::Running)
+            {
+                slot.abandoned = true;
+            }
+        }
+        // Abandoned slots are freed without passing through the queue's ready list.
+        st.queues[q].outstanding = 0;
+        st.queues[q].open = false;
+    }
+}
+
+/// The provider threads: CPU workers and device submission threads.
+impl Shared {
+    /// Run `n` CPU workers: start the missing ones; surplus ones exit after their request.
+    pub(super) fn set_workers(self: &Arc<Self>, n: usize) -> Result<(), Error> {
+        let start = {
+            let mut st = self.state();
+            if st.shutdown {
+                return Err(Error::ShutDown);
+            }
+            st.workers_wanted = n;
+            let start = n.saturating_sub(st.workers_running);
+            st.workers_running += start;
+            start
+        };
+        self.cpu_work.notify_all();
+        for i in 0..start {
+            let me = Arc::clone(self);
+            let spawned = thread::Builder::new()
+                .name("wring-cpu".into())
+                .spawn(move || me.cpu_worker());
+            if let Err(e) = spawned {
+                self.state().workers_running -= start - i;
+                return Err(Error::Thread {
+                    what: "a compression worker",
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn workers(&self) -> usize {
+        self.state().workers_running
+    }
+
+    fn cpu_worker(self: Arc<Self>) {
+        let mut st = self.state();
+        loop {
+            if st.workers_running > st.workers_wanted {
+                break;
+            }
+            if let Some((index, job, fallback)) = self.take_cpu(&mut st) {
+                drop(st);
+                self.run_cpu(index, job, fallback);
+                st = self.state();
+                continue;
+            }
+            // Shut down once nothing is queued and no device thread can still fall back.
+            if st.shutdown && st.device_threads == 0 {
+                break;
+            }
+            st = wait(&self.cpu_work, st);
+        }
+        st.workers_running -= 1;
+        self.done.notify_all();
+    }
+
+    fn start_device_threads(self: &Arc<Self>) -> Result<(), Error> {
+        let Some((_, caps)) = &self.device else {
+            return Ok(());
+        };
+        for _ in 0..caps.queue_depth.div_ceil(caps.batch).max(1) {
+            self.state().device_threads += 1;
+            let me = Arc::clone(self);
+            let spawned = thread::Builder::new()
+                .name("wring-dev".into())
+                .spawn(move || me.device_thread());
+            if let Err(e) = spawned {
+                self.state().device_threads -= 1;
+                return Err(Error::Thread {
+                    what: "a device submission thread",
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Take up to a batch of device requests, or `None` to exit.
+    fn take_device(&self, work: &mut Vec<DeviceWork>, batch: usize) -> bool {
+        let mut st = self.state();
+        while st.device.is_empty() {
+            if st.shutdown {
+                return false;
+            }
+            st = wait(&self.device_work, st);
+        }
+        let st = &mut *st;
+        while work.len() < batch {
+            let Some(index) = st.device.pop_front() else {
+                break;
+            };
+            let slot = &mut st.slots[index];
+            slot.phase = Phase::Running;
+            let waited = slot.since.elapsed();
+            if let Some(job) = slot.job.take() {
+                st.on_device += 1;
+                if let Some(s) = st.device_stats.as_mut() {
+                    s.queue_wait.record(waited);
+                }
+                work.push(DeviceWork::new(index, job));
+            }
+        }
+        true
+    }
+
+    fn device_thread(self: Arc<Self>) {
+        let Some((device, caps)) = self.device.clone() else {
+            return;
+        };
+        let mut work = Vec::with_capacity(caps.batch);
+        while self.take_device(&mut work, caps.batch) {
+            let start = Instant::now();
+            let deadline = start + caps.timeout;
+            device.run(&mut work, deadline);
+            let late = Instant::now() > deadline;
+            let service = start.elapsed();
+            let mut st = self.state();
+            for w in work.drain(..) {
+                st.on_device -= 1;
+                let (index, job, result) = w.into_parts();
+                let why = match result {
+                    Some(Ok(c)) if !late => {
+                        let waker = self.finish(&mut st, index, job, Ok(c), Ran::Device, service);
+                        if let Some(waker) = waker {
+                            drop(st);
+                            waker.wake();
+                            st = self.state();
+                        }
+                        continue;
+                    }
+                    Some(Err(e)) if !late => Fallback::from(e),
+                    None if !late => Fallback::Failed,
+                    _ => Fallback::TimedOut,
+                };
+                self.fall_back(&mut st, index, job, why);
+            }
+        }
+        let mut st = self.state();
+        st.device_threads -= 1;
+        drop(st);
+        self.cpu_work.notify_all();
+        self.done.notify_all();
+    }
+
+    /// Send a request the device did not complete to the CPU (the software fallback).
+    fn fall_back(&self, st: &mut State, index: usize, job: Job, why: Fallback) {
+        let slot = &mut st.slots[index];
+        slot.phase = Phase::Queued;
+        slot.job = Some(job);
+        slot.fallback = Some(why);
+        slot.since = Instant::now();
+        st.cpu_stats.submitted += 1;
+        st.cpu_stats.fallbacks[why as usize] += 1;
+        st.cpu.push_back(index);
+        self.cpu_work.notify_one();
+    }
+
+    pub(super) fn stats(&self) -> OffloadStats {
+        let st = self.state();
+        let mut cpu = st.cpu_stats.clone();
+        cpu.in_flight = cpu.submitted - cpu.completed;
+        cpu.workers = st.workers_running;
+        let device = st.device_stats.clone().map(|mut d| {
+            d.in_flight = (st.on_device + st.device.len()) as u64;
+            d
+        });
+        OffloadStats {
+            depth: self.depth,
+            in_flight: self.depth - st.free.len(),
+            cpu,
+            device,
+        }
+    }
+
+    /// Refuse new requests, let the threads finish what was accepted, wait for them to exit.
+    pub(super) fn shutdown(&self) {
+        let mut st = self.state();
+        st.shutdown = true;
+        self.cpu_work.notify_all();
+        self.device_work.notify_all();
+        self.space.notify_all();
+        while st.workers_running > 0 || st.device_threads > 0 {
+            st = wait(&self.done, st);
+        }
+    }
+}
