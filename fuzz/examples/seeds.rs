@@ -1,7 +1,8 @@
 //! Writes seed corpora for the fuzz targets: `cargo run --example seeds -- DIR` fills
 //! `DIR/<target>/` with a few valid inputs per target (compressed extents behind a destination
-//! selector for the decoders, raw LZO1X streams, and round-trip choices), so that a short run
-//! starts from inputs that reach deep into each format.
+//! selector for the decoders, raw LZO1X streams, round-trip choices, and the store's records
+//! behind their selector byte), so that a short run starts from inputs that reach deep into
+//! each format.
 
 use std::path::Path;
 
@@ -85,6 +86,55 @@ fn round_trip_seeds(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Store record seeds: a selector byte (0 inode, 1 extent item, 2 dirent kind, 3 ACL, 4 time),
+/// then a valid record of that kind.
+fn store_record_seeds(dir: &Path) -> std::io::Result<()> {
+    use wring_fs::store::records::{external_item, Encoding, ExtentHeader, Inode, Kind, Time};
+    let mut seeds: Vec<(u8, Vec<u8>)> = Vec::new();
+    let mut file = Inode::new(Kind::File, 0o644, 1000, 1000);
+    file.size = 3 * 131072 + 5;
+    file.disk = 4096;
+    file.extent_size = 131072;
+    file.mtime = Time {
+        secs: -1,
+        nsecs: 999_999_999,
+    };
+    seeds.push((0, file.to_bytes()));
+    seeds.push((0, Inode::new(Kind::Dir, 0o755, 0, 0).to_bytes()));
+    let header = ExtentHeader {
+        encoding: Encoding::Compressed(Algorithm::Zstd, 3),
+        ram_len: 131072,
+        crc: 0x1234_5678,
+        seq: 42,
+    };
+    let inline = header.encode(b"stored bytes of a small extent");
+    seeds.push((1, external_item(&inline, 1 << 20).to_vec()));
+    seeds.push((1, inline));
+    let raw = ExtentHeader {
+        encoding: Encoding::Raw,
+        ram_len: 5,
+        ..header
+    };
+    seeds.push((1, raw.encode(b"hello")));
+    seeds.push((2, vec![Kind::Symlink as u8]));
+    // user::rw-, group::r--, other::r-- in the kernel's xattr format.
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm) in [(1u16, 6u16), (4, 4), (0x20, 4)] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&u32::MAX.to_le_bytes());
+    }
+    seeds.push((3, acl));
+    let mut time = i64::MAX.to_le_bytes().to_vec();
+    time.extend_from_slice(&999_999_999u32.to_le_bytes());
+    seeds.push((4, time));
+    for (i, (kind, record)) in seeds.iter().enumerate() {
+        let seed = [&[*kind][..], record].concat();
+        write(dir, "store_records", &format!("seed-{i}"), &seed)?;
+    }
+    Ok(())
+}
+
 fn main() -> std::io::Result<()> {
     let dir = std::env::args_os().nth(1).expect("usage: seeds DIR");
     let dir = Path::new(&dir);
@@ -98,5 +148,6 @@ fn main() -> std::io::Result<()> {
         decoder_seeds(dir, target, algorithm)?;
     }
     lzo1x_seeds(dir)?;
+    store_record_seeds(dir)?;
     round_trip_seeds(dir)
 }

@@ -154,7 +154,8 @@ pub struct Inode {
     pub ctime: Time,
 }
 
-const INODE_LEN: usize = 1 + 1 + 4 * 6 + 8 * 2 + 4 + 12 * 3;
+/// Length of an inode item.
+pub const INODE_LEN: usize = 1 + 1 + 4 * 6 + 8 * 2 + 4 + 12 * 3;
 
 impl Inode {
     /// A new inode stamped now.

@@ -1,0 +1,111 @@
+//! Every record wring-fs reads back from its store and interprets, on arbitrary bytes: inode
+//! items, extent items (inline or in the data file), directory entries' kind byte, POSIX ACL
+//! xattrs, and times. The first byte picks the record, the rest is the record.
+//!
+//! Decoding never panics; what decodes is valid and re-encodes to bytes that decode the same;
+//! what the filesystem then builds from it — the FUSE attributes, the byte range of the file's
+//! last extent, the data-file range of stored bytes — is computed without overflow and
+//! converts back exactly.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wring_fs::acl::Acl;
+use wring_fs::options::MAX_MAX_EXTENT;
+use wring_fs::store::records::{
+    external_item, stored, ExtentHeader, Inode, Kind, Stored, Time, MAX_FILE_SIZE,
+};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, record)) = data.split_first() else {
+        return;
+    };
+    match which % 5 {
+        0 => inode(record),
+        1 => extent_item(record),
+        2 => dirent(record),
+        3 => acl(record),
+        _ => time(record),
+    }
+});
+
+fn inode(b: &[u8]) {
+    let Ok(i) = Inode::decode(b) else {
+        assert_eq!(Inode::from_bytes(b), None);
+        return;
+    };
+    assert_eq!(
+        Inode::decode(&i.to_bytes()).as_ref(),
+        Ok(&i),
+        "re-encoded inode"
+    );
+    let attr = wring_fs::fuse::attr(7, &i, 131072);
+    assert_eq!(attr.size, i.size);
+    assert_eq!(Time::from_system(attr.atime), i.atime);
+    assert_eq!(Time::from_system(attr.mtime), i.mtime);
+    assert_eq!(Time::from_system(attr.ctime), i.ctime);
+    assert!(i.size <= MAX_FILE_SIZE);
+    // The extent holding the last byte, as the read and write paths compute it.
+    if i.extent_size != 0 {
+        let e = u64::from(i.extent_size);
+        let cstart = (i.size / e) * e;
+        assert!(cstart.checked_add(e).is_some(), "last extent of {i:?}");
+    }
+}
+
+fn extent_item(b: &[u8]) {
+    let where_ = stored(b);
+    if let Some(Stored::External(offset, len)) = where_ {
+        assert!(offset
+            .checked_add(len)
+            .is_some_and(|end| end <= MAX_FILE_SIZE));
+    }
+    let Some(h) = ExtentHeader::decode(b) else {
+        return;
+    };
+    assert!(h.ram_len as usize <= MAX_MAX_EXTENT, "{h:?}");
+    match where_.expect("a header that decodes has stored bytes") {
+        Stored::Inline(bytes) => {
+            assert_eq!(ExtentHeader::decode(&h.encode(bytes)).as_ref(), Some(&h));
+        }
+        Stored::External(offset, len) => {
+            if len <= 1 << 16 {
+                let item = external_item(&h.encode(&vec![0; len as usize]), offset);
+                assert_eq!(ExtentHeader::decode(&item).as_ref(), Some(&h));
+                assert_eq!(stored(&item), Some(Stored::External(offset, len)));
+            }
+        }
+    }
+}
+
+/// A directory entry's value is (inode, kind byte); only the kind byte is interpreted.
+fn dirent(b: &[u8]) {
+    if let Some(&k) = b.first() {
+        if let Some(kind) = Kind::from_u8(k) {
+            assert_eq!(kind as u8, k);
+        }
+    }
+}
+
+fn acl(b: &[u8]) {
+    if let Ok(a) = Acl::parse(b) {
+        assert_eq!(a.to_bytes(), b);
+    }
+}
+
+/// Twelve bytes as an inode item stores a time: seconds, then nanoseconds.
+fn time(b: &[u8]) {
+    let Some(b) = b.get(..12) else {
+        return;
+    };
+    let mut secs = [0; 8];
+    secs.copy_from_slice(&b[..8]);
+    let t = Time {
+        secs: i64::from_le_bytes(secs),
+        nsecs: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+    };
+    let back = Time::from_system(t.to_system());
+    if t.is_valid() {
+        assert_eq!(back, t);
+    }
+}
