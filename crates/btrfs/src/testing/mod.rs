@@ -180,8 +180,11 @@ fn decide(test: &str, missing: &[(Need, String)], opted: impl Fn(Need) -> bool) 
 /// set, in which case this prints one skip record to stderr, appends it to the file named by
 /// `WRING_SKIP_LOG` (when set), and returns false: the caller returns at once.
 ///
-/// ```ignore
-/// if !require("my_test", &[Need::Root]) { return; }
+/// ```no_run
+/// use wring_btrfs::testing::{require, Need};
+/// if !require("my_test", &[Need::Root]) {
+///     return;
+/// }
 /// ```
 pub fn require(test: &str, needs: &[Need]) -> bool {
     let missing: Vec<(Need, String)> = needs
