@@ -151,11 +151,20 @@ pub fn text(rng: &mut Rng, len: usize) -> Vec<u8> {
     v
 }
 
-/// The corpus directory, or a system directory when it is not there.
+/// The corpus directory `WRING_CORPUS` names (which must be a directory), else
+/// /tmp/wring-corpus when it exists, else a system directory.
 pub fn corpus() -> PathBuf {
     match std::env::var_os("WRING_CORPUS") {
-        Some(d) if Path::new(&d).is_dir() => d.into(),
-        _ if Path::new("/tmp/wring-corpus").is_dir() => "/tmp/wring-corpus".into(),
-        _ => "/usr/share/common-licenses".into(),
+        Some(d) => {
+            assert!(
+                Path::new(&d).is_dir(),
+                "WRING_CORPUS={} is not a directory: build the corpus with \
+                 ../shared/corpus/build.sh DIR, or unset WRING_CORPUS",
+                Path::new(&d).display()
+            );
+            d.into()
+        }
+        None if Path::new("/tmp/wring-corpus").is_dir() => "/tmp/wring-corpus".into(),
+        None => "/usr/share/common-licenses".into(),
     }
 }
