@@ -34,7 +34,8 @@ pub struct Sample {
 }
 
 /// About `total` bytes of samples: ~85% real data (corpus or system files), then a zero-filled
-/// and a random sample. Deterministic on a given machine and corpus.
+/// and a random sample. Deterministic on a given machine and corpus. Panics when `WRING_CORPUS`
+/// is set but holds none of [`CORPUS_FILES`].
 pub fn samples(total: usize) -> Vec<Sample> {
     let real = total / 100 * 85;
     let mut out = match std::env::var_os(CORPUS_ENV) {
@@ -101,13 +102,15 @@ fn from_corpus(dir: &Path, budget: usize) -> Vec<Sample> {
         .map(|f| dir.join(f))
         .filter(|p| p.is_file())
         .collect();
-    if present.is_empty() {
-        log::warn!(
-            "{CORPUS_ENV}={} holds none of the corpus files; using system files",
-            dir.display()
-        );
-        return Vec::new();
-    }
+    // A corpus that was asked for and is not there is an error, not a quiet switch to other
+    // data.
+    assert!(
+        !present.is_empty(),
+        "{CORPUS_ENV}={} holds none of {}: build it with ../shared/corpus/build.sh DIR, or unset \
+         {CORPUS_ENV}",
+        dir.display(),
+        CORPUS_FILES.join(", ")
+    );
     let per_file = budget / present.len();
     present
         .iter()
