@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Smoke-fuzz every target of fuzz/ for FUZZ_SECONDS seconds each (default 20), starting from
-# seeds that fuzz/examples/seeds.rs writes into a temporary directory (nothing is written into
-# the repository except crash artifacts under fuzz/artifacts/). Exits non-zero if any target
-# finds a crash, a leak, a timeout or runs out of memory.
+# Smoke-fuzz every target of fuzz/ for FUZZ_SECONDS seconds each (default 20). Each target starts
+# from a copy of its committed corpus (fuzz/corpus/TARGET, minimised with `cargo fuzz cmin`), the
+# seeds that fuzz/examples/seeds.rs writes and the saved findings fuzz/regressions/TARGET-*, all
+# in a temporary directory: nothing is written into the repository except crash artifacts under
+# fuzz/artifacts/. Prints each target's execution count. Exits non-zero if any target finds a
+# crash, a leak, a timeout or runs out of memory.
 #
 #   scripts/fuzz-smoke.sh                      # every target, 20 s each
 #   FUZZ_SECONDS=60 scripts/fuzz-smoke.sh roundtrip decompress_zstd
@@ -46,22 +48,36 @@ summary() {
     fi
 }
 
+# How many inputs the target ran (libFuzzer's final statistics, printed on success and failure).
+executions() {
+    local n
+    n="$(grep -E '^stat::number_of_executed_units:' "$1" | tail -n 1 | awk '{ print $2 }' || true)"
+    echo "${n:-an unknown number of}"
+}
+
 failed=()
 for target in "${targets[@]}"; do
     corpus="$work/corpus/$target"
     seeds="$work/seeds/$target"
     mkdir -p "$corpus" "$seeds"
+    # The committed corpus is copied: libFuzzer adds its new inputs to the first directory, which
+    # must never be the repository's.
+    if [ -d "corpus/$target" ]; then
+        cp -R "corpus/$target/." "$corpus/"
+    fi
     # Saved findings of the target (fuzz/regressions/TARGET-*) are replayed with the seeds.
     find regressions -maxdepth 1 -type f -name "$target-*" -exec cp {} "$seeds/" \;
     log="$work/$target.log"
-    echo "== $target: ${seconds}s"
+    echo "== $target: ${seconds}s from $(find "$corpus" -type f | wc -l) corpus inputs"
     if cargo "$toolchain" fuzz run "$target" "$corpus" "$seeds" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=140000 -print_final_stats=1 \
         >"$log" 2>&1; then
         echo "   ok: $(summary "$log")"
+        echo "   executions: $(executions "$log")"
     else
         failed+=("$target")
-        echo "   FAILED: the end of its log follows (artifacts under fuzz/artifacts/$target/)"
+        echo "   FAILED after $(executions "$log") executions: the end of its log follows" \
+            "(artifacts under fuzz/artifacts/$target/)"
         tail -n 60 "$log" | sed 's/^/   | /'
     fi
 done
