@@ -145,10 +145,10 @@ fn wring_run(
     let fs = ScratchFs::with_size("", image)?;
     let bytes = write_copies(fs.path(), corpus, copies)?;
     fs.sync()?;
-    let engine = Engine::new(EngineConfig {
+    let engine = std::sync::Arc::new(Engine::new(EngineConfig {
         streams: jobs,
         ..Default::default()
-    });
+    }));
     let opts = Options {
         jobs,
         policy,

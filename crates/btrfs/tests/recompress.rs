@@ -16,6 +16,7 @@ use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wring_btrfs::fsinfo::{inode_flags, FS_NOCOW_FL};
@@ -41,11 +42,11 @@ const SPECS: [(&str, DiskCompression); 7] = [
 /// Corpus bytes per spec.
 const BYTES_PER_SPEC: usize = 3 << 20;
 
-fn engine(jobs: usize) -> Engine {
-    Engine::new(EngineConfig {
+fn engine(jobs: usize) -> Arc<Engine> {
+    Arc::new(Engine::new(EngineConfig {
         streams: jobs,
         ..Default::default()
-    })
+    }))
 }
 
 fn run(dir: &Path, spec: &str, jobs: usize) -> Summary {

@@ -2,11 +2,12 @@
 //! against the kernel's reads, and a compsize-style report. Thin: the work is in wring-btrfs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use wring_btrfs::recompress::{recompress, Event, Options, Skip, Status, Summary};
+use wring_btrfs::recompress::{max_jobs, recompress, Event, Options, Skip, Status, Summary};
 use wring_btrfs::stat::{human_bytes, stat_paths, StatReport, Usage};
 use wring_btrfs::walk::{walk, Found};
 use wring_btrfs::{verify_path, Compression, Report};
@@ -29,7 +30,7 @@ pub struct RecompressArgs {
     /// Algorithm and level, as btrfs's mount option: zstd:19, zlib:9, lzo, zstd:-3
     #[arg(short = 'c', long = "compress", default_value = "zstd:3")]
     compress: String,
-    /// Compression threads (default: all cores)
+    /// Compression threads, 1 up to the number of cores (default: all cores)
     #[arg(short = 'j', long)]
     jobs: Option<usize>,
     /// Rewrite an extent only if it shrinks by at least this many percent
@@ -99,14 +100,11 @@ fn run_recompress(a: RecompressArgs) -> Result<()> {
     if !(0.0..100.0).contains(&a.min_gain) {
         bail!("--min-gain {} is not a percentage in 0..100", a.min_gain);
     }
-    let jobs = a
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let engine = Engine::new(EngineConfig {
+    let jobs = jobs_for(a.jobs)?;
+    let engine = Arc::new(Engine::new(EngineConfig {
         streams: jobs,
         ..Default::default()
-    });
+    }));
     let opts = Options {
         spec,
         jobs,
@@ -191,6 +189,19 @@ fn run_recompress(a: RecompressArgs) -> Result<()> {
         bail!("{failed} file(s) failed (their content is unchanged)");
     }
     Ok(())
+}
+
+/// `-j`: 1 up to the threads this machine runs at once (the default).
+fn jobs_for(asked: Option<usize>) -> Result<usize> {
+    let max = max_jobs();
+    match asked {
+        None => Ok(max),
+        Some(0) => bail!("-j 0 asks for no compression threads; use -j 1 to -j {max}"),
+        Some(j) if j > max => bail!(
+            "-j {j} asks for more compression threads than this machine runs at once ({max}); use -j 1 to -j {max}"
+        ),
+        Some(j) => Ok(j),
+    }
 }
 
 fn signed_bytes(v: i64) -> String {
