@@ -7,6 +7,8 @@
 //! * [`streams`] — seed 002's experiment: W concurrent writers under stream limits 1, 2, …;
 //! * [`kernel`] — the same methods through the kernel's btrfs (compress-force on a loop-mounted
 //!   image) and [`zram`] — the corpus through /dev/zram0, each beside wring's figures;
+//! * [`offload`] — seed 004's table: per request size, the CPU provider of the engine's offload
+//!   API against the simulated device (a test double) at a few latencies, threshold and fallback;
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
 //!   compression speed.
 //!
@@ -20,6 +22,7 @@ pub mod kernel;
 pub mod levels;
 pub mod machine;
 pub mod metrics;
+pub mod offload;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -9,6 +9,7 @@ use wring_bench::corpus::Corpus;
 use wring_bench::kernel::{self, KernelConfig, ReadMethod};
 use wring_bench::levels::{self, LevelsConfig};
 use wring_bench::machine::{available_parallelism, Machine};
+use wring_bench::offload::{self, OffloadBenchConfig, OffloadReport};
 use wring_bench::progress::Progress;
 use wring_bench::report::Report;
 use wring_bench::streams::{self, StreamsConfig};
@@ -32,6 +33,9 @@ pub enum Command {
     /// Seed 001's experiment through a wring-fs mount, with the kernel's btrfs beside it, and
     /// max_extent=1M against 128K (needs root)
     Fs(super::bench_fs::Args),
+    /// Seed 004's table: per request size, the offload API's CPU provider against a SIMULATED
+    /// device (a test double) at a few latencies, with its threshold and with injected failures
+    Offload(OffloadArgs),
 }
 
 /// Options every benchmark takes.
@@ -105,6 +109,52 @@ pub struct StreamsArgs {
     limits: Vec<usize>,
 }
 
+/// Options of `wring bench offload`.
+#[derive(clap::Args)]
+pub struct OffloadArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Method to compress with
+    #[arg(long, default_value = "zstd:1")]
+    method: String,
+    /// Request sizes, comma-separated (K, M suffixes); the engine's max_extent is the largest,
+    /// at least 1M
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "4K,16K,64K,128K,256K,1M")]
+    sizes: Vec<u64>,
+    /// Simulated device latencies per submission, comma-separated (ns, us, ms)
+    #[arg(long, value_delimiter = ',', value_parser = offload::parse_latency, default_value = "5us,50us,500us")]
+    latencies: Vec<std::time::Duration>,
+    /// Simulated device latency per input byte, in nanoseconds
+    #[arg(long, default_value_t = offload::DEFAULT_PER_BYTE_NS)]
+    per_byte_ns: f64,
+    /// The device threshold (min_len) of the threshold row, at the middle latency; 0 for no
+    /// such row
+    #[arg(long, value_parser = parse_size, default_value = "64K")]
+    threshold: u64,
+    /// CPU worker threads (default: available parallelism)
+    #[arg(long)]
+    streams: Option<usize>,
+    /// Requests in flight at most (the completion queue's window)
+    #[arg(long, default_value_t = 32)]
+    window: usize,
+    /// Requests the simulated device takes in one submission
+    #[arg(long, default_value_t = 8)]
+    batch: usize,
+    /// Requests the simulated device holds at once (more fall back as busy)
+    #[arg(long, default_value_t = 32)]
+    device_queue: usize,
+    /// PNG of compression MB/s and p50 latency against request size (its directory is made)
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "bench-out/bench-offload.png"
+    )]
+    plot: PathBuf,
+    /// Draw no plot
+    #[arg(long)]
+    no_plot: bool,
+}
+
 /// How `wring bench kernel` reads the filesystem back.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ReadArg {
@@ -171,6 +221,10 @@ pub fn run(c: Command) -> Result<()> {
         }
         Command::Recompress(a) => super::bench_recompress::run(a),
         Command::Fs(a) => super::bench_fs::run(a),
+        Command::Offload(a) => {
+            install_ctrlc();
+            run_offload(a)
+        }
     }
 }
 
@@ -317,6 +371,65 @@ fn run_kernel(a: KernelArgs) -> Result<()> {
     }
     s.progress.finish();
     finish(&report, &a.common, (!a.no_plot).then_some(a.plot.as_path()))
+}
+
+fn run_offload(a: OffloadArgs) -> Result<()> {
+    let specs = kernel::parse_methods(&a.method)?;
+    let [spec] = specs[..] else {
+        bail!("--method takes one method (e.g. zstd:1), not {}", a.method);
+    };
+    let s = setup(&a.common)?;
+    let streams = a.streams.unwrap_or_else(available_parallelism).max(1);
+    let mut cfg = OffloadBenchConfig::defaults(spec, streams);
+    cfg.sizes = a
+        .sizes
+        .iter()
+        .map(|&n| usize::try_from(n).context("--sizes: a size does not fit in memory"))
+        .collect::<Result<_>>()?;
+    let threshold = usize::try_from(a.threshold).context("--threshold is too large")?;
+    cfg.providers = offload::default_providers(&a.latencies, a.per_byte_ns, threshold);
+    cfg.window = a.window.max(1);
+    cfg.batch = a.batch.max(1);
+    cfg.device_queue = a.device_queue.max(1);
+    cfg.repeat = a.common.repeat.max(1);
+    let rows = offload::run(&s.corpus, &cfg, &s.progress)?;
+    let mut report = OffloadReport::new(s.machine, s.corpus.info(), &cfg, rows);
+    if cfg.repeat > 1 {
+        report.notes.push(format!(
+            "every timing is the fastest of {} runs",
+            cfg.repeat
+        ));
+    }
+    s.progress.finish();
+    let dash = Path::new("-");
+    let mut stdout_taken = false;
+    if let Some(path) = &a.common.json {
+        stdout_taken |= emit(path, dash, &report.json()?)?;
+    }
+    if let Some(path) = &a.common.csv {
+        stdout_taken |= emit(path, dash, &report.csv())?;
+    }
+    if !stdout_taken {
+        print!("{}", report.markdown());
+    }
+    if !a.no_plot {
+        if let Some(dir) = a.plot.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("making the plot's directory {}", dir.display()))?;
+        }
+        if !offload::plot(&report, &a.plot)? {
+            eprintln!(
+                "wring bench: no TrueType font found (install fonts-dejavu-core); {} has no labels",
+                a.plot.display()
+            );
+        }
+        eprintln!("wring bench: plot written to {}", a.plot.display());
+    }
+    let bad: u64 = report.rows.iter().map(|r| r.mismatches).sum();
+    if bad > 0 {
+        bail!("{bad} requests did not decompress to their input: the offload path corrupts data");
+    }
+    Ok(())
 }
 
 /// Print the markdown (unless JSON or CSV goes to stdout), write the files, draw the plot.
