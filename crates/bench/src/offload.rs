@@ -15,8 +15,9 @@
 //! request whose result does not fit is stored raw), then every compressed request is
 //! decompressed through the same API and compared byte for byte with its input. Latency is
 //! each request's submit-to-completion time, measured here, exact percentiles over all of
-//! them. Who ran each request is read from its completion and checked against the offload's
-//! own per-provider counters.
+//! them, and includes the wait behind the other requests of the window. An untimed warm-up
+//! of a few requests per provider comes first. Who ran each request is read from its
+//! completion and checked against the offload's own per-provider counters.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -379,6 +380,7 @@ pub fn run(
     let data = corpus.concatenated(1);
     let data = &data[..(corpus.bytes() as usize).min(data.len())];
     progress.add_steps((cfg.sizes.len() * cfg.providers.len()) as u64);
+    warm_up(&engine, &devices, cfg, data)?;
     let mut rows = Vec::new();
     for &size in &cfg.sizes {
         let chunks: Vec<&[u8]> = data.chunks(size.max(1)).collect();
@@ -407,6 +409,23 @@ pub fn run(
     }
     add_ratios(&mut rows);
     Ok(rows)
+}
+
+/// Run a few requests of the largest size through every provider configuration, untimed, so
+/// that the first row does not pay for the engines' workspaces and the first page faults.
+fn warm_up(
+    engine: &Arc<Engine>,
+    devices: &[Option<Arc<SimDevice>>],
+    cfg: &OffloadBenchConfig,
+    data: &[u8],
+) -> Result<(), BenchError> {
+    let size = cfg.sizes.iter().copied().max().unwrap_or(MAX_EXTENT);
+    let chunks: Vec<&[u8]> = data.chunks(size).take(cfg.window.max(1) * 2).collect();
+    for (provider, device) in cfg.providers.iter().zip(devices) {
+        interrupt::check()?;
+        measure(engine, device.as_ref(), cfg, size, provider, &chunks)?;
+    }
+    Ok(())
 }
 
 /// The largest size, at least [`MAX_EXTENT`]: the engine's largest extent.
@@ -791,7 +810,7 @@ impl OffloadReport {
             "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
             c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
         );
-        let _ = writeln!(s, "- **sim = a SIMULATED device (`offload::sim::SimDevice`), a test double, not an accelerator**: it runs the CPU's codecs on its own {} thread{} on this machine's cores and sleeps to its latency per submission (the row's µs) plus per byte. Its rows measure the submission path, the threshold and the fallback, not any device's speed; its outputs are the CPU's.", self.device_queue.div_ceil(self.batch.max(1)), if self.device_queue.div_ceil(self.batch.max(1)) == 1 { "" } else { "s" });
+        let _ = writeln!(s, "- **sim = a SIMULATED device (`offload::sim::SimDevice`), a test double, not an accelerator**: it runs the CPU's codecs on its own {} thread{} on this machine's cores and sleeps to its latency per submission (the row's µs) plus per byte. Its rows measure the submission path, the threshold and the fallback, not any device's speed; its outputs are the CPU's. On a shared machine its threads and the CPU workers compete for the same cores (and more threads get a larger share of a loaded machine), so a sim row faster than the cpu row says nothing about a device.", self.device_queue.div_ceil(self.batch.max(1)), if self.device_queue.div_ceil(self.batch.max(1)) == 1 { "" } else { "s" });
         let _ = writeln!(
             s,
             "- {} through `wring_engine::offload` (CompressInto, output as long as the input; a request that does not fit is stored raw): the corpus concatenated and cut into requests of the row's size (the last one shorter), at most {} in flight through a completion queue, {} CPU worker{}; device batches of {}, device queue {}, time-out {} ms; engine max_extent {}",
@@ -804,7 +823,7 @@ impl OffloadReport {
             self.timeout_ms,
             size_text(self.max_extent)
         );
-        let _ = writeln!(s, "- MB/s = 10^6 input bytes per second of wall clock from the first submission to the last completion; latency = each request's submit-to-completion time, exact percentiles; × cpu = over the cpu row of the same size; device share and fallbacks are from each completion (compression / decompression); mismatches = compressed requests that did not decompress, through the same providers, to their input byte for byte");
+        let _ = writeln!(s, "- MB/s = 10^6 input bytes per second of wall clock from the first submission to the last completion; latency = each request's submit-to-completion time, exact percentiles (it includes the wait behind the other requests of the window); × cpu = over the cpu row of the same size; device share and fallbacks are from each completion (compression / decompression); mismatches = compressed requests that did not decompress, through the same providers, to their input byte for byte");
         for n in &self.notes {
             let _ = writeln!(s, "- {n}");
         }
@@ -963,7 +982,7 @@ pub fn plot(report: &OffloadReport, path: &Path) -> Result<bool, BenchError> {
         if labels {
             mesh.x_desc("request size (log scale)")
                 .y_desc(name)
-                .x_label_formatter(&|x| size_text(*x as usize))
+                .x_label_formatter(&|x| format!("{:.0} KiB", x / 1024.0))
                 .label_style(("sans-serif", 14));
         } else {
             mesh.x_labels(0).y_labels(0);
