@@ -15,6 +15,9 @@ pub enum BenchError {
         #[source]
         source: io::Error,
     },
+    /// The engine's compression workers could not be started.
+    #[error("could not start the compression workers: {0}")]
+    Workers(#[source] wring_engine::Error),
     /// The corpus has no data to compress.
     #[error("the corpus at {0} holds no readable, non-empty files")]
     EmptyCorpus(PathBuf),

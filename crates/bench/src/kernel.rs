@@ -159,7 +159,7 @@ pub fn run_btrfs(
     let mut lcfg = LevelsConfig::new(cfg.methods.clone(), cfg.streams);
     lcfg.bare = cfg.bare;
     lcfg.repeat = cfg.repeat.max(1);
-    let mut bench = LevelBench::new(corpus, &lcfg);
+    let mut bench = LevelBench::new(corpus, &lcfg)?;
     let kernel_steps = cfg.copies as u64 + 3;
     progress.add_steps(cfg.methods.len() as u64 * (bench.steps() + kernel_steps));
     let mut rows = Vec::new();

@@ -17,7 +17,10 @@ use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
+use std::sync::Arc;
 use wring_engine::codec::{standalone, CodecState};
+
+use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::stream::{compress_batch, Extent};
 use wring_engine::{compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Policy};
 
@@ -224,7 +227,8 @@ pub fn parse_range(text: &str) -> Result<Vec<i32>, BenchError> {
 
 /// Measures specs one after another on the same engine and corpus.
 pub struct LevelBench<'c> {
-    engine: Engine,
+    /// The engine's offload API, the way the front ends compress.
+    offload: Offload,
     extents: Vec<&'c [u8]>,
     streams: usize,
     bare: bool,
@@ -234,26 +238,29 @@ pub struct LevelBench<'c> {
 }
 
 impl<'c> LevelBench<'c> {
-    /// An engine with `cfg.streams` streams over the extents of `corpus`.
-    pub fn new(corpus: &'c Corpus, cfg: &LevelsConfig) -> LevelBench<'c> {
-        let engine = Engine::new(EngineConfig {
+    /// An engine with `cfg.streams` streams (and as many offload workers) over the extents of
+    /// `corpus`.
+    pub fn new(corpus: &'c Corpus, cfg: &LevelsConfig) -> Result<LevelBench<'c>, BenchError> {
+        let engine = Arc::new(Engine::new(EngineConfig {
             streams: cfg.streams.max(1),
             max_extent: cfg.max_extent,
             ..Default::default()
-        });
+        }));
+        let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))
+            .map_err(BenchError::Workers)?;
         let extents = corpus.extents(cfg.max_extent);
         // One destination for every decompressed extent, touched now so that page faults
         // stay out of the timings.
         let out = vec![0xa5u8; corpus.bytes() as usize];
-        LevelBench {
-            engine,
+        Ok(LevelBench {
+            offload,
             extents,
             streams: cfg.streams.max(1),
             bare: cfg.bare,
             max_extent: cfg.max_extent,
             repeat: cfg.repeat.max(1),
             out,
-        }
+        })
     }
 
     /// Number of extents.
@@ -263,7 +270,7 @@ impl<'c> LevelBench<'c> {
 
     /// The engine (for its statistics).
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.offload.engine()
     }
 
     /// Steps [`LevelBench::measure`] reports to a progress bar.
@@ -298,13 +305,7 @@ impl<'c> LevelBench<'c> {
         for round in 0..self.repeat {
             interrupt::check()?;
             let t = Instant::now();
-            let batch = compress_batch(
-                &self.engine,
-                spec,
-                Policy::Force,
-                &self.extents,
-                self.streams,
-            );
+            let batch = compress_batch(&self.offload, spec, Policy::Force, &self.extents);
             best[0] = best[0].min(t.elapsed().as_secs_f64());
             compressed = self.collect(&name, batch)?;
             if round == 0 {
@@ -317,7 +318,7 @@ impl<'c> LevelBench<'c> {
             }
             interrupt::check()?;
             progress.step(format!("{name}: decompressing"));
-            let engine = &self.engine;
+            let engine = self.offload.engine();
             let secs = decompress_all(
                 &self.extents,
                 &mut self.out,
@@ -355,7 +356,7 @@ impl<'c> LevelBench<'c> {
             compress_secs: bare_c,
             decompress_secs: bare_d,
         });
-        let manager = self.engine.manager(alg);
+        let manager = self.engine().manager(alg);
         Ok(LevelRow {
             spec: name,
             algorithm: alg.name().to_string(),
@@ -380,15 +381,9 @@ impl<'c> LevelBench<'c> {
     fn warm_up(&self, spec: CompressSpec) -> Result<(), BenchError> {
         let n = self.extents.len().min(self.streams * 2);
         let name = spec.to_string();
-        for (index, r) in compress_batch(
-            &self.engine,
-            spec,
-            Policy::Force,
-            &self.extents[..n],
-            self.streams,
-        )
-        .into_iter()
-        .enumerate()
+        for (index, r) in compress_batch(&self.offload, spec, Policy::Force, &self.extents[..n])
+            .into_iter()
+            .enumerate()
         {
             r.map_err(|source| BenchError::Engine {
                 spec: name.clone(),
@@ -400,7 +395,7 @@ impl<'c> LevelBench<'c> {
     }
 
     fn waits(&self, alg: Algorithm) -> u64 {
-        self.engine.manager(alg).stats().waits
+        self.engine().manager(alg).stats().waits
     }
 
     /// Compressed bytes per extent (`None`: stored raw).
@@ -526,7 +521,7 @@ pub fn run(
     cfg: &LevelsConfig,
     progress: &Progress,
 ) -> Result<Vec<LevelRow>, BenchError> {
-    let mut bench = LevelBench::new(corpus, cfg);
+    let mut bench = LevelBench::new(corpus, cfg)?;
     progress.add_steps(bench.steps() * cfg.specs.len() as u64);
     cfg.specs
         .iter()

@@ -1,12 +1,12 @@
-//! Parallel compression of a batch of extents on up to `streams` threads, results in order:
-//! zram's multiple compression streams (zcomp), applied to btrfs-style extents.
+//! Parallel compression of a batch of extents on the offload API's CPU workers (zram's
+//! multiple compression streams, applied to btrfs-style extents), results in input order.
 //!
-//! The concurrency limit itself lives in the workspace manager; this only fans the work out.
+//! The concurrency limit lives in the offload's fixed worker pool and the workspace manager;
+//! this only shapes a batch of borrowed extents into owned results.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use crate::engine::{compressed_limit, Engine, Outcome, Policy};
+use crate::engine::{compressed_limit, Outcome, Policy};
 use crate::error::Error;
+use crate::offload::{BatchJob, Completed, Offload, Op};
 use crate::spec::CompressSpec;
 
 /// One extent's result from a batch.
@@ -30,65 +30,47 @@ impl Extent {
     }
 }
 
-/// Compress every extent of `inputs` with `spec` under `policy`, on at most `threads` threads
-/// (at least one). Results come back in input order.
+/// Compress every extent of `inputs` with `spec` under `policy` on `offload`'s providers,
+/// the calling thread helping. Results come back in input order.
 pub fn compress_batch(
-    engine: &Engine,
+    offload: &Offload,
     spec: CompressSpec,
     policy: Policy,
     inputs: &[&[u8]],
-    threads: usize,
 ) -> Vec<Result<Extent, Error>> {
-    let threads = threads.clamp(1, inputs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Extent, Error>>> = (0..inputs.len()).map(|_| None).collect();
-    let done: Vec<Vec<(usize, Result<Extent, Error>)>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| s.spawn(|| worker(engine, spec, policy, inputs, &next)))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    for (i, r) in done.into_iter().flatten() {
-        results[i] = Some(r);
-    }
+    let max = offload.engine().max_extent();
+    // An input beyond max_extent gets an empty buffer and the engine's error for it.
+    let mut outputs: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|s| match s.len() <= max {
+            true => vec![0; compressed_limit(s.len())],
+            false => Vec::new(),
+        })
+        .collect();
+    let op = Op::Compress { spec, policy };
+    let mut jobs: Vec<BatchJob<'_>> = inputs
+        .iter()
+        .zip(outputs.iter_mut())
+        .map(|(src, dst)| BatchJob::new(op, src, dst))
+        .collect();
+    offload.run_batch(&mut jobs);
+    let results: Vec<_> = jobs.into_iter().map(|j| j.result).collect();
     results
         .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(Error::Library {
-                    algorithm: spec.algorithm.unwrap_or(crate::Algorithm::Zstd),
-                    reason: "a compression thread panicked".into(),
-                })
-            })
+        .zip(outputs)
+        .map(|(r, mut out)| match r {
+            Some(Ok(Completed::Compressed(Outcome::Compressed(n)))) => {
+                out.truncate(n);
+                Ok(Extent::Compressed(out))
+            }
+            Some(Ok(Completed::Compressed(Outcome::Incompressible))) => Ok(Extent::Incompressible),
+            Some(Ok(Completed::Compressed(Outcome::Skipped))) => Ok(Extent::Skipped),
+            Some(Err(e)) => Err(e),
+            Some(Ok(other)) => Err(Error::Library {
+                algorithm: spec.algorithm.unwrap_or(crate::Algorithm::Zstd),
+                reason: format!("a compression request completed as {other:?}"),
+            }),
+            None => Err(Error::ShutDown),
         })
         .collect()
-}
-
-fn worker(
-    engine: &Engine,
-    spec: CompressSpec,
-    policy: Policy,
-    inputs: &[&[u8]],
-    next: &AtomicUsize,
-) -> Vec<(usize, Result<Extent, Error>)> {
-    let mut out = Vec::new();
-    let longest = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut dst = vec![0u8; compressed_limit(longest.min(engine.max_extent()))];
-    loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(src) = inputs.get(i) else { return out };
-        // An input beyond max_extent gets the whole buffer and compress_with's error for it.
-        let limit = compressed_limit(src.len()).min(dst.len());
-        let r = engine
-            .compress_with(spec, policy, src, &mut dst[..limit])
-            .map(|o| match o {
-                Outcome::Compressed(n) => Extent::Compressed(dst[..n].to_vec()),
-                Outcome::Incompressible => Extent::Incompressible,
-                Outcome::Skipped => Extent::Skipped,
-            });
-        out.push((i, r));
-    }
 }

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::stream::{compress_batch, Extent};
 use wring_engine::{
     compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Error, Outcome, Policy,
@@ -149,6 +150,17 @@ fn every_spec() -> impl Iterator<Item = CompressSpec> {
 
 fn engine() -> Engine {
     Engine::new(EngineConfig::default())
+}
+
+/// The offload API on an engine of its own with `workers` CPU workers, and a queue shallower
+/// than the batches so that a batch has to wait for its own slots.
+fn offload(workers: usize) -> Offload {
+    let cfg = OffloadConfig {
+        depth: 2,
+        workers,
+        device: None,
+    };
+    Offload::new(std::sync::Arc::new(engine()), cfg).expect("offload starts")
 }
 
 /// Compress `src` under `policy` into a buffer of exactly the size the block rule allows; when
@@ -478,13 +490,12 @@ fn describe(r: &Result<Extent, Error>) -> String {
 /// An input beyond max_extent is that input's error; the others in the batch still compress.
 #[test]
 fn batch_reports_an_oversized_input_and_keeps_the_rest() {
-    let engine = engine();
     let words = generate(Kind::Words, 3, MAX_EXTENT);
     let big = generate(Kind::Words, 4, 2 * MAX_EXTENT);
     let small = generate(Kind::Words, 5, 4 * BLOCK_SIZE);
     let refs: Vec<&[u8]> = vec![&words, &big, &small];
     let spec = CompressSpec::new(Algorithm::Zstd, 3);
-    let batch = compress_batch(&engine, spec, Policy::Force, &refs, 2);
+    let batch = compress_batch(&offload(2), spec, Policy::Force, &refs);
     assert!(
         matches!(batch[0], Ok(Extent::Compressed(_))),
         "{:?}",
@@ -505,6 +516,7 @@ fn batch_reports_an_oversized_input_and_keeps_the_rest() {
 #[test]
 fn batch_matches_sequential_in_order() {
     let engine = engine();
+    let offload = offload(3);
     let inputs = batch_inputs();
     let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let specs = [
@@ -513,7 +525,7 @@ fn batch_matches_sequential_in_order() {
     for text in specs {
         let spec: CompressSpec = text.parse().expect("a valid spec");
         for policy in [Policy::Force, Policy::Heuristic, Policy::EarlyAbort] {
-            let batch = compress_batch(&engine, spec, policy, &refs, 3);
+            let batch = compress_batch(&offload, spec, policy, &refs);
             assert_eq!(
                 batch.len(),
                 refs.len(),

@@ -97,7 +97,7 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     let n_threads = (opts.streams + 4).clamp(4, 16);
     let writeback = opts.streams.max(1);
     let vol = Arc::new(Volume::open(dir, opts)?);
-    vol.start_writeback(writeback)?;
+    vol.set_writeback(writeback)?;
     vol.start_committer()?;
     let mut config = Config::default();
     config.mount_options = vec![

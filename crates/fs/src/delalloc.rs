@@ -21,6 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
+use wring_engine::offload::{BatchJob, Completed, Op};
 use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
 use crate::error::{errno, FsError};
@@ -106,7 +107,10 @@ pub(crate) struct Delalloc {
     work: Condvar,
     /// Signalled when a job finishes (fsync, sync and throttled writers wait on it).
     done: Condvar,
+    /// Writeback threads running (changed under the state lock).
     workers: AtomicUsize,
+    /// Writeback threads wanted: the mount's streams. Surplus threads exit after their batch.
+    wanted: AtomicUsize,
 }
 
 impl Delalloc {
@@ -240,21 +244,33 @@ impl Delalloc {
 }
 
 impl Volume {
-    /// Start `n` more writeback threads for this mount (without any, writes are written back
-    /// on the writing thread).
-    pub fn start_writeback(self: &Arc<Self>, n: usize) -> Result<(), FsError> {
-        let first = self.da.workers();
-        for i in first..first + n {
+    /// Run `n` writeback threads for this mount (with none, writes are written back on the
+    /// writing thread): start the missing ones; surplus ones exit once their batch is
+    /// committed, so a remount to fewer streams gives threads back.
+    pub fn set_writeback(self: &Arc<Self>, n: usize) -> Result<(), FsError> {
+        let start = {
+            let _st = self.da.state();
+            self.da.wanted.store(n, Ordering::Relaxed);
+            let running = self.da.workers();
+            let start = n.saturating_sub(running);
+            self.da.workers.store(running + start, Ordering::Relaxed);
+            start
+        };
+        self.da.work.notify_all();
+        for i in 0..start {
             let weak = Arc::downgrade(self);
             let da = self.da.clone();
-            std::thread::Builder::new()
-                .name(format!("wring-wb{i}"))
-                .spawn(move || writeback_thread(da, weak))
-                .map_err(|source| FsError::Io {
+            let spawned = std::thread::Builder::new()
+                .name("wring-wb".into())
+                .spawn(move || writeback_thread(da, weak));
+            if let Err(source) = spawned {
+                let _st = self.da.state();
+                self.da.workers.fetch_sub(start - i, Ordering::Relaxed);
+                return Err(FsError::Io {
                     what: "starting a writeback thread".into(),
                     source,
-                })?;
-            self.da.workers.fetch_add(1, Ordering::Relaxed);
+                });
+            }
         }
         Ok(())
     }
@@ -345,15 +361,7 @@ impl Volume {
             }
             // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and unmount
             // would wait for them forever. It fails them with EIO instead.
-            let encoded = self.unless_panic(ino, || {
-                jobs.iter()
-                    .zip(bufs.iter_mut())
-                    .map(|(job, buf)| match crate::extent::is_zero(&job.data) {
-                        true => Ok(None),
-                        false => self.encode_job(job, buf).map(Some),
-                    })
-                    .collect::<Vec<_>>()
-            });
+            let encoded = self.unless_panic(ino, || self.encode_jobs(&jobs, bufs));
             let g = self.inode_lock(ino);
             let errors = encoded
                 .and_then(|enc| {
@@ -417,45 +425,41 @@ impl Volume {
         errors
     }
 
-    /// Encode a job's extent into `buf` (header and stored bytes): returns the value's length
-    /// and whether it marks the inode NOCOMPRESS.
-    fn encode_job(&self, job: &Job, buf: &mut Vec<u8>) -> Result<(usize, bool), FsError> {
-        let data = job.data.as_slice();
-        let need = EXTENT_HEADER_LEN + compressed_limit(data.len()).max(data.len());
-        if buf.len() < need {
-            buf.resize(need, 0);
-        }
-        let raw = |buf: &mut Vec<u8>, mark: bool| {
-            buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + data.len()].copy_from_slice(data);
-            let h = ExtentHeader {
-                encoding: Encoding::Raw,
-                ram_len: data.len() as u32,
-                crc: checksum(data),
-                seq: 0,
-            };
-            h.put(buf);
-            (EXTENT_HEADER_LEN + data.len(), mark)
-        };
-        let Some((spec, policy, mark)) = job.decision else {
-            return Ok(raw(buf, false));
-        };
-        let limit = compressed_limit(data.len());
-        let out = &mut buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + limit];
-        Ok(match self.engine.compress_with(spec, policy, data, out)? {
-            Outcome::Compressed(n) => {
-                let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
-                let h = ExtentHeader {
-                    encoding: Encoding::Compressed(alg, spec.level),
-                    ram_len: data.len() as u32,
-                    crc: checksum(&buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + n]),
-                    seq: 0,
-                };
-                h.put(buf);
-                (EXTENT_HEADER_LEN + n, false)
+    /// Encode jobs' extents into `bufs` (header and stored bytes), compressing those their
+    /// decision compresses in one batch on the offload (this thread helping): per job, `None`
+    /// for a hole (all zeros), else the value's length and whether it marks the inode
+    /// NOCOMPRESS.
+    fn encode_jobs(&self, jobs: &[Job], bufs: &mut [Vec<u8>]) -> Vec<Result<Encoded, FsError>> {
+        let mut out: Vec<Result<Encoded, FsError>> = Vec::with_capacity(jobs.len());
+        let mut batch = Vec::with_capacity(jobs.len());
+        let mut compressed = Vec::with_capacity(jobs.len());
+        for (i, (job, buf)) in jobs.iter().zip(bufs.iter_mut()).enumerate() {
+            let data = job.data.as_slice();
+            if crate::extent::is_zero(data) {
+                out.push(Ok(None));
+                continue;
             }
-            Outcome::Incompressible => raw(buf, mark),
-            Outcome::Skipped => raw(buf, false),
-        })
+            let need = EXTENT_HEADER_LEN + compressed_limit(data.len()).max(data.len());
+            if buf.len() < need {
+                buf.resize(need, 0);
+            }
+            match job.decision {
+                None => out.push(Ok(Some(put_raw(buf, data, false)))),
+                Some((spec, policy, _)) => {
+                    out.push(Ok(None));
+                    let limit = compressed_limit(data.len());
+                    let dst = &mut buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + limit];
+                    batch.push(BatchJob::new(Op::Compress { spec, policy }, data, dst));
+                    compressed.push(i);
+                }
+            }
+        }
+        self.offload.run_batch(&mut batch);
+        let results: Vec<_> = batch.into_iter().map(|b| b.result).collect();
+        for (result, i) in results.into_iter().zip(compressed) {
+            out[i] = finish_compressed(&jobs[i], &mut bufs[i], result);
+        }
+        out
     }
 
     /// Commit jobs' extent values of `ino` (`None`: a hole) with the inode's size and times,
@@ -494,12 +498,61 @@ impl Volume {
     }
 }
 
+/// A job's extent value once encoded: its length in its buffer, and whether it marks the inode
+/// NOCOMPRESS; `None` for a hole.
+type Encoded = Option<(usize, bool)>;
+
+/// Store `data` raw in `buf` after its header.
+fn put_raw(buf: &mut [u8], data: &[u8], mark: bool) -> (usize, bool) {
+    buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + data.len()].copy_from_slice(data);
+    let h = ExtentHeader {
+        encoding: Encoding::Raw,
+        ram_len: data.len() as u32,
+        crc: checksum(data),
+        seq: 0,
+    };
+    h.put(buf);
+    (EXTENT_HEADER_LEN + data.len(), mark)
+}
+
+/// The value of a job whose compression request finished with `result`.
+fn finish_compressed(
+    job: &Job,
+    buf: &mut [u8],
+    result: Option<Result<Completed, wring_engine::Error>>,
+) -> Result<Encoded, FsError> {
+    let data = job.data.as_slice();
+    let Some((spec, _, mark)) = job.decision else {
+        return Ok(Some(put_raw(buf, data, false)));
+    };
+    Ok(Some(match result.ok_or(errno(libc::EIO))?? {
+        Completed::Compressed(Outcome::Compressed(n)) => {
+            let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
+            let h = ExtentHeader {
+                encoding: Encoding::Compressed(alg, spec.level),
+                ram_len: data.len() as u32,
+                crc: checksum(&buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + n]),
+                seq: 0,
+            };
+            h.put(buf);
+            (EXTENT_HEADER_LEN + n, false)
+        }
+        Completed::Compressed(Outcome::Incompressible) => put_raw(buf, data, mark),
+        _ => put_raw(buf, data, false),
+    }))
+}
+
 fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {
     loop {
         let jobs = {
             let mut st = da.state();
             loop {
                 if st.shutdown {
+                    return;
+                }
+                if da.workers() > da.wanted.load(Ordering::Relaxed) {
+                    // A remount lowered the streams: this thread is surplus.
+                    da.workers.fetch_sub(1, Ordering::Relaxed);
                     return;
                 }
                 let jobs = Delalloc::take_batch(&mut st);

@@ -1,6 +1,6 @@
 //! File data: the extent map (file offset → stored extent or hole), the write path that cuts
-//! data into extents and compresses them in parallel on the engine's streams, the read path
-//! that verifies checksums and decompresses, and truncate.
+//! data into extents and compresses them in parallel through the engine's offload API, the
+//! read path (extents decoded in `decode.rs`), and truncate.
 //!
 //! Mirrors fs/btrfs/inode.c (compress_file_range, inode_need_compress, the NOCOMPRESS rule,
 //! btrfs_truncate) and file-item.c (a checksum per extent; a mismatch is EIO and a log line).
@@ -8,21 +8,19 @@
 //! written), so a partial overwrite is a read-modify-write of exactly one extent, and in keeping
 //! the level of every extent.
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use redb::{ReadableTable, Table};
 use wring_engine::stream::{compress_batch, Extent};
-use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
+use wring_engine::{CompressSpec, Policy};
 
 use crate::delalloc::Decision;
 use crate::error::{errno, FsError};
-use crate::options::MAX_MAX_EXTENT;
 use crate::options::{Compress, Options};
 use crate::store::records::{
-    checksum, external_item, stored, Encoding, ExtentHeader, Inode, Kind, Stored, Time,
-    EXTENT_HEADER_LEN, FLAG_NOCOMPRESS, INLINE_MAX, MAX_FILE_SIZE,
+    checksum, external_item, stored, Encoding, ExtentHeader, Inode, Kind, Time, EXTENT_HEADER_LEN,
+    FLAG_NOCOMPRESS, INLINE_MAX, MAX_FILE_SIZE,
 };
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
@@ -83,11 +81,6 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
-thread_local! {
-    /// Stored bytes read from the data file, kept between extents so reads do not allocate.
-    static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The extents table of a write transaction.
 type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
 
@@ -129,33 +122,8 @@ impl Volume {
         }
     }
 
-    /// Compress one extent on the calling thread.
-    pub(crate) fn compress_one(
-        &self,
-        spec: CompressSpec,
-        policy: Policy,
-        src: &[u8],
-    ) -> Result<Extent, wring_engine::Error> {
-        let mut dst = vec![0u8; compressed_limit(src.len())];
-        Ok(
-            match self.engine.compress_with(spec, policy, src, &mut dst)? {
-                Outcome::Compressed(n) => {
-                    dst.truncate(n);
-                    Extent::Compressed(dst)
-                }
-                Outcome::Incompressible => Extent::Incompressible,
-                Outcome::Skipped => Extent::Skipped,
-            },
-        )
-    }
-
-    /// Encode chunks (index, bytes) by `decision`, in parallel on the engine's streams.
-    fn encode(
-        &self,
-        opts: &Options,
-        decision: Decision,
-        chunks: Vec<(u64, Vec<u8>)>,
-    ) -> Result<Encoded, FsError> {
+    /// Encode chunks (index, bytes) by `decision`, in parallel on the offload's workers.
+    fn encode(&self, decision: Decision, chunks: Vec<(u64, Vec<u8>)>) -> Result<Encoded, FsError> {
         let mut out: Extents = Vec::with_capacity(chunks.len());
         let mut mark = false;
         let live: Vec<usize> = (0..chunks.len())
@@ -164,13 +132,8 @@ impl Volume {
         let results = match decision {
             Some((spec, policy, _)) => {
                 let inputs: Vec<&[u8]> = live.iter().map(|&i| chunks[i].1.as_slice()).collect();
-                match inputs.as_slice() {
-                    // One extent (small files, partial overwrites): on this FUSE thread, into a
-                    // buffer of its size. compress_batch would spawn a thread and give it a
-                    // max-extent (4 MiB) buffer for it.
-                    [one] => vec![self.compress_one(spec, policy, one)],
-                    _ => compress_batch(&self.engine, spec, policy, &inputs, opts.streams),
-                }
+                // One extent (small files, partial overwrites) runs on this thread.
+                compress_batch(&self.offload, spec, policy, &inputs)
             }
             None => Vec::new(),
         };
@@ -299,40 +262,8 @@ impl Volume {
         Ok(s.len() as i64)
     }
 
-    /// Call `f` with the stored bytes of the item `value`: in the item, or read from the data
-    /// file into a per-thread buffer. A location the data file cannot hold is corruption.
-    fn with_stored<R>(
-        &self,
-        ino: u64,
-        offset: u64,
-        value: &[u8],
-        f: impl FnOnce(&[u8]) -> Result<R, FsError>,
-    ) -> Result<R, FsError> {
-        let (at, len) = match stored(value) {
-            Some(Stored::Inline(b)) => return f(b),
-            Some(Stored::External(at, len)) => (at, len),
-            None => return Err(self.corrupt(ino, offset, "extent item is damaged".into())),
-        };
-        let limit = compressed_limit(MAX_MAX_EXTENT).max(MAX_MAX_EXTENT) as u64;
-        if len > limit {
-            let why = format!("extent item claims {len} stored bytes");
-            return Err(self.corrupt(ino, offset, why));
-        }
-        STORED.with_borrow_mut(|buf| {
-            if buf.len() < len as usize {
-                buf.resize(len as usize, 0);
-            }
-            let buf = &mut buf[..len as usize];
-            self.store.read_stored(buf, at).map_err(|e| {
-                let why = format!("reading {len} stored bytes at {at} of the data file: {e}");
-                self.corrupt(ino, offset, why)
-            })?;
-            f(buf)
-        })
-    }
-
     /// The error for a corrupt extent, with its log line naming the file and offset.
-    fn corrupt(&self, ino: u64, offset: u64, reason: String) -> FsError {
+    pub(crate) fn corrupt(&self, ino: u64, offset: u64, reason: String) -> FsError {
         log::error!(
             "corrupt extent: {} offset {offset}: {reason}",
             self.path_of(ino)
@@ -384,53 +315,6 @@ impl Volume {
             return Err(self.corrupt(ino, offset, why));
         }
         Ok(len)
-    }
-
-    /// Verify an extent value's checksum and decode it into `out` (its decoded length); a
-    /// mismatch or a decoder error is EIO with a log line naming the file and offset.
-    fn decode_into(
-        &self,
-        ino: u64,
-        offset: u64,
-        value: &[u8],
-        out: &mut [u8],
-    ) -> Result<(), FsError> {
-        let h = Volume::header(ino, offset, value)?;
-        self.with_stored(ino, offset, value, |stored| {
-            self.decode_stored(ino, offset, &h, stored, out)
-        })
-    }
-
-    /// [`Volume::decode_into`] once the stored bytes are at hand.
-    fn decode_stored(
-        &self,
-        ino: u64,
-        offset: u64,
-        h: &ExtentHeader,
-        stored: &[u8],
-        out: &mut [u8],
-    ) -> Result<(), FsError> {
-        let corrupt = |reason: String| self.corrupt(ino, offset, reason);
-        let crc = checksum(stored);
-        if crc != h.crc {
-            return Err(corrupt(format!(
-                "checksum mismatch (stored {:08x}, computed {crc:08x})",
-                h.crc
-            )));
-        }
-        if out.len() != h.ram_len as usize {
-            return Err(corrupt("extent length mismatch".into()));
-        }
-        match h.encoding {
-            Encoding::Raw if stored.len() == out.len() => out.copy_from_slice(stored),
-            Encoding::Raw => return Err(corrupt("raw extent length mismatch".into())),
-            Encoding::Compressed(alg, _) => {
-                self.engine
-                    .decompress(alg, stored, out)
-                    .map_err(|e| corrupt(e.to_string()))?;
-            }
-        }
-        Ok(())
     }
 
     /// Read up to `size` bytes at `offset`: dirty extents first (they are newer), then the
@@ -562,48 +446,32 @@ impl Volume {
         self.fill(ino, items)
     }
 
-    /// Fill read targets: on this thread when there is one, else spread over the streams.
+    /// Fill read targets: dirty extents and partly read ones on this thread (the latter
+    /// through the cache); the stored extents the read covers whole are decoded straight into
+    /// the reply — in one batch on the offload's workers, this thread helping, when the read
+    /// is alone; on this thread when several reads share the streams.
     fn fill(&self, ino: u64, items: Vec<Item<'_, '_>>) -> Result<(), FsError> {
-        let one = |it: Item<'_, '_>| -> Result<(), FsError> {
+        let mut whole = Vec::with_capacity(items.len());
+        for it in items {
             match it.src {
                 Source::Dirty(d) => {
                     let n = it.dst.len();
                     it.dst.copy_from_slice(&d[it.skip..it.skip + n]);
                 }
-                Source::Stored(v) if it.whole => self.decode_into(ino, it.cstart, v, it.dst)?,
+                Source::Stored(v) if it.whole => whole.push((it.cstart, v, it.dst)),
                 Source::Stored(v) => {
                     let d = self.decode_extent(ino, it.idx, it.cstart, v)?;
                     let n = it.dst.len();
                     it.dst.copy_from_slice(&d[it.skip..it.skip + n]);
                 }
             }
-            Ok(())
-        };
-        let decodes = items
-            .iter()
-            .filter(|i| matches!(i.src, Source::Stored(_)))
-            .count();
-        let threads = self.options().streams.min(decodes);
-        if threads <= 1 || self.reads.load(Ordering::Relaxed) > 1 {
-            return items.into_iter().try_for_each(one);
         }
-        let queue = std::sync::Mutex::new(items);
-        let work = || -> Result<(), FsError> {
-            loop {
-                let Some(it) = crate::volume::lock(&queue).pop() else {
-                    return Ok(());
-                };
-                one(it)?;
-            }
-        };
-        std::thread::scope(|s| {
-            let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-            let mine = work();
-            helpers
+        if whole.len() <= 1 || self.reads.load(Ordering::Relaxed) > 1 {
+            return whole
                 .into_iter()
-                .map(|h| h.join().unwrap_or(Err(errno(libc::EIO))))
-                .fold(mine, |a, b| a.and(b))
-        })
+                .try_for_each(|(cstart, v, dst)| self.decode_into(ino, cstart, v, dst));
+        }
+        self.decode_batch(ino, whole)
     }
 
     /// Write `data` at `offset`; `kill` (the writer) drops the file's privileges
@@ -817,8 +685,7 @@ impl Volume {
                             // only shortens the reference); it judges nothing.
                             let cut = data[..(size - cstart) as usize].to_vec();
                             let h = Volume::header(ino, cstart, v.value())?;
-                            let (mut enc, _) =
-                                self.encode(&self.options(), same_encoding(h), vec![(idx, cut)])?;
+                            let (mut enc, _) = self.encode(same_encoding(h), vec![(idx, cut)])?;
                             encoded.append(&mut enc);
                         }
                     }

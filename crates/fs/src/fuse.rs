@@ -566,12 +566,8 @@ impl fuser::Filesystem for WringFs {
                 .remount(&String::from_utf8_lossy(value))
                 .and_then(|o| {
                     log::info!("remounted: {o}");
-                    // More streams get more writeback threads (fewer keep theirs, idle).
-                    let more = o.streams.saturating_sub(self.vol.da.workers());
-                    match more {
-                        0 => Ok(()),
-                        n => self.vol.start_writeback(n),
-                    }
+                    // The writeback threads follow the streams, both ways.
+                    self.vol.set_writeback(o.streams)
                 })
         } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
             self.vol.set_acl(ino.0, name, value, flags, caller(req))

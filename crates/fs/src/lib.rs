@@ -19,6 +19,7 @@ pub mod daemon;
 mod delalloc;
 pub mod dir;
 mod error;
+mod decode;
 pub mod extent;
 pub mod fsck;
 pub mod fuse;

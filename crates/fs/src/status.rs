@@ -4,6 +4,7 @@
 //! Mirrors no single kernel file: btrfs has no per-mount view of its workspaces, so the names
 //! follow the kernel concepts (workspace, stream, page pool, delalloc) they count.
 
+use wring_engine::offload::OffloadStats;
 use wring_engine::pool::PoolStats;
 use wring_engine::workspace::ManagerStats;
 use wring_engine::EngineStats;
@@ -15,6 +16,7 @@ use crate::volume::Volume;
 pub fn status_text(vol: &Volume) -> String {
     let mut s = format!("options: {}\n", vol.options());
     s += &engine_lines(&vol.engine().stats());
+    s += &offload_line(&vol.offload.stats());
     let (dirty, jobs) = vol.delalloc_totals();
     s += &format!(
         "delalloc: dirty={} extents={jobs} writeback_threads={}\n",
@@ -26,6 +28,26 @@ pub fn status_text(vol: &Volume) -> String {
         s += &format!("store: used={} inodes={files}\n", human(used));
     }
     s
+}
+
+/// The offload API's CPU provider: its workers (one per stream) and requests.
+fn offload_line(o: &OffloadStats) -> String {
+    let ms = |p: f64| {
+        o.cpu
+            .service
+            .percentile(p)
+            .map_or_else(|| "-".into(), |d| format!("{:.3}ms", d.as_secs_f64() * 1e3))
+    };
+    format!(
+        "offload cpu: workers={} in_flight={} submitted={} completed={} service_p50={} \
+         service_p99={}\n",
+        o.cpu.workers,
+        o.in_flight,
+        o.cpu.submitted,
+        o.cpu.completed,
+        ms(50.0),
+        ms(99.0)
+    )
 }
 
 /// One line per algorithm's workspace manager, then the page pool's.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::ReadableTable;
+use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::{Engine, EngineConfig};
 
 use crate::delalloc::Pending;
@@ -32,7 +33,10 @@ pub(crate) struct Cached {
 /// One mounted store.
 pub struct Volume {
     pub(crate) store: Store,
-    pub(crate) engine: Engine,
+    pub(crate) engine: Arc<Engine>,
+    /// The one way this mount compresses and decompresses: the engine's offload API, whose CPU
+    /// workers (one per stream) are the mount's only compression threads.
+    pub(crate) offload: Offload,
     pub(crate) options: RwLock<Options>,
     stripes: Vec<Mutex<()>>,
     /// Serialise decoding the same extent for the cache: two readers of one extent (adjacent
@@ -44,6 +48,8 @@ pub struct Volume {
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
     pub(crate) reads: AtomicUsize,
     pub(crate) cache: Mutex<VecDeque<Cached>>,
+    /// Buffers for a batched read's stored bytes, kept between reads.
+    pub(crate) staging: Mutex<Vec<Vec<u8>>>,
     pub(crate) da: Arc<crate::delalloc::Delalloc>,
     /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
     /// took dirty extents and then a snapshot retries when one came in between, so it never
@@ -115,7 +121,7 @@ impl Volume {
 
     /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay.
     pub(crate) fn open_for_check(dir: &std::path::Path) -> Result<Volume, FsError> {
-        Ok(Volume::new(Store::open_for_check(dir)?, Options::default()))
+        Volume::new(Store::open_for_check(dir)?, Options::default())
     }
 
     /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).
@@ -130,23 +136,29 @@ impl Volume {
 
     /// The volume over `store`, after deleting the orphans a crash left behind.
     fn mount(store: Store, options: Options) -> Result<Volume, FsError> {
-        let vol = Volume::new(store, options);
+        let vol = Volume::new(store, options)?;
         vol.purge_orphans()?;
         Ok(vol)
     }
 
-    fn new(store: Store, options: Options) -> Volume {
-        let engine = Engine::new(EngineConfig {
+    fn new(store: Store, options: Options) -> Result<Volume, FsError> {
+        let engine = Arc::new(Engine::new(EngineConfig {
             max_extent: MAX_MAX_EXTENT,
             streams: options.streams,
             workspace_mem: options.workspace_mem,
             reclaim: options.reclaim,
             page_pool: options.page_pool,
             ..Default::default()
-        });
-        Volume {
+        }));
+        let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))
+            .map_err(|e| FsError::Io {
+                what: "starting the compression workers".into(),
+                source: std::io::Error::other(e),
+            })?;
+        Ok(Volume {
             store,
             engine,
+            offload,
             options: RwLock::new(options),
             stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             decode_stripes: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -155,10 +167,11 @@ impl Volume {
             next_fh: AtomicU64::new(1),
             reads: AtomicUsize::new(0),
             cache: Mutex::new(VecDeque::new()),
+            staging: Mutex::new(Vec::new()),
             da: Arc::default(),
             removals: AtomicU64::new(0),
             remounting: Mutex::new(()),
-        }
+        })
     }
 
     /// The live options.
@@ -184,7 +197,14 @@ impl Volume {
             (std::mem::replace(&mut *o, new.clone()), new)
         };
         if new.streams != old.streams {
-            self.engine.set_streams(new.streams);
+            // The engine's stream limit and the worker pool together; then the writeback
+            // threads follow (more start, surplus ones exit after their batch).
+            self.offload
+                .set_streams(new.streams)
+                .map_err(|e| FsError::Io {
+                    what: "resizing the compression workers".into(),
+                    source: std::io::Error::other(e),
+                })?;
         }
         if new.workspace_mem != old.workspace_mem {
             self.engine.set_workspace_mem(new.workspace_mem);

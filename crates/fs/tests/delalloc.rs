@@ -86,7 +86,7 @@ fn threads_against_a_model_then_reopen() {
     let dir = scratch("model");
     let opts = "compress-force=zstd:1,max_extent=64K,streams=2";
     let vol = Arc::new(Volume::open(&dir, Options::parse(opts).unwrap()).unwrap());
-    vol.start_writeback(2).unwrap();
+    vol.set_writeback(2).unwrap();
     let inos: Vec<u64> = (0..4).map(|t| file(&vol, &format!("f{t}"))).collect();
     let models: Vec<Vec<u8>> = std::thread::scope(|s| {
         let hs: Vec<_> = inos
@@ -142,7 +142,7 @@ fn reads_racing_rewrites_and_truncates_see_one_state() {
     let dir = scratch("race");
     let opts = "compress-force=lzo,max_extent=64K,streams=2";
     let vol = Arc::new(Volume::open(&dir, Options::parse(opts).unwrap()).unwrap());
-    vol.start_writeback(2).unwrap();
+    vol.set_writeback(2).unwrap();
     let ino = file(&vol, "r");
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {

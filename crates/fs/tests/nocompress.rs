@@ -38,7 +38,7 @@ fn scenario(threads: usize) {
     let _ = std::fs::remove_dir_all(&dir);
     Store::mkfs(&dir).unwrap();
     let vol = Arc::new(Volume::open(&dir, Options::parse("compress=lzo").unwrap()).unwrap());
-    vol.start_writeback(threads).unwrap();
+    vol.set_writeback(threads).unwrap();
     let file = |name: &str| {
         vol.create(ROOT, name.as_bytes(), NewInode::file(0o644))
             .unwrap()

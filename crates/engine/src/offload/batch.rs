@@ -74,6 +74,15 @@ impl Drop for Pending<'_, '_> {
 }
 
 pub(super) fn run(shared: &Shared, jobs: &mut [BatchJob<'_>]) {
+    // One job that only the CPU can take runs here: a queue round trip would only add the
+    // latency of waking a worker (a 4 KiB read's one extent).
+    if let [one] = jobs {
+        if !shared.has_device() {
+            let mut job = one.job();
+            one.result = Some(shared.run_here(&mut job));
+            return;
+        }
+    }
     let mut pending = Pending { shared, jobs };
     // The oldest job not yet collected: collected first when the queue is full.
     let mut oldest = 0;

@@ -146,13 +146,16 @@ fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
     let op = job.op;
     let input_len = job.input().len();
     let need = op.output_len(input_len, job.given_output_len());
-    if let Op::Decompress { len, .. } = op {
-        if len > engine.max_extent() {
-            return Err(Error::ExtentTooLarge {
-                len,
-                max: engine.max_extent(),
-            });
-        }
+    // The extent's size bounds the output: check it before sizing any buffer.
+    let len = match op {
+        Op::Decompress { len, .. } => len,
+        Op::Compress { .. } | Op::CompressInto { .. } => input_len,
+    };
+    if len > engine.max_extent() {
+        return Err(Error::ExtentTooLarge {
+            len,
+            max: engine.max_extent(),
+        });
     }
     // The input is read through a raw pointer copy so that the output can be borrowed
     // mutably at the same time; they never overlap (distinct buffers).
@@ -421,6 +424,29 @@ impl Shared {
         let job = slot.job.take()?;
         st.cpu_stats.queue_wait.record(waited);
         Some((index, job, fallback))
+    }
+
+    pub(super) fn has_device(&self) -> bool {
+        self.device.is_some()
+    }
+
+    /// Run a job on the calling thread as a CPU request (counted as one), unless shut down.
+    pub(super) fn run_here(&self, job: &mut Job) -> Result<Completed, Error> {
+        {
+            let mut st = self.state();
+            if st.shutdown {
+                return Err(Error::ShutDown);
+            }
+            st.cpu_stats.submitted += 1;
+            st.cpu_stats.queue_wait.record(Duration::ZERO);
+        }
+        let start = Instant::now();
+        let result = execute(&self.engine, job);
+        let service = start.elapsed();
+        let mut st = self.state();
+        st.cpu_stats.completed += 1;
+        st.cpu_stats.service.record(service);
+        result
     }
 
     /// Run one queued CPU job on this thread, if there is one. Returns whether it ran one.

@@ -2,7 +2,10 @@
 //! statistics after a short self-run.
 
 use anyhow::{Context, Result};
+use std::sync::Arc;
 use wring_engine::levels::{level_table, LevelRow};
+
+use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::stream::compress_batch;
 use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Policy};
 
@@ -28,14 +31,15 @@ enum Format {
 
 pub fn run(args: Args) -> Result<()> {
     let algorithms = parse_algorithms(&args.algorithms)?;
-    let engine = Engine::new(EngineConfig::default());
+    let engine = Arc::new(Engine::new(EngineConfig::default()));
     let rows = level_table(&engine, &algorithms);
     match args.format {
         Format::Markdown => print_markdown(&rows),
         Format::Csv => print_csv(&rows),
     }
     if args.stats {
-        self_run(&engine, &rows);
+        let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))?;
+        self_run(&offload, &rows);
         print_stats(&engine);
     }
     Ok(())
@@ -109,13 +113,12 @@ fn sample(max_extent: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn self_run(engine: &Engine, rows: &[LevelRow]) {
-    let extents = sample(engine.max_extent());
+fn self_run(offload: &Offload, rows: &[LevelRow]) {
+    let extents = sample(offload.engine().max_extent());
     let inputs: Vec<&[u8]> = extents.iter().map(Vec::as_slice).collect();
-    let streams = engine.config().streams;
     for r in rows {
         let spec = CompressSpec::new(r.algorithm, r.level);
-        for result in compress_batch(engine, spec, Policy::Force, &inputs, streams) {
+        for result in compress_batch(offload, spec, Policy::Force, &inputs) {
             if let Err(e) = result {
                 eprintln!("wring: {spec}: {e}");
             }

@@ -1,0 +1,178 @@
+//! The read side of an extent: its stored bytes (in the item, or in the data file), the
+//! checksum, and decompression through the engine's offload API — one extent on the calling
+//! thread, a read's whole extents as one batch on the offload's workers.
+//!
+//! Mirrors fs/btrfs/compression.c's btrfs_submit_compressed_read()/end_bbio_compressed_read()
+//! with file-item.c's checksum check: a mismatch or a decoder error is EIO and a log line
+//! naming the file and offset. Differs in decoding a read's extents in parallel (btrfs decodes
+//! each bio's extent in its end_io worker).
+
+use std::cell::RefCell;
+
+use wring_engine::offload::{BatchJob, Op};
+use wring_engine::{compressed_limit, Algorithm};
+
+use crate::error::{errno, FsError};
+use crate::options::MAX_MAX_EXTENT;
+use crate::store::records::{checksum, stored, Encoding, ExtentHeader, Stored};
+use crate::volume::{lock, Volume};
+
+thread_local! {
+    /// Stored bytes read from the data file, kept between extents so reads do not allocate.
+    static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Staging buffers kept for batched reads' stored bytes (beyond these, a read allocates).
+const STAGING_KEPT: usize = 64;
+
+/// A whole extent a read decodes: its file offset, its item and the reply slice it fills.
+pub(crate) type WholeExtent<'v, 'o> = (u64, &'v [u8], &'o mut [u8]);
+
+impl Volume {
+    /// The stored bytes of the item `value`: in the item, or read from the data file into
+    /// `buf`. A location the data file cannot hold is corruption.
+    fn stored_into<'a>(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &'a [u8],
+        buf: &'a mut Vec<u8>,
+    ) -> Result<&'a [u8], FsError> {
+        let (at, len) = match stored(value) {
+            Some(Stored::Inline(b)) => return Ok(b),
+            Some(Stored::External(at, len)) => (at, len),
+            None => return Err(self.corrupt(ino, offset, "extent item is damaged".into())),
+        };
+        let limit = compressed_limit(MAX_MAX_EXTENT).max(MAX_MAX_EXTENT) as u64;
+        if len > limit {
+            let why = format!("extent item claims {len} stored bytes");
+            return Err(self.corrupt(ino, offset, why));
+        }
+        if buf.len() < len as usize {
+            buf.resize(len as usize, 0);
+        }
+        let buf = &mut buf[..len as usize];
+        self.store.read_stored(buf, at).map_err(|e| {
+            let why = format!("reading {len} stored bytes at {at} of the data file: {e}");
+            self.corrupt(ino, offset, why)
+        })?;
+        Ok(buf)
+    }
+
+    /// The stored bytes' checksum and the extent's declared length against the target's.
+    fn check_stored(
+        &self,
+        ino: u64,
+        offset: u64,
+        h: &ExtentHeader,
+        stored: &[u8],
+        out_len: usize,
+    ) -> Result<(), FsError> {
+        let crc = checksum(stored);
+        let why = if crc != h.crc {
+            format!(
+                "checksum mismatch (stored {:08x}, computed {crc:08x})",
+                h.crc
+            )
+        } else if out_len != h.ram_len as usize {
+            "extent length mismatch".into()
+        } else if h.encoding == Encoding::Raw && stored.len() != out_len {
+            "raw extent length mismatch".into()
+        } else {
+            return Ok(());
+        };
+        Err(self.corrupt(ino, offset, why))
+    }
+
+    /// Verify an extent value's checksum and decode it into `out` (its decoded length), on
+    /// this thread.
+    pub(crate) fn decode_into(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), FsError> {
+        let h = Volume::header(ino, offset, value)?;
+        STORED.with_borrow_mut(|buf| {
+            let stored = self.stored_into(ino, offset, value, buf)?;
+            self.check_stored(ino, offset, &h, stored, out.len())?;
+            match h.encoding {
+                Encoding::Raw => out.copy_from_slice(stored),
+                Encoding::Compressed(alg, _) => {
+                    let mut jobs = [decompress_job(alg, stored, out)];
+                    self.offload.run_batch(&mut jobs);
+                    self.decoded(ino, offset, &mut jobs[0])?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Decode whole extents into their reply slices in one batch on the offload.
+    pub(crate) fn decode_batch(
+        &self,
+        ino: u64,
+        whole: Vec<WholeExtent<'_, '_>>,
+    ) -> Result<(), FsError> {
+        let mut staged = self.take_staging(whole.len());
+        let result = self.decode_staged(ino, whole, &mut staged);
+        self.put_staging(staged);
+        result
+    }
+
+    fn decode_staged(
+        &self,
+        ino: u64,
+        whole: Vec<WholeExtent<'_, '_>>,
+        staged: &mut [Vec<u8>],
+    ) -> Result<(), FsError> {
+        let mut jobs = Vec::with_capacity(whole.len());
+        let mut offsets = Vec::with_capacity(whole.len());
+        for ((offset, value, out), buf) in whole.into_iter().zip(staged.iter_mut()) {
+            let h = Volume::header(ino, offset, value)?;
+            let stored = self.stored_into(ino, offset, value, buf)?;
+            self.check_stored(ino, offset, &h, stored, out.len())?;
+            match h.encoding {
+                Encoding::Raw => out.copy_from_slice(stored),
+                Encoding::Compressed(alg, _) => {
+                    jobs.push(decompress_job(alg, stored, out));
+                    offsets.push(offset);
+                }
+            }
+        }
+        self.offload.run_batch(&mut jobs);
+        jobs.iter_mut()
+            .zip(offsets)
+            .try_for_each(|(job, offset)| self.decoded(ino, offset, job))
+    }
+
+    /// A decompression job's result as the filesystem reports it.
+    fn decoded(&self, ino: u64, offset: u64, job: &mut BatchJob<'_>) -> Result<(), FsError> {
+        match job.result.take() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) => Err(self.corrupt(ino, offset, e.to_string())),
+            None => Err(errno(libc::EIO)),
+        }
+    }
+
+    fn take_staging(&self, n: usize) -> Vec<Vec<u8>> {
+        let mut kept = lock(&self.staging);
+        let from = kept.len().saturating_sub(n);
+        let mut bufs: Vec<Vec<u8>> = kept.drain(from..).collect();
+        drop(kept);
+        bufs.resize_with(n, Vec::new);
+        bufs
+    }
+
+    fn put_staging(&self, bufs: Vec<Vec<u8>>) {
+        let mut kept = lock(&self.staging);
+        let room = STAGING_KEPT.saturating_sub(kept.len());
+        kept.extend(bufs.into_iter().filter(|b| b.capacity() > 0).take(room));
+    }
+}
+
+fn decompress_job<'a>(algorithm: Algorithm, stored: &'a [u8], out: &'a mut [u8]) -> BatchJob<'a> {
+    let len = out.len();
+    BatchJob::new(Op::Decompress { algorithm, len }, stored, out)
+}
