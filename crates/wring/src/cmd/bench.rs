@@ -54,8 +54,9 @@ pub struct CommonArgs {
     /// markdown table
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Also write every row as CSV (one long table: table,source,method,…) to FILE; `-` prints
-    /// it on stdout instead of the markdown table
+    /// Also write every row as CSV to FILE (levels, streams, kernel: one long table
+    /// table,source,method,…; offload: its own columns); `-` prints it on stdout instead of
+    /// the markdown table
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
     /// No progress bar (it is also hidden when stdout is not a terminal)
