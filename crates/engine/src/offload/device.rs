@@ -29,8 +29,8 @@ pub struct DeviceCaps {
     pub batch: usize,
     /// Requests it holds at once (queued for it and running on it); more are refused as busy.
     pub queue_depth: usize,
-    /// Inputs shorter than this stay on the CPU: below it offloading does not pay (seed 004's
-    /// threshold).
+    /// Extents smaller than this (input size to compress, decoded size to decompress) stay on
+    /// the CPU: below it offloading does not pay (seed 004's threshold).
     pub min_len: usize,
     /// How long a submission may take before its requests fall back.
     pub timeout: Duration,

@@ -320,7 +320,14 @@ impl Shared {
         if !caps.produces(op) {
             return Route::Cpu(Some(Fallback::Unsupported));
         }
-        if input_len < caps.min_len {
+        // The threshold is on the extent's size: the input when compressing, the decoded
+        // size when decompressing (a 64 KiB extent is still 64 KiB of work when it is stored
+        // in 20).
+        let size = match *op {
+            Op::Decompress { len, .. } => len,
+            Op::Compress { .. } | Op::CompressInto { .. } => input_len,
+        };
+        if size < caps.min_len {
             return Route::Cpu(Some(Fallback::BelowThreshold));
         }
         if st.device.len() + st.on_device >= caps.queue_depth {

@@ -337,10 +337,27 @@ fn the_device_takes_only_what_it_produces_above_its_threshold() {
             done.tag
         );
     }
-    assert_eq!(dev.submissions(), 1);
+    // Decompression is judged by the decoded size: a 64 KiB extent stored in far less still
+    // goes to the device.
+    let packed = reference(zstd(3), &big);
+    assert!(packed.len() < 16 * 1024, "{} bytes", packed.len());
+    let done = o
+        .submit(Request {
+            op: Op::Decompress {
+                algorithm: Algorithm::Zstd,
+                len: big.len(),
+            },
+            input: packed,
+            output: Vec::new(),
+            tag: 5,
+        })
+        .expect("room")
+        .wait();
+    assert_eq!((done.ran, &done.output), (Ran::Device, &big));
+    assert_eq!(dev.submissions(), 2);
     let s = o.stats();
     let d = s.device.expect("device stats");
-    assert_eq!((d.submitted, d.completed), (1, 1));
+    assert_eq!((d.submitted, d.completed), (2, 2));
     assert_eq!(s.cpu.fallbacks(Fallback::Unsupported), 3);
     assert_eq!(s.cpu.fallbacks(Fallback::BelowThreshold), 1);
 }
