@@ -4,6 +4,7 @@
 //! btrfs_do_encoded_write()) or a plain COW `pwrite`, checking the lease and the inode's stamp
 //! before every write; then fdatasync, put mtime/atime back and let go of the lease.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -354,10 +355,12 @@ fn run_groups(
         .flat_map(|(g, grp)| (0..grp.pieces.len()).map(move |p| (g, p)))
         .collect();
     let mut next = 0;
+    let mut expected = 0u64;
+    let mut arrived: BTreeMap<u64, Checked> = BTreeMap::new();
     let mut counted = 0u64;
     let outcome = (|| -> Result<(), Stop> {
         loop {
-            while next < order.len() && lane.has_room() {
+            while next < order.len() && lane.has_room(arrived.len()) {
                 let (g, p) = order[next];
                 let piece = groups[g].pieces[p];
                 let mut data = lane.buffer();
@@ -366,61 +369,31 @@ fn run_groups(
                     .map_err(|e| compress_failed(piece, e))?;
                 next += 1;
             }
-            let Some(Checked { tag, data, result }) = lane.next() else {
+            let Some(checked) = lane.next() else {
                 if next < order.len() {
                     continue;
                 }
                 break;
             };
-            let Some(&(g, p)) = usize::try_from(tag).ok().and_then(|i| order.get(i)) else {
-                continue;
-            };
-            let compressed = result.map_err(|e| compress_failed(groups[g].pieces[p], e))?;
-            let group = &groups[g];
-            let state = &mut states[g];
-            state.pending -= 1;
-            if group.joint {
-                state.results[p] = Some((data, compressed));
-                if state.pending == 0 {
-                    finish_joint(&mut work, lane, group, state)?;
-                    let n = group.pieces.iter().map(|p| p.len).sum();
-                    counted += n;
-                    on_bytes(n);
-                }
-            } else {
-                lane.recycle(data);
-                let piece = group.pieces[p];
-                let old = round_up(piece.len, work.sector);
-                match compressed {
-                    Some(c)
-                        if gains(
-                            old,
-                            round_up(c.len() as u64, work.sector),
-                            work.sector,
-                            work.opts.min_gain,
-                        ) =>
-                    {
-                        work.report.saved += (old - round_up(c.len() as u64, work.sector)) as i64;
-                        if !work.opts.dry_run {
-                            work.write_compressed(piece, &c)?;
-                        } else {
-                            work.report.compressed_extents += 1;
-                            work.report.compressed_bytes += piece.len;
-                        }
-                        lane.recycle(c);
-                        state.touched = true;
-                    }
-                    Some(c) => {
-                        lane.recycle(c);
-                        state.untouched.push(piece);
-                    }
-                    None => state.untouched.push(piece),
-                }
-                counted += piece.len;
-                on_bytes(piece.len);
-                if state.pending == 0 {
-                    finish_pieces(&mut work, lane, state)?;
-                }
+            arrived.insert(checked.tag, checked);
+            // Written in file order: a piece that finished early waits for those before it.
+            while let Some(Checked { tag, data, result }) = arrived.remove(&expected) {
+                expected += 1;
+                let Some(&(g, p)) = usize::try_from(tag).ok().and_then(|i| order.get(i)) else {
+                    continue;
+                };
+                let compressed = result.map_err(|e| compress_failed(groups[g].pieces[p], e))?;
+                let n = settle(
+                    &mut work,
+                    lane,
+                    &groups[g],
+                    &mut states[g],
+                    p,
+                    data,
+                    compressed,
+                )?;
+                counted += n;
+                on_bytes(n);
             }
         }
         Ok(())
@@ -437,6 +410,60 @@ fn run_groups(
         work.report.status = stop.into();
     }
     work.report
+}
+
+/// One piece's result, in file order: judge it (alone, or once its group is all in) and write
+/// what gains. Returns the file bytes now dealt with.
+fn settle(
+    work: &mut Work<'_>,
+    lane: &mut Lane,
+    group: &Group,
+    state: &mut GroupState,
+    p: usize,
+    data: Vec<u8>,
+    compressed: Option<Vec<u8>>,
+) -> Result<u64, Stop> {
+    state.pending -= 1;
+    if group.joint {
+        state.results[p] = Some((data, compressed));
+        if state.pending == 0 {
+            finish_joint(work, lane, group, state)?;
+            return Ok(group.pieces.iter().map(|p| p.len).sum());
+        }
+        return Ok(0);
+    }
+    lane.recycle(data);
+    let piece = group.pieces[p];
+    let old = round_up(piece.len, work.sector);
+    match compressed {
+        Some(c)
+            if gains(
+                old,
+                round_up(c.len() as u64, work.sector),
+                work.sector,
+                work.opts.min_gain,
+            ) =>
+        {
+            work.report.saved += (old - round_up(c.len() as u64, work.sector)) as i64;
+            if !work.opts.dry_run {
+                work.write_compressed(piece, &c)?;
+            } else {
+                work.report.compressed_extents += 1;
+                work.report.compressed_bytes += piece.len;
+            }
+            lane.recycle(c);
+            state.touched = true;
+        }
+        Some(c) => {
+            lane.recycle(c);
+            state.untouched.push(piece);
+        }
+        None => state.untouched.push(piece),
+    }
+    if state.pending == 0 {
+        finish_pieces(work, lane, state)?;
+    }
+    Ok(piece.len)
 }
 
 /// A piece the offload could not compress or whose result did not decode to its input.

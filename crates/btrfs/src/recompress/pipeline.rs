@@ -81,9 +81,10 @@ impl Lane {
         }
     }
 
-    /// Whether another piece may be submitted now.
-    pub(super) fn has_room(&self) -> bool {
-        self.queue.outstanding() < self.limit
+    /// Whether another piece may be submitted now, with `held` pieces collected but not yet
+    /// written (they count against the lane's bound too).
+    pub(super) fn has_room(&self, held: usize) -> bool {
+        self.queue.outstanding() + held < self.limit
     }
 
     /// A buffer for a piece (reused when one is spare).
@@ -365,5 +366,52 @@ fn flush(
             }
         }
         *cursor += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recompress::FileReport;
+    use crate::walk::Passed;
+
+    fn finished(path: &str) -> Box<Finished> {
+        Box::new(Finished {
+            report: FileReport::new(PathBuf::from(path), 1),
+            before: Some(Vec::new()),
+            after: None,
+        })
+    }
+
+    #[test]
+    fn reports_come_out_in_walk_order_whatever_order_the_lanes_finish_in() {
+        let found = vec![
+            Found::File("a".into(), 1),
+            Found::Passed("link".into(), Passed::NotRegular),
+            Found::File("b".into(), 1),
+            Found::File("c".into(), 1),
+        ];
+        let (tx, rx) = mpsc::channel();
+        // Lane 2 finishes c, then lane 1 finishes b, then a: the walk order is a, link, b, c.
+        for (i, path) in [(3, "c"), (2, "b"), (0, "a")] {
+            tx.send(Msg::Started(i)).unwrap();
+            tx.send(Msg::Bytes(1)).unwrap();
+            tx.send(Msg::Finished(i, finished(path))).unwrap();
+        }
+        drop(tx);
+        let mut summary = Summary::default();
+        let mut seen = Vec::new();
+        let mut bytes = 0;
+        collect(&rx, &found, &mut summary, &mut |e| match e {
+            Event::FileDone(r) => seen.push(format!("done {}", r.path.display())),
+            Event::Passed(p, _) => seen.push(format!("passed {}", p.display())),
+            Event::Bytes(n) => bytes += n,
+            _ => {}
+        });
+        assert_eq!(seen, ["done a", "passed link", "done b", "done c"]);
+        assert_eq!(bytes, 3);
+        let order: Vec<_> = summary.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(order, [PathBuf::from("a"), "b".into(), "c".into()]);
+        assert_eq!(summary.before.files, 3);
     }
 }
