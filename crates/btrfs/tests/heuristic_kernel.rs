@@ -37,7 +37,7 @@ use wring_btrfs::fsinfo::{inode_flags, FS_NOCOMP_FL};
 use wring_btrfs::search::{DiskCompression, ItemKind};
 use wring_btrfs::stat::file_items;
 use wring_btrfs::testing::{
-    self, random_bytes, samples, Need, ScratchFs, CORPUS_ENV, CORPUS_FILES,
+    self, random_bytes, samples, Need, ScratchFs, SplitMix, CORPUS_ENV, CORPUS_FILES,
 };
 use wring_engine::heuristic::{heuristic, HeuristicWorkspace, Verdict};
 use wring_engine::{CompressSpec, Engine, EngineConfig, Outcome};
@@ -70,35 +70,13 @@ impl Kernel {
     }
 }
 
-/// splitmix64, for the generated regions.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A float in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Text from a small vocabulary: a small byte set.
 fn text(seed: u64, len: usize) -> Vec<u8> {
     const WORDS: [&str; 12] = [
         "extent", "btrfs", "the", "compress", "sector", "of", "zstd", "and", "inode", "level",
         "kernel", "page",
     ];
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix(seed);
     let mut out = Vec::with_capacity(len + 16);
     while out.len() < len {
         out.extend_from_slice(WORDS[rng.below(12) as usize].as_bytes());
@@ -110,7 +88,7 @@ fn text(seed: u64, len: usize) -> Vec<u8> {
 
 /// `len` bytes drawn from the first `k` byte values, uniformly.
 fn alphabet(seed: u64, k: u64, len: usize) -> Vec<u8> {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix(seed);
     (0..len).map(|_| rng.below(k) as u8).collect()
 }
 
@@ -125,7 +103,7 @@ fn geometric(seed: u64, q: f64, len: usize) -> Vec<u8> {
         acc += w / total;
         cdf.push(acc);
     }
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix(seed);
     (0..len)
         .map(|_| {
             let u = rng.unit();
@@ -167,7 +145,7 @@ fn sample_shaped(seed: u64, counts: &[(std::ops::RangeInclusive<u8>, usize)]) ->
         }
     }
     assert_eq!(sample.len(), 8192, "a sample is 512 windows of 16 bytes");
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix(seed);
     for i in (1..sample.len()).rev() {
         sample.swap(i, rng.below(i as u64 + 1) as usize);
     }

@@ -17,7 +17,7 @@
 mod corpus;
 mod scratch;
 
-pub use corpus::{interleave, random_bytes, samples, Sample, CORPUS_ENV, CORPUS_FILES};
+pub use corpus::{interleave, random_bytes, samples, Sample, SplitMix, CORPUS_ENV, CORPUS_FILES};
 pub use scratch::{ScratchFs, DEFAULT_IMAGE_SIZE};
 
 use std::io;
