@@ -354,8 +354,9 @@ pub struct CompletionQueue {
 
 impl CompletionQueue {
     /// Submit a request whose completion this queue collects, waiting while the offload is
-    /// full — except when this queue's own uncollected requests fill it, which only its
-    /// owner can free: then [`SubmitError::Full`] hands the request back.
+    /// full — except when this queue holds completions not yet collected (only its owner can
+    /// free those slots): then [`SubmitError::Full`] hands the request back, and the caller
+    /// collects before submitting again.
     pub fn submit(&self, request: Request) -> Result<(), SubmitError> {
         self.shared
             .submit(request, Target::Queue(self.id), true)

@@ -372,8 +372,13 @@ impl Shared {
             if let Some(i) = st.free.pop() {
                 break i;
             }
+            // A queue that holds completions it has not collected must collect them rather
+            // than wait: two queues each waiting for the other's slots would never wake.
             let own = match target {
-                Target::Queue(q) => st.queues[q].outstanding >= self.depth,
+                Target::Queue(q) => {
+                    let list = &st.queues[q];
+                    list.outstanding >= self.depth || !list.ready.is_empty()
+                }
                 Target::Ticket => false,
             };
             if !block || own {
@@ -516,6 +521,8 @@ impl Shared {
         let waker = slot.waker.take();
         if let Target::Queue(q) = slot.target {
             st.queues[q].ready.push_back(index);
+            // Its submitter may be waiting for a slot: it now has one to collect instead.
+            self.space.notify_all();
         }
         self.done.notify_all();
         waker

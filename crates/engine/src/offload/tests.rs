@@ -199,6 +199,30 @@ fn dropping_a_completion_queue_frees_what_it_held() {
     assert_eq!(tickets.into_iter().map(|t| t.wait().tag).sum::<u64>(), 6);
 }
 
+#[test]
+fn two_queues_holding_each_others_slots_are_told_to_collect_not_left_waiting() {
+    let o = Arc::new(offload(2, 1, None));
+    let (a, b) = (o.completion_queue(), o.completion_queue());
+    a.submit(compress(zstd(1), text(8192, 1), 1)).expect("room");
+    b.submit(compress(zstd(1), text(8192, 2), 2)).expect("room");
+    assert!(eventually(|| o.stats().cpu.completed == 2));
+    // Full, and `a` holds a completion: waiting would wait for `b`'s owner, which is us.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = a.submit(compress(zstd(1), text(8192, 3), 3));
+        let _ = tx.send((
+            r.map_err(|e| matches!(e, SubmitError::Full { .. })),
+            a.poll(),
+        ));
+    });
+    let (refused, collected) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a queue holding completions was left waiting for a slot");
+    assert_eq!(refused, Err(true));
+    assert_eq!(collected.map(|d| d.tag), Some(1));
+    assert_eq!(b.wait(None).map(|d| d.tag), Some(2));
+}
+
 struct Unpark(std::thread::Thread);
 
 impl Wake for Unpark {
