@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke-fuzz every target of fuzz/ for FUZZ_SECONDS seconds each (default 20). Each target starts
-# from a copy of its committed corpus (fuzz/corpus/TARGET, minimised with `cargo fuzz cmin`), the
+# from a copy of its committed corpus (fuzz/corpus/TARGET, minimised with `cargo fuzz cmin`;
+# roundtrip's keeps only inputs of up to 16 KiB, re-minimised, to stay small), the
 # seeds that fuzz/examples/seeds.rs writes and the saved findings fuzz/regressions/TARGET-*, all
 # in a temporary directory: nothing is written into the repository except crash artifacts under
 # fuzz/artifacts/. Prints each target's execution count. Exits non-zero if any target finds a
