@@ -34,6 +34,8 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p wring-engine --features shuttle --tests -- -D warnings
+# fuzz/ is its own workspace (cargo-fuzz): the same rules apply to it.
+(cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings)
 
 # A slice of the shared Silesia-like corpus, when this checkout sits beside ../shared.
 if [ -z "${WRING_CORPUS:-}" ] && [ -x ../shared/corpus/build.sh ]; then

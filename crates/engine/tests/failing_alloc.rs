@@ -73,22 +73,26 @@ unsafe impl GlobalAlloc for Failing {
         if refused(layout.size()) {
             return std::ptr::null_mut();
         }
-        System.alloc(layout)
+        // SAFETY: the caller's layout is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if refused(layout.size()) {
             return std::ptr::null_mut();
         }
-        System.alloc_zeroed(layout)
+        // SAFETY: the caller's layout is passed on unchanged.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from System with this layout.
+        unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if new_size > layout.size() && refused(new_size) {
             return std::ptr::null_mut();
         }
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: `ptr` came from System with `layout`; the new size is the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 

@@ -23,16 +23,19 @@ unsafe impl GlobalAlloc for Counting {
         if COUNTING.with(Cell::get) {
             ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
         }
-        System.alloc(layout)
+        // SAFETY: the caller's layout is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from System with this layout.
+        unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.with(Cell::get) {
             ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
         }
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: `ptr` came from System with `layout`; the new size is the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 

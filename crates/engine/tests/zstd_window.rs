@@ -177,6 +177,7 @@ fn periodic(seed: u64, period: usize, len: usize) -> Vec<u8> {
 fn frame_window(frame: &[u8]) -> u64 {
     // SAFETY: an all-zero header struct is a valid out-parameter; reads only within `frame`.
     let mut h: z::ZSTD_FrameHeader = unsafe { std::mem::zeroed() };
+    // SAFETY: `h` is a valid out-parameter; zstd reads only `frame.len()` bytes of `frame`.
     let r = unsafe { z::ZSTD_getFrameHeader(&mut h, frame.as_ptr().cast(), frame.len()) };
     assert_eq!(r, 0, "frame header");
     h.windowSize
@@ -403,8 +404,8 @@ fn workspace_is_too_small_for_window_sized_stream_buffers() {
                 z::ZSTD_EndDirective::ZSTD_e_continue,
             )
         };
-        // SAFETY: pure.
         assert_eq!(
+            // SAFETY: ZSTD_getErrorCode is a pure function of its argument.
             unsafe { z::ZSTD_getErrorCode(r) },
             z::ZSTD_ErrorCode::ZSTD_error_memory_allocation,
             "zstd:{level}"

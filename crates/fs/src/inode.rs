@@ -657,6 +657,7 @@ impl Volume {
             .map_err(|_| errno(libc::EINVAL))?;
         // SAFETY: statvfs on a valid C string into a zeroed struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is a NUL-terminated C string and `st` a valid out-parameter.
         let free = match unsafe { libc::statvfs(path.as_ptr(), &mut st) } {
             0 => st.f_bavail * st.f_frsize,
             _ => 0,

@@ -470,7 +470,8 @@ fn init(db: &Database) -> Result<(), FsError> {
     txn.set_durability(Durability::Immediate)?;
     {
         let mut inodes = txn.open_table(INODES)?;
-        // SAFETY of ownership: the root belongs to whoever made the store.
+        // The root belongs to whoever made the store.
+        // SAFETY: geteuid and getegid have no preconditions and cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         inodes.insert(
             ROOT,
