@@ -87,7 +87,11 @@ pub struct LevelsArgs {
     #[arg(long)]
     no_bare: bool,
     /// PNG of ratio against compression speed
-    #[arg(long, value_name = "FILE", default_value = "bench-levels.png")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "bench-out/bench-levels.png"
+    )]
     plot: PathBuf,
     /// Draw no plot
     #[arg(long)]
@@ -199,7 +203,11 @@ pub struct KernelArgs {
     #[arg(long)]
     zram_force: bool,
     /// PNG of ratio against compression speed, the kernel's points beside wring's
-    #[arg(long, value_name = "FILE", default_value = "bench-kernel.png")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "bench-out/bench-kernel.png"
+    )]
     plot: PathBuf,
     /// Draw no plot
     #[arg(long)]
@@ -414,10 +422,7 @@ fn run_offload(a: OffloadArgs) -> Result<()> {
         print!("{}", report.markdown());
     }
     if !a.no_plot {
-        if let Some(dir) = a.plot.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("making the plot's directory {}", dir.display()))?;
-        }
+        plot_dir(&a.plot)?;
         if !offload::plot(&report, &a.plot)? {
             eprintln!(
                 "wring bench: no TrueType font found (install fonts-dejavu-core); {} has no labels",
@@ -448,6 +453,7 @@ fn finish(report: &Report, common: &CommonArgs, plot_path: Option<&Path>) -> Res
         print!("{}", report.markdown());
     }
     if let Some(path) = plot_path {
+        plot_dir(path)?;
         let outcome = plot::plot(report, path)?;
         if !outcome.labels {
             eprintln!(
@@ -472,4 +478,13 @@ fn emit(path: &Path, dash: &Path, text: &str) -> Result<bool> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wring bench: wrote {}", path.display());
     Ok(false)
+}
+
+/// Make the directory a plot goes into (the default, `bench-out/`, is ignored by git).
+fn plot_dir(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("making the plot's directory {}", dir.display()))?;
+    }
+    Ok(())
 }
