@@ -21,13 +21,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
-use wring_engine::offload::{BatchJob, Completed, Op};
-use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
-
+use crate::encode::{encode_values, Decision, Encoded};
 use crate::error::{errno, FsError};
-use crate::store::records::{
-    checksum, Encoding, ExtentHeader, Time, EXTENT_HEADER_LEN, FLAG_NOCOMPRESS,
-};
+use crate::store::records::{Time, FLAG_NOCOMPRESS};
 use crate::store::{self, INODES};
 use crate::volume::{lock, Volume};
 
@@ -42,10 +38,6 @@ pub const DIRTY_LIMIT: usize = 64 << 20;
 /// Consecutive extents of one inode a writeback thread takes at once and commits in one
 /// transaction (btrfs commits many ordered extents per transaction too).
 pub const BATCH: usize = 4;
-
-/// How an extent is to be stored: spec, policy, and whether an incompressible result marks the
-/// inode NOCOMPRESS; `None` stores it raw.
-pub(crate) type Decision = Option<(CompressSpec, Policy, bool)>;
 
 /// An encoded extent value (header and stored bytes) and whether it marks NOCOMPRESS.
 type Value<'b> = (&'b mut [u8], bool);
@@ -425,41 +417,13 @@ impl Volume {
         errors
     }
 
-    /// Encode jobs' extents into `bufs` (header and stored bytes), compressing those their
-    /// decision compresses in one batch on the offload (this thread helping): per job, `None`
-    /// for a hole (all zeros), else the value's length and whether it marks the inode
-    /// NOCOMPRESS.
+    /// Encode jobs' extents into `bufs` (header and stored bytes) with the one encoder.
     fn encode_jobs(&self, jobs: &[Job], bufs: &mut [Vec<u8>]) -> Vec<Result<Encoded, FsError>> {
-        let mut out: Vec<Result<Encoded, FsError>> = Vec::with_capacity(jobs.len());
-        let mut batch = Vec::with_capacity(jobs.len());
-        let mut compressed = Vec::with_capacity(jobs.len());
-        for (i, (job, buf)) in jobs.iter().zip(bufs.iter_mut()).enumerate() {
-            let data = job.data.as_slice();
-            if crate::extent::is_zero(data) {
-                out.push(Ok(None));
-                continue;
-            }
-            let need = EXTENT_HEADER_LEN + compressed_limit(data.len()).max(data.len());
-            if buf.len() < need {
-                buf.resize(need, 0);
-            }
-            match job.decision {
-                None => out.push(Ok(Some(put_raw(buf, data, false)))),
-                Some((spec, policy, _)) => {
-                    out.push(Ok(None));
-                    let limit = compressed_limit(data.len());
-                    let dst = &mut buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + limit];
-                    batch.push(BatchJob::new(Op::Compress { spec, policy }, data, dst));
-                    compressed.push(i);
-                }
-            }
-        }
-        self.offload.run_batch(&mut batch);
-        let results: Vec<_> = batch.into_iter().map(|b| b.result).collect();
-        for (result, i) in results.into_iter().zip(compressed) {
-            out[i] = finish_compressed(&jobs[i], &mut bufs[i], result);
-        }
-        out
+        let extents: Vec<(&[u8], Decision)> = jobs
+            .iter()
+            .map(|j| (j.data.as_slice(), j.decision))
+            .collect();
+        encode_values(&self.offload, &extents, bufs)
     }
 
     /// Commit jobs' extent values of `ino` (`None`: a hole) with the inode's size and times,
@@ -496,50 +460,6 @@ impl Volume {
         self.da.state().shutdown = true;
         self.da.work.notify_all();
     }
-}
-
-/// A job's extent value once encoded: its length in its buffer, and whether it marks the inode
-/// NOCOMPRESS; `None` for a hole.
-type Encoded = Option<(usize, bool)>;
-
-/// Store `data` raw in `buf` after its header.
-fn put_raw(buf: &mut [u8], data: &[u8], mark: bool) -> (usize, bool) {
-    buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + data.len()].copy_from_slice(data);
-    let h = ExtentHeader {
-        encoding: Encoding::Raw,
-        ram_len: data.len() as u32,
-        crc: checksum(data),
-        seq: 0,
-    };
-    h.put(buf);
-    (EXTENT_HEADER_LEN + data.len(), mark)
-}
-
-/// The value of a job whose compression request finished with `result`.
-fn finish_compressed(
-    job: &Job,
-    buf: &mut [u8],
-    result: Option<Result<Completed, wring_engine::Error>>,
-) -> Result<Encoded, FsError> {
-    let data = job.data.as_slice();
-    let Some((spec, _, mark)) = job.decision else {
-        return Ok(Some(put_raw(buf, data, false)));
-    };
-    Ok(Some(match result.ok_or(errno(libc::EIO))?? {
-        Completed::Compressed(Outcome::Compressed(n)) => {
-            let alg = spec.algorithm.ok_or(errno(libc::EIO))?;
-            let h = ExtentHeader {
-                encoding: Encoding::Compressed(alg, spec.level),
-                ram_len: data.len() as u32,
-                crc: checksum(&buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + n]),
-                seq: 0,
-            };
-            h.put(buf);
-            (EXTENT_HEADER_LEN + n, false)
-        }
-        Completed::Compressed(Outcome::Incompressible) => put_raw(buf, data, mark),
-        _ => put_raw(buf, data, false),
-    }))
 }
 
 fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {

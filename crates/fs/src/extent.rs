@@ -12,14 +12,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use redb::{ReadableTable, Table};
-use wring_engine::stream::{compress_batch, Extent};
 use wring_engine::{CompressSpec, Policy};
 
-use crate::delalloc::Decision;
+use crate::encode::{encode_values, Compression, Decision};
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
 use crate::store::records::{
-    checksum, external_item, stored, Encoding, ExtentHeader, Inode, Kind, Time, EXTENT_HEADER_LEN,
+    external_item, stored, Encoding, ExtentHeader, Inode, Kind, Time, EXTENT_HEADER_LEN,
     FLAG_NOCOMPRESS, INLINE_MAX, MAX_FILE_SIZE,
 };
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
@@ -43,22 +42,22 @@ pub(crate) fn property<T: ReadableTable<(u64, &'static [u8]), &'static [u8]>>(
 /// does not compress marks the inode NOCOMPRESS (only under `compress`, never with a property).
 fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision {
     let force = matches!(opts.compress, Compress::Force(_));
+    let compress = |spec, policy, judge| {
+        Some(Compression {
+            spec,
+            policy,
+            judge,
+        })
+    };
     match prop {
         Some(spec) if spec.algorithm.is_none() => None,
-        Some(spec) => Some((
-            spec,
-            if force {
-                Policy::Force
-            } else {
-                Policy::Heuristic
-            },
-            false,
-        )),
+        Some(spec) if force => compress(spec, Policy::Force, false),
+        Some(spec) => compress(spec, Policy::Heuristic, false),
         None => match opts.compress {
             Compress::No => None,
-            Compress::Force(s) => Some((s, Policy::Force, false)),
+            Compress::Force(s) => compress(s, Policy::Force, false),
             Compress::Heuristic(_) if inode.flags & FLAG_NOCOMPRESS != 0 => None,
-            Compress::Heuristic(s) => Some((s, Policy::Heuristic, true)),
+            Compress::Heuristic(s) => compress(s, Policy::Heuristic, true),
         },
     }
 }
@@ -68,17 +67,12 @@ fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision
 fn same_encoding(h: ExtentHeader) -> Decision {
     match h.encoding {
         Encoding::Raw => None,
-        Encoding::Compressed(alg, level) => {
-            Some((CompressSpec::new(alg, level), Policy::Force, false))
-        }
+        Encoding::Compressed(alg, level) => Some(Compression {
+            spec: CompressSpec::new(alg, level),
+            policy: Policy::Force,
+            judge: false,
+        }),
     }
-}
-
-/// Whether a range is all zeros (it then becomes a hole).
-pub(crate) fn is_zero(buf: &[u8]) -> bool {
-    // OR-folding a chunk vectorises; checking between chunks still stops early on data.
-    buf.chunks(256)
-        .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// The extents table of a write transaction.
@@ -105,8 +99,6 @@ struct Item<'v, 'o> {
 }
 /// Encoded extents ready to insert: `None` is a hole. The flag says to mark NOCOMPRESS.
 type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
-/// Encoded extents and whether to mark the inode NOCOMPRESS.
-type Encoded = (Extents, bool);
 /// A read's view: pending writeback, dirty extents (index, bytes), store snapshot.
 type ReadView<'v> = (
     Option<crate::delalloc::Pending>,
@@ -120,63 +112,6 @@ impl Volume {
             0 => self.options().max_extent as u64,
             n => n as u64,
         }
-    }
-
-    /// Encode chunks (index, bytes) by `decision`, in parallel on the offload's workers.
-    fn encode(&self, decision: Decision, chunks: Vec<(u64, Vec<u8>)>) -> Result<Encoded, FsError> {
-        let mut out: Extents = Vec::with_capacity(chunks.len());
-        let mut mark = false;
-        let live: Vec<usize> = (0..chunks.len())
-            .filter(|&i| !is_zero(&chunks[i].1))
-            .collect();
-        let results = match decision {
-            Some((spec, policy, _)) => {
-                let inputs: Vec<&[u8]> = live.iter().map(|&i| chunks[i].1.as_slice()).collect();
-                // One extent (small files, partial overwrites) runs on this thread.
-                compress_batch(&self.offload, spec, policy, &inputs)
-            }
-            None => Vec::new(),
-        };
-        let mut results = results.into_iter();
-        let mut live_iter = live.iter().peekable();
-        for (i, (idx, data)) in chunks.into_iter().enumerate() {
-            if live_iter.peek() != Some(&&i) {
-                out.push((idx, None));
-                continue;
-            }
-            live_iter.next();
-            let raw = |data: Vec<u8>| {
-                let h = ExtentHeader {
-                    encoding: Encoding::Raw,
-                    ram_len: data.len() as u32,
-                    crc: checksum(&data),
-                    seq: 0,
-                };
-                (h, data)
-            };
-            let enc = match (decision, results.next()) {
-                (Some((spec, _, m)), Some(r)) => match r? {
-                    Extent::Compressed(c) => {
-                        let alg = spec.algorithm.ok_or(FsError::Errno(libc::EIO))?;
-                        let h = ExtentHeader {
-                            encoding: Encoding::Compressed(alg, spec.level),
-                            ram_len: data.len() as u32,
-                            crc: checksum(&c),
-                            seq: 0,
-                        };
-                        (h, c)
-                    }
-                    Extent::Incompressible => {
-                        mark |= m;
-                        raw(data)
-                    }
-                    Extent::Skipped => raw(data),
-                },
-                _ => raw(data),
-            };
-            out.push((idx, Some(enc)));
-        }
-        Ok((out, mark))
     }
 
     /// Insert encoded extents, replacing what was there; returns the change in stored bytes.
@@ -670,6 +605,7 @@ impl Volume {
             let e = inode.extent_size as u64;
             let keep = size.div_ceil(e);
             let mut encoded = Vec::new();
+            let mut cut_value = None;
             {
                 let extents = txn.open_table(EXTENTS)?;
                 for r in extents.range((ino, keep)..=(ino, u64::MAX))? {
@@ -683,16 +619,27 @@ impl Volume {
                         if data.len() as u64 > size - cstart {
                             // The cut extent keeps its encoding (btrfs keeps the extent and
                             // only shortens the reference); it judges nothing.
-                            let cut = data[..(size - cstart) as usize].to_vec();
                             let h = Volume::header(ino, cstart, v.value())?;
-                            let (mut enc, _) = self.encode(same_encoding(h), vec![(idx, cut)])?;
-                            encoded.append(&mut enc);
+                            let cut = &data[..(size - cstart) as usize];
+                            let mut buf = [Vec::new()];
+                            let [enc] =
+                                &encode_values(&self.offload, &[(cut, same_encoding(h))], &mut buf)
+                                    [..]
+                            else {
+                                return Err(errno(libc::EIO));
+                            };
+                            let len = enc.as_ref().map_err(|e| errno(e.errno()))?.map(|e| e.0);
+                            cut_value = Some((idx, buf, len));
                         }
                     }
                 }
             }
             self.removals.fetch_add(1, Ordering::SeqCst);
-            let delta = self.put_extents(txn, ino, encoded)?;
+            let mut delta = self.put_extents(txn, ino, encoded)?;
+            if let Some((idx, [mut buf], len)) = cut_value {
+                let value = len.map(|n| &mut buf[..n]);
+                delta += self.put_value(txn, ino, idx, value)?;
+            }
             inode.disk = inode.disk.saturating_add_signed(delta);
             self.forget_cache(ino, Some(keep.saturating_sub(1)));
         }
@@ -744,13 +691,5 @@ mod tests {
             libc::EINVAL
         );
         assert_eq!(file_end(1, u64::MAX).unwrap_err().errno(), libc::EFBIG);
-    }
-
-    #[test]
-    fn zero_detection() {
-        let mut v = vec![0u8; 10000];
-        assert!(is_zero(&v[3..]));
-        v[9999] = 1;
-        assert!(!is_zero(&v[1..]));
     }
 }

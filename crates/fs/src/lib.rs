@@ -19,6 +19,7 @@ pub mod daemon;
 mod decode;
 mod delalloc;
 pub mod dir;
+mod encode;
 mod error;
 pub mod extent;
 pub mod fsck;
