@@ -10,8 +10,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,9 +71,68 @@ fn keep_freed_memory() {
     }
 }
 
-/// Mount in the foreground until unmounted. With [`NOTIFY_ENV`] set, prints `ready` on stdout
-/// once the mount is live and sends further log output to the store's log file.
+/// The ready pipe's first line (a foreground daemon's stdout with [`NOTIFY_ENV`] set): `ready`
+/// once the mount is live, or `failed ERRNO MESSAGE` (one line) when it could not start.
+const READY: &str = "ready";
+const FAILED: &str = "failed";
+
+/// Set once `ready` is sent: a later error belongs to the log, not to the ready pipe.
+static READY_SENT: AtomicBool = AtomicBool::new(false);
+
+/// Why a background mount did not become ready.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The daemon could not be started at all.
+    #[error("could not start {exe}: {source}")]
+    Spawn {
+        /// The program.
+        exe: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The daemon reported why it could not mount.
+    #[error("{message}")]
+    Failed {
+        /// The errno its error maps to.
+        errno: i32,
+        /// Its error, in its words.
+        message: String,
+    },
+    /// The daemon ended without saying (killed, or crashed); its last error output, if any.
+    #[error("the mount daemon exited ({status}) before the mount was ready{}", tail(.stderr))]
+    Exited {
+        /// How it ended.
+        status: String,
+        /// The end of its error output.
+        stderr: String,
+    },
+}
+
+fn tail(stderr: &str) -> String {
+    match stderr.trim().lines().last() {
+        Some(l) => format!(": {l}"),
+        None => String::new(),
+    }
+}
+
+/// Mount in the foreground until unmounted. With [`NOTIFY_ENV`] set, tells the parent on
+/// stdout whether the mount is live (`ready`) or why it failed (a typed line the parent parses
+/// into [`StartError::Failed`]), then sends further log output to the store's log file.
 pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
+    let result = mount_and_serve(dir, mountpoint, options);
+    if let Err(e) = &result {
+        if std::env::var_os(NOTIFY_ENV).is_some() && !READY_SENT.load(Ordering::SeqCst) {
+            let message = e.to_string().replace('\n', " ");
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "{FAILED} {} {message}", e.errno());
+            let _ = out.flush();
+        }
+    }
+    result
+}
+
+fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
     // The store holds every file's bytes: one other users can read is refused.
     crate::store::check_private(dir)?;
@@ -126,8 +186,9 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     }
     if let Some(log) = log {
         let mut out = std::io::stdout();
-        let _ = writeln!(out, "ready");
+        let _ = writeln!(out, "{READY}");
         let _ = out.flush();
+        READY_SENT.store(true, Ordering::SeqCst);
         // SAFETY: dup2 onto the standard descriptors of this process; `log` stays open.
         unsafe {
             use std::os::fd::AsRawFd;
@@ -173,9 +234,9 @@ fn check_mountpoint(dir: &Path, mountpoint: &Path) -> Result<(), FsError> {
     Ok(())
 }
 
-/// Start `exe args…` (a `mount -f` of this program) in the background and wait until it says
-/// the mount is ready; its error output is the error when it does not.
-pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, String> {
+/// Start `exe args…` (a `mount -f` of this program) in the background and wait until its
+/// ready pipe says the mount is live, or why it is not.
+pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, StartError> {
     let mut child = Command::new(exe)
         .args(args)
         .env(NOTIFY_ENV, "1")
@@ -184,34 +245,34 @@ pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, String> {
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
+        .map_err(|source| StartError::Spawn {
+            exe: exe.to_path_buf(),
+            source,
+        })?;
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {
         let _ = BufReader::new(out).read_line(&mut line);
     }
-    if line.trim() == "ready" {
+    let line = line.trim_end();
+    if line == READY {
         drop(child.stderr.take());
         return Ok(child.id());
     }
-    let mut err = String::new();
+    let mut stderr = String::new();
     if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
+        let _ = e.read_to_string(&mut stderr);
     }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    // The daemon's error starts at its last `wring: ` line; log lines before it (warnings the
-    // caller has printed already) are left out.
-    let last = err
-        .match_indices('\n')
-        .map(|(at, _)| at + 1)
-        .chain([0])
-        .filter(|&at| err[at..].starts_with("wring: "))
-        .max()
-        .map(|at| err[at + "wring: ".len()..].trim());
-    Err(match (last, err.trim()) {
-        (Some(e), _) => e.to_string(),
-        (None, "") => format!("the mount daemon exited ({status}) before the mount was ready"),
-        (None, e) => e.to_string(),
-    })
+    let status = child
+        .wait()
+        .map_or_else(|e| e.to_string(), |s| s.to_string());
+    let failed = line.strip_prefix(FAILED).and_then(|rest| {
+        let (errno, message) = rest.trim_start().split_once(' ')?;
+        Some(StartError::Failed {
+            errno: errno.parse().ok()?,
+            message: message.to_string(),
+        })
+    });
+    Err(failed.unwrap_or(StartError::Exited { status, stderr }))
 }
 
 fn cpath(p: &Path) -> Result<CString, FsError> {

@@ -122,7 +122,7 @@ pub fn run(cmd: Command) -> Result<()> {
                     dir.into_os_string(),
                     mountpoint.into_os_string(),
                 ];
-                daemon::mount_background(&exe, &args).map_err(anyhow::Error::msg)?;
+                daemon::mount_background(&exe, &args).map_err(|e| anyhow::anyhow!("{e}"))?;
             }
         }
         Command::Umount { mountpoint } => daemon::umount(&mountpoint)?,
