@@ -31,6 +31,7 @@ mod device;
 mod queue;
 pub mod sim;
 mod stats;
+mod workers;
 
 use std::sync::Arc;
 use std::task::{Context, Poll};

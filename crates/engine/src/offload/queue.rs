@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::device::{Device, DeviceCaps, DeviceWork};
-use super::stats::{Fallback, OffloadStats, ProviderStats};
+use super::device::{Device, DeviceCaps};
+use super::stats::{Fallback, ProviderStats};
 use super::{Completed, Done, OffloadConfig, Op, Ran, Request, SubmitError};
 use crate::engine::Engine;
 use crate::error::Error;
-use crate::sync::{lock, thread, wait, wait_timeout, Condvar, Mutex, MutexGuard};
+use crate::sync::{lock, wait, wait_timeout, Condvar, Mutex, MutexGuard};
 
 /// A slot and the generation it had when the request was submitted (guards against a stale
 /// ticket reading a reused slot).
@@ -178,23 +178,23 @@ fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     Free,
     Queued,
     Running,
     Done,
 }
 
-struct Slot {
-    gen: u64,
-    phase: Phase,
-    job: Option<Job>,
-    result: Option<(Result<Completed, Error>, Ran)>,
-    target: Target,
-    abandoned: bool,
-    waker: Option<Waker>,
-    since: Instant,
-    fallback: Option<Fallback>,
+pub(super) struct Slot {
+    pub(super) gen: u64,
+    pub(super) phase: Phase,
+    pub(super) job: Option<Job>,
+    pub(super) result: Option<(Result<Completed, Error>, Ran)>,
+    pub(super) target: Target,
+    pub(super) abandoned: bool,
+    pub(super) waker: Option<Waker>,
+    pub(super) since: Instant,
+    pub(super) fallback: Option<Fallback>,
 }
 
 impl Slot {
@@ -213,37 +213,37 @@ impl Slot {
     }
 }
 
-struct CompletionList {
-    ready: VecDeque<usize>,
-    outstanding: usize,
-    open: bool,
+pub(super) struct CompletionList {
+    pub(super) ready: VecDeque<usize>,
+    pub(super) outstanding: usize,
+    pub(super) open: bool,
 }
 
-struct State {
-    slots: Vec<Slot>,
-    free: Vec<usize>,
-    cpu: VecDeque<usize>,
-    device: VecDeque<usize>,
+pub(super) struct State {
+    pub(super) slots: Vec<Slot>,
+    pub(super) free: Vec<usize>,
+    pub(super) cpu: VecDeque<usize>,
+    pub(super) device: VecDeque<usize>,
     /// Device requests taken by a device thread and not yet back.
-    on_device: usize,
-    queues: Vec<CompletionList>,
-    workers_wanted: usize,
-    workers_running: usize,
-    device_threads: usize,
-    shutdown: bool,
-    cpu_stats: ProviderStats,
-    device_stats: Option<ProviderStats>,
+    pub(super) on_device: usize,
+    pub(super) queues: Vec<CompletionList>,
+    pub(super) workers_wanted: usize,
+    pub(super) workers_running: usize,
+    pub(super) device_threads: usize,
+    pub(super) shutdown: bool,
+    pub(super) cpu_stats: ProviderStats,
+    pub(super) device_stats: Option<ProviderStats>,
 }
 
 pub(crate) struct Shared {
-    engine: Arc<Engine>,
-    device: Option<(Arc<dyn Device>, DeviceCaps)>,
-    depth: usize,
-    state: Mutex<State>,
-    cpu_work: Condvar,
-    device_work: Condvar,
-    done: Condvar,
-    space: Condvar,
+    pub(super) engine: Arc<Engine>,
+    pub(super) device: Option<(Arc<dyn Device>, DeviceCaps)>,
+    pub(super) depth: usize,
+    pub(super) state: Mutex<State>,
+    pub(super) cpu_work: Condvar,
+    pub(super) device_work: Condvar,
+    pub(super) done: Condvar,
+    pub(super) space: Condvar,
 }
 
 impl std::fmt::Debug for Shared {
@@ -309,7 +309,7 @@ impl Shared {
         self.depth
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
 
@@ -427,7 +427,7 @@ impl Shared {
     }
 
     /// Take the next CPU job, marking it running.
-    fn take_cpu(&self, st: &mut State) -> Option<(usize, Job, Option<Fallback>)> {
+    pub(super) fn take_cpu(&self, st: &mut State) -> Option<(usize, Job, Option<Fallback>)> {
         let index = st.cpu.pop_front()?;
         let slot = &mut st.slots[index];
         slot.phase = Phase::Running;
@@ -474,7 +474,7 @@ impl Shared {
     }
 
     /// Run a CPU job taken from the queue and finish it.
-    fn run_cpu(&self, index: usize, mut job: Job, fallback: Option<Fallback>) {
+    pub(super) fn run_cpu(&self, index: usize, mut job: Job, fallback: Option<Fallback>) {
         let start = Instant::now();
         let result = execute(&self.engine, &mut job);
         let service = start.elapsed();
@@ -492,7 +492,7 @@ impl Shared {
     }
 
     /// Record a finished request and hand it to whoever collects it.
-    fn finish(
+    pub(super) fn finish(
         &self,
         st: &mut State,
         index: usize,
@@ -643,193 +643,5 @@ impl Shared {
         // Abandoned slots are freed without passing through the queue's ready list.
         st.queues[q].outstanding = 0;
         st.queues[q].open = false;
-    }
-}
-
-/// The provider threads: CPU workers and device submission threads.
-impl Shared {
-    /// Run `n` CPU workers: start the missing ones; surplus ones exit after their request.
-    pub(super) fn set_workers(self: &Arc<Self>, n: usize) -> Result<(), Error> {
-        let start = {
-            let mut st = self.state();
-            if st.shutdown {
-                return Err(Error::ShutDown);
-            }
-            st.workers_wanted = n;
-            let start = n.saturating_sub(st.workers_running);
-            st.workers_running += start;
-            start
-        };
-        self.cpu_work.notify_all();
-        for i in 0..start {
-            let me = Arc::clone(self);
-            let spawned = thread::Builder::new()
-                .name("wring-cpu".into())
-                .spawn(move || me.cpu_worker());
-            if let Err(e) = spawned {
-                self.state().workers_running -= start - i;
-                return Err(Error::Thread {
-                    what: "a compression worker",
-                    reason: e.to_string(),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn workers(&self) -> usize {
-        self.state().workers_running
-    }
-
-    fn cpu_worker(self: Arc<Self>) {
-        let mut st = self.state();
-        loop {
-            if st.workers_running > st.workers_wanted {
-                break;
-            }
-            if let Some((index, job, fallback)) = self.take_cpu(&mut st) {
-                drop(st);
-                self.run_cpu(index, job, fallback);
-                st = self.state();
-                continue;
-            }
-            // Shut down once nothing is queued and no device thread can still fall back.
-            if st.shutdown && st.device_threads == 0 {
-                break;
-            }
-            st = wait(&self.cpu_work, st);
-        }
-        st.workers_running -= 1;
-        self.done.notify_all();
-    }
-
-    fn start_device_threads(self: &Arc<Self>) -> Result<(), Error> {
-        let Some((_, caps)) = &self.device else {
-            return Ok(());
-        };
-        for _ in 0..caps.queue_depth.div_ceil(caps.batch).max(1) {
-            self.state().device_threads += 1;
-            let me = Arc::clone(self);
-            let spawned = thread::Builder::new()
-                .name("wring-dev".into())
-                .spawn(move || me.device_thread());
-            if let Err(e) = spawned {
-                self.state().device_threads -= 1;
-                return Err(Error::Thread {
-                    what: "a device submission thread",
-                    reason: e.to_string(),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// Take up to a batch of device requests, or `None` to exit.
-    fn take_device(&self, work: &mut Vec<DeviceWork>, batch: usize) -> bool {
-        let mut st = self.state();
-        while st.device.is_empty() {
-            if st.shutdown {
-                return false;
-            }
-            st = wait(&self.device_work, st);
-        }
-        let st = &mut *st;
-        while work.len() < batch {
-            let Some(index) = st.device.pop_front() else {
-                break;
-            };
-            let slot = &mut st.slots[index];
-            slot.phase = Phase::Running;
-            let waited = slot.since.elapsed();
-            if let Some(job) = slot.job.take() {
-                st.on_device += 1;
-                if let Some(s) = st.device_stats.as_mut() {
-                    s.queue_wait.record(waited);
-                }
-                work.push(DeviceWork::new(index, job));
-            }
-        }
-        true
-    }
-
-    fn device_thread(self: Arc<Self>) {
-        let Some((device, caps)) = self.device.clone() else {
-            return;
-        };
-        let mut work = Vec::with_capacity(caps.batch);
-        while self.take_device(&mut work, caps.batch) {
-            let start = Instant::now();
-            let deadline = start + caps.timeout;
-            device.run(&mut work, deadline);
-            let late = Instant::now() > deadline;
-            let service = start.elapsed();
-            let mut st = self.state();
-            for w in work.drain(..) {
-                st.on_device -= 1;
-                let (index, job, result) = w.into_parts();
-                let why = match result {
-                    Some(Ok(c)) if !late => {
-                        let waker = self.finish(&mut st, index, job, Ok(c), Ran::Device, service);
-                        if let Some(waker) = waker {
-                            drop(st);
-                            waker.wake();
-                            st = self.state();
-                        }
-                        continue;
-                    }
-                    Some(Err(e)) if !late => Fallback::from(e),
-                    None if !late => Fallback::Failed,
-                    _ => Fallback::TimedOut,
-                };
-                self.fall_back(&mut st, index, job, why);
-            }
-        }
-        let mut st = self.state();
-        st.device_threads -= 1;
-        drop(st);
-        self.cpu_work.notify_all();
-        self.done.notify_all();
-    }
-
-    /// Send a request the device did not complete to the CPU (the software fallback).
-    fn fall_back(&self, st: &mut State, index: usize, job: Job, why: Fallback) {
-        let slot = &mut st.slots[index];
-        slot.phase = Phase::Queued;
-        slot.job = Some(job);
-        slot.fallback = Some(why);
-        slot.since = Instant::now();
-        st.cpu_stats.submitted += 1;
-        st.cpu_stats.fallbacks[why as usize] += 1;
-        st.cpu.push_back(index);
-        self.cpu_work.notify_one();
-    }
-
-    pub(super) fn stats(&self) -> OffloadStats {
-        let st = self.state();
-        let mut cpu = st.cpu_stats.clone();
-        cpu.in_flight = cpu.submitted - cpu.completed;
-        cpu.workers = st.workers_running;
-        let device = st.device_stats.clone().map(|mut d| {
-            d.in_flight = (st.on_device + st.device.len()) as u64;
-            d
-        });
-        OffloadStats {
-            depth: self.depth,
-            in_flight: self.depth - st.free.len(),
-            cpu,
-            device,
-        }
-    }
-
-    /// Refuse new requests, let the threads finish what was accepted, wait for them to exit.
-    pub(super) fn shutdown(&self) {
-        let mut st = self.state();
-        st.shutdown = true;
-        self.cpu_work.notify_all();
-        self.device_work.notify_all();
-        self.space.notify_all();
-        while st.workers_running > 0 || st.device_threads > 0 {
-            st = wait(&self.done, st);
-        }
     }
 }
