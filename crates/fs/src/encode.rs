@@ -40,8 +40,7 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
 }
 
 /// Encode extents — (data, decision) each — into `bufs` (one value buffer per extent, grown as
-/// needed), compressing those their decision compresses in one batch on `offload`, the calling
-/// thread helping.
+/// needed), compressing those their decision compresses in one batch on `offload`.
 pub(crate) fn encode_values(
     offload: &Offload,
     extents: &[(&[u8], Decision)],

@@ -383,7 +383,7 @@ impl Volume {
 
     /// Fill read targets: dirty extents and partly read ones on this thread (the latter
     /// through the cache); the stored extents the read covers whole are decoded straight into
-    /// the reply — in one batch on the offload's workers, this thread helping, when the read
+    /// the reply — in one batch on the offload's workers when the read
     /// is alone; on this thread when several reads share the streams.
     fn fill(&self, ino: u64, items: Vec<Item<'_, '_>>) -> Result<(), FsError> {
         let mut whole = Vec::with_capacity(items.len());

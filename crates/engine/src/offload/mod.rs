@@ -9,7 +9,7 @@
 //!   bounded by backpressure, never by hope.
 //! * Completion three ways: wait on the [`Ticket`], poll a [`CompletionQueue`], or `.await` the
 //!   ticket (a runtime-agnostic [`std::future::Future`]; any executor's waker works).
-//! * [`Offload::run_batch`] runs borrowed jobs to completion, the calling thread helping; it
+//! * [`Offload::run_batch`] runs borrowed jobs to completion on the workers; it
 //!   is what a front end uses to spread one read's extents over the streams.
 //! * Providers: the CPU (the engine's workspace managers on one fixed pool of worker threads,
 //!   one per stream, resized live with [`Offload::set_streams`]) and at most one [`Device`].
@@ -248,9 +248,9 @@ impl Offload {
         }
     }
 
-    /// Run borrowed jobs to completion on the providers, this thread helping with queued
-    /// work meanwhile; each job's `result` is set. Returns once every job is finished, also
-    /// when one fails.
+    /// Run borrowed jobs to completion on the providers (a batch of one CPU job on this
+    /// thread); each job's `result` is set. Returns once every job is finished, also when one
+    /// fails.
     pub fn run_batch(&self, jobs: &mut [BatchJob<'_>]) {
         batch::run(&self.shared, jobs)
     }

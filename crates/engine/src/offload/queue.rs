@@ -461,18 +461,6 @@ impl Shared {
         result
     }
 
-    /// Run one queued CPU job on this thread, if there is one. Returns whether it ran one.
-    pub(super) fn help_once(&self) -> bool {
-        let taken = self.take_cpu(&mut self.state());
-        match taken {
-            Some((index, job, fallback)) => {
-                self.run_cpu(index, job, fallback);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Run a CPU job taken from the queue and finish it.
     pub(super) fn run_cpu(&self, index: usize, mut job: Job, fallback: Option<Fallback>) {
         let start = Instant::now();
