@@ -22,7 +22,7 @@ use std::time::Instant;
 use serde::Serialize;
 use wring_btrfs::testing::ScratchFs;
 use wring_btrfs::Extents;
-use wring_engine::{Algorithm, CompressSpec};
+use wring_engine::CompressSpec;
 
 use crate::corpus::Corpus;
 use crate::interrupt::{self, Cleanup};
@@ -112,19 +112,6 @@ pub struct KernelRow {
     pub wring_over_kernel: Option<Versus>,
 }
 
-/// The mount option value for `spec`, or why the kernel's btrfs cannot do it.
-pub fn kernel_option(spec: CompressSpec) -> Result<String, String> {
-    let Some(alg) = spec.algorithm else {
-        return Err("no compression".into());
-    };
-    match alg.max_btrfs_level() {
-        None => Err(format!("btrfs has no {alg}")),
-        Some(max) if spec.level > max => Err(format!("btrfs stops at {alg}:{max}")),
-        Some(_) if alg == Algorithm::Lzo => Ok("lzo".into()),
-        Some(_) => Ok(format!("{}:{}", alg.name(), spec.level)),
-    }
-}
-
 /// Parse `--methods` (btrfs spellings; `no` is refused).
 pub fn parse_methods(list: &str) -> Result<Vec<CompressSpec>, BenchError> {
     let mut out = Vec::new();
@@ -165,13 +152,13 @@ pub fn run_btrfs(
     let mut rows = Vec::new();
     for &spec in &cfg.methods {
         let wring = bench.measure(spec, progress)?;
-        let (kernel, kernel_note) = match kernel_option(spec) {
+        let (kernel, kernel_note) = match spec.btrfs_option() {
             Ok(option) => (Some(measure_kernel(corpus, &option, cfg, progress)?), None),
             Err(why) => {
                 for _ in 0..kernel_steps {
                     progress.done();
                 }
-                (None, Some(why))
+                (None, Some(why.to_string()))
             }
         };
         let wring_over_kernel = kernel.as_ref().map(|k| {

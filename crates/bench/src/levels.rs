@@ -361,7 +361,7 @@ impl<'c> LevelBench<'c> {
             spec: name,
             algorithm: alg.name().to_string(),
             level: spec.level,
-            in_btrfs: alg.max_btrfs_level().is_some_and(|max| spec.level <= max),
+            in_btrfs: spec.in_btrfs(),
             streams: self.streams,
             ratio: stored.ratio(),
             ratio_unrounded: stored.ratio_unrounded(),

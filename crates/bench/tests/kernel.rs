@@ -6,7 +6,7 @@
 mod common;
 
 use wring_bench::corpus::Corpus;
-use wring_bench::kernel::{self, kernel_option, parse_methods, KernelConfig, ReadMethod};
+use wring_bench::kernel::{self, parse_methods, KernelConfig, ReadMethod};
 use wring_bench::machine::Machine;
 use wring_bench::progress::Progress;
 use wring_bench::report::Report;
@@ -44,23 +44,35 @@ fn slice() -> Corpus {
 #[test]
 fn kernel_options_and_methods() {
     assert_eq!(
-        kernel_option(CompressSpec::new(Algorithm::Zstd, 3)).unwrap(),
+        (CompressSpec::new(Algorithm::Zstd, 3))
+            .btrfs_option()
+            .unwrap(),
         "zstd:3"
     );
     assert_eq!(
-        kernel_option(CompressSpec::new(Algorithm::Zstd, -5)).unwrap(),
+        (CompressSpec::new(Algorithm::Zstd, -5))
+            .btrfs_option()
+            .unwrap(),
         "zstd:-5"
     );
     assert_eq!(
-        kernel_option(CompressSpec::default_for(Algorithm::Lzo)).unwrap(),
+        (CompressSpec::default_for(Algorithm::Lzo))
+            .btrfs_option()
+            .unwrap(),
         "lzo"
     );
     assert_eq!(
-        kernel_option(CompressSpec::new(Algorithm::Zlib, 9)).unwrap(),
+        (CompressSpec::new(Algorithm::Zlib, 9))
+            .btrfs_option()
+            .unwrap(),
         "zlib:9"
     );
-    assert!(kernel_option(CompressSpec::new(Algorithm::Zstd, 19)).is_err());
-    assert!(kernel_option(CompressSpec::default_for(Algorithm::Lz4)).is_err());
+    assert!((CompressSpec::new(Algorithm::Zstd, 19))
+        .btrfs_option()
+        .is_err());
+    assert!((CompressSpec::default_for(Algorithm::Lz4))
+        .btrfs_option()
+        .is_err());
     assert_eq!(parse_methods("lzo, zstd:1,lzo").unwrap().len(), 2);
     assert!(parse_methods("zstd:99").is_err());
     assert!(parse_methods("no").is_err());

@@ -3,7 +3,7 @@
 
 use crate::codec::ZstdParams;
 use crate::engine::Engine;
-use crate::spec::Algorithm;
+use crate::spec::{Algorithm, CompressSpec};
 
 /// One row of `wring levels`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub fn level_table(engine: &Engine, only: &[Algorithm]) -> Vec<LevelRow> {
                 algorithm,
                 level,
                 default: level == algorithm.default_level(),
-                in_btrfs: algorithm.max_btrfs_level().is_some_and(|max| level <= max),
+                in_btrfs: CompressSpec::new(algorithm, level).in_btrfs(),
                 workspace_bytes: manager.level_bytes(level),
                 total_bytes: manager.workspace_bytes(level),
                 kernel_bytes,

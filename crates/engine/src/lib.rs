@@ -29,7 +29,7 @@ pub mod workspace;
 
 pub use engine::{compressed_limit, Engine, EngineConfig, EngineStats, Outcome, Policy};
 pub use error::{Error, SpecError};
-pub use spec::{Algorithm, CompressSpec, SpecWarning};
+pub use spec::{Algorithm, CompressSpec, NotInBtrfs, SpecWarning};
 
 /// Largest input btrfs compresses as one extent (BTRFS_MAX_UNCOMPRESSED).
 pub const MAX_EXTENT: usize = 128 * 1024;

@@ -64,7 +64,9 @@ impl Algorithm {
         }
     }
 
-    /// Highest level the kernel's btrfs accepts for this algorithm, when btrfs has it.
+    /// Highest level the kernel's btrfs accepts for this algorithm, when btrfs has it (the
+    /// table behind [`CompressSpec::btrfs_option`], which is where "can btrfs take this" is
+    /// decided).
     pub fn max_btrfs_level(self) -> Option<i32> {
         match self {
             Algorithm::Zlib => Some(9),
@@ -130,6 +132,26 @@ pub struct CompressSpec {
     pub level: i32,
 }
 
+/// Why the kernel's btrfs cannot take a spec: the typed answer of
+/// [`CompressSpec::btrfs_option`]. The messages are the "n/a" notes benchmark tables print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotInBtrfs {
+    /// `no`/`none`: nothing to compress with.
+    #[error("no compression")]
+    NoCompression,
+    /// btrfs has no extent type for this algorithm (lz4, lz4hc).
+    #[error("btrfs has no {0}")]
+    NoSuchAlgorithm(Algorithm),
+    /// btrfs has the algorithm but its mount option stops below this level (zstd above 15).
+    #[error("btrfs stops at {algorithm}:{max}")]
+    LevelAbove {
+        /// The algorithm.
+        algorithm: Algorithm,
+        /// The highest level btrfs's mount option takes.
+        max: i32,
+    },
+}
+
 /// A level that was out of range and has been clamped, as btrfs does with a warning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecWarning {
@@ -173,6 +195,34 @@ impl CompressSpec {
     /// The algorithm at its default level.
     pub fn default_for(algorithm: Algorithm) -> CompressSpec {
         CompressSpec::new(algorithm, 0)
+    }
+
+    /// The algorithm btrfs stores this spec's extents as, at any level (btrfs reads a zstd
+    /// frame of any level, so an encoded write of zstd:19 is fine), or why btrfs has none.
+    pub fn btrfs_algorithm(&self) -> Result<Algorithm, NotInBtrfs> {
+        let algorithm = self.algorithm.ok_or(NotInBtrfs::NoCompression)?;
+        match algorithm.max_btrfs_level() {
+            Some(_) => Ok(algorithm),
+            None => Err(NotInBtrfs::NoSuchAlgorithm(algorithm)),
+        }
+    }
+
+    /// The value of btrfs's `compress`/`compress-force` mount option for this spec (`zstd:3`,
+    /// `zlib:9`, `lzo`), or why the kernel's btrfs cannot compress this way. The one place that
+    /// decides "can btrfs take this spec": benchmarks' kernel runs, the level tables' "in btrfs"
+    /// column and recompress (through [`CompressSpec::btrfs_algorithm`]) all ask here.
+    pub fn btrfs_option(&self) -> Result<String, NotInBtrfs> {
+        let algorithm = self.btrfs_algorithm()?;
+        match algorithm.max_btrfs_level() {
+            Some(max) if self.level > max => Err(NotInBtrfs::LevelAbove { algorithm, max }),
+            _ if !algorithm.has_levels() => Ok(algorithm.name().to_string()),
+            _ => Ok(format!("{}:{}", algorithm.name(), self.level)),
+        }
+    }
+
+    /// Whether the kernel's btrfs can compress this way ([`CompressSpec::btrfs_option`] is Ok).
+    pub fn in_btrfs(&self) -> bool {
+        self.btrfs_option().is_ok()
     }
 
     /// Parse btrfs's syntax, returning a warning when the level had to be clamped.
@@ -301,6 +351,70 @@ mod tests {
         assert!(CompressSpec::parse("none:1").is_err());
         assert!(CompressSpec::parse("zlib9").is_err());
         assert!(CompressSpec::parse("").is_err());
+    }
+
+    #[test]
+    fn btrfs_takes_its_three_algorithms_up_to_its_levels() {
+        let option = |s: &str| parse(s).0.btrfs_option();
+        assert_eq!(option("zstd:3"), Ok("zstd:3".into()));
+        assert_eq!(option("zstd:-5"), Ok("zstd:-5".into()));
+        assert_eq!(option("zstd:15"), Ok("zstd:15".into()));
+        assert_eq!(option("zlib"), Ok("zlib:3".into()));
+        assert_eq!(option("zlib:9"), Ok("zlib:9".into()));
+        assert_eq!(option("lzo"), Ok("lzo".into()));
+        assert_eq!(option("no"), Err(NotInBtrfs::NoCompression));
+        assert_eq!(
+            option("lz4"),
+            Err(NotInBtrfs::NoSuchAlgorithm(Algorithm::Lz4))
+        );
+        assert_eq!(
+            option("lz4hc:9"),
+            Err(NotInBtrfs::NoSuchAlgorithm(Algorithm::Lz4hc))
+        );
+        let above = option("zstd:16").unwrap_err();
+        assert_eq!(
+            above,
+            NotInBtrfs::LevelAbove {
+                algorithm: Algorithm::Zstd,
+                max: 15
+            }
+        );
+        assert_eq!(above.to_string(), "btrfs stops at zstd:15");
+        assert_eq!(option("lz4").unwrap_err().to_string(), "btrfs has no lz4");
+        assert!(parse("zstd:15").0.in_btrfs() && !parse("zstd:19").0.in_btrfs());
+    }
+
+    #[test]
+    fn btrfs_stores_any_level_of_its_algorithms() {
+        assert_eq!(parse("zstd:19").0.btrfs_algorithm(), Ok(Algorithm::Zstd));
+        assert_eq!(parse("lzo").0.btrfs_algorithm(), Ok(Algorithm::Lzo));
+        assert_eq!(
+            parse("lz4").0.btrfs_algorithm(),
+            Err(NotInBtrfs::NoSuchAlgorithm(Algorithm::Lz4))
+        );
+        assert_eq!(
+            parse("no").0.btrfs_algorithm(),
+            Err(NotInBtrfs::NoCompression)
+        );
+    }
+
+    #[test]
+    fn every_spec_is_in_btrfs_exactly_when_btrfs_has_its_level() {
+        for algorithm in Algorithm::ALL {
+            for level in algorithm.levels() {
+                let spec = CompressSpec::new(algorithm, level);
+                let expected = match algorithm {
+                    Algorithm::Zlib | Algorithm::Lzo => true,
+                    Algorithm::Zstd => level <= 15,
+                    Algorithm::Lz4 | Algorithm::Lz4hc => false,
+                };
+                assert_eq!(spec.in_btrfs(), expected, "{spec}");
+                if let Ok(option) = spec.btrfs_option() {
+                    // The mount option reads back as the same spec.
+                    assert_eq!(parse(&option).0, spec);
+                }
+            }
+        }
     }
 
     #[test]

@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wring_engine::{Algorithm, CompressSpec, Engine, Policy};
+use wring_engine::{CompressSpec, Engine, Policy};
 
 use crate::error::BtrfsError;
 use crate::fsinfo::has_cap_sys_admin;
@@ -314,10 +314,10 @@ pub fn recompress(
     opts: &Options,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<Summary, RecompressError> {
-    let algorithm = match opts.spec.algorithm {
-        Some(a @ (Algorithm::Zlib | Algorithm::Lzo | Algorithm::Zstd)) => a,
-        _ => return Err(RecompressError::Unsupported(opts.spec)),
-    };
+    let algorithm = opts
+        .spec
+        .btrfs_algorithm()
+        .map_err(|_| RecompressError::Unsupported(opts.spec))?;
     let max = max_jobs();
     if opts.jobs > max {
         return Err(RecompressError::TooManyJobs {
