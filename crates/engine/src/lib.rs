@@ -10,6 +10,7 @@
 //! * [`offload::Offload`] is the one asynchronous way front ends compress: requests submitted
 //!   to the CPU workers (one per stream) or a device, completed later (seed 004's acomp).
 //! * [`Engine::stats`] reads every manager's and the pool's counters.
+//! * [`size`] parses and formats sizes (`128K`, `1M`) for every crate's options.
 //!
 //! Mirrors fs/btrfs/compression.c (with zlib.c, lzo.c, zstd.c), zram's zcomp streams and
 //! EROFS's global page pool; it differs in adding lz4/lz4hc and zstd levels 16–22 for userspace.
@@ -22,6 +23,7 @@ pub mod heuristic;
 pub mod levels;
 pub mod offload;
 pub mod pool;
+pub mod size;
 mod spec;
 pub mod stream;
 mod sync;

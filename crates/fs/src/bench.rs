@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::daemon;
-use crate::options::format_size;
+
 use crate::store::Store;
 use crate::{STAT_XATTR, SYNC_XATTR};
 
@@ -186,6 +186,11 @@ pub struct Report {
     pub extent: Option<ExtentCompare>,
     /// Runs per method and filesystem (the fastest kept).
     pub repeat: usize,
+}
+
+/// A size as the options spell it (`128K`).
+fn fmt_size(n: usize) -> String {
+    wring_engine::size::format_size(n as u64)
 }
 
 fn progress(msg: &str) {
@@ -402,7 +407,7 @@ pub fn wring_run(
     let base = cfg.work.join(format!(
         "wring-{}-{}",
         method.replace(':', "_"),
-        format_size(max_extent)
+        fmt_size(max_extent)
     ));
     let _ = std::fs::remove_dir_all(&base);
     let (store, mnt) = (base.join("store"), base.join("mnt"));
@@ -410,7 +415,7 @@ pub fn wring_run(
     Store::mkfs(&store).map_err(|e| e.to_string())?;
     let opts = format!(
         "compress-force={method},max_extent={}",
-        format_size(max_extent)
+        fmt_size(max_extent)
     );
     let label = format!("wring {opts}");
     let mut run = Run {
@@ -633,8 +638,8 @@ impl Report {
                 s,
                 "\n{}: max_extent {} vs {} (random reads: 4 KiB preads at seeded random aligned offsets, caches dropped and the fs freshly mounted)\n",
                 e.method,
-                format_size(e.big.0),
-                format_size(e.small.0)
+                fmt_size(e.big.0),
+                fmt_size(e.small.0)
             );
             s += "| fs | max_extent | ratio | ratio gain | write MB/s | read MB/s | random 4K p50 | random 4K p99 |\n";
             s += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -651,14 +656,9 @@ impl Report {
                     r.read_mbs()
                 );
             };
-            line("wring", format_size(e.small.0), &e.small.1, "—".into());
+            line("wring", fmt_size(e.small.0), &e.small.1, "—".into());
             let gain = (e.big.1.ratio() / base - 1.0) * 100.0;
-            line(
-                "wring",
-                format_size(e.big.0),
-                &e.big.1,
-                format!("{gain:+.1}%"),
-            );
+            line("wring", fmt_size(e.big.0), &e.big.1, format!("{gain:+.1}%"));
             if let Some(k) = &e.kernel {
                 line("kernel btrfs", "128K".into(), k, "—".into());
             }

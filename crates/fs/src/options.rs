@@ -7,7 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use wring_engine::{Algorithm, CompressSpec};
+use wring_engine::{size, Algorithm, CompressSpec};
 
 /// Largest extent wring accepts (users asked btrfs for more than 128 KiB: btrfs-progs#786).
 pub const MAX_MAX_EXTENT: usize = 4 << 20;
@@ -82,27 +82,17 @@ impl Default for Options {
     }
 }
 
-/// Parse a size: bytes, or with a K, M or G suffix (binary).
-pub fn parse_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last()? {
-        (i, 'k' | 'K') => (&t[..i], 1usize << 10),
-        (i, 'm' | 'M') => (&t[..i], 1 << 20),
-        (i, 'g' | 'G') => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    num.parse::<usize>().ok()?.checked_mul(mult)
+/// A size option's value in bytes (engine's one size parser), None when it is not a size or
+/// does not fit in memory.
+fn parse_size(text: &str) -> Option<usize> {
+    size::parse_size(text)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
-/// Format a size the way the options take it (`128K`, `1M`, `4096`).
-pub fn format_size(n: usize) -> String {
-    match n {
-        0 => "0".into(),
-        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
-        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
-        n if n % (1 << 10) == 0 => format!("{}K", n >> 10),
-        n => n.to_string(),
-    }
+/// A size as the options take it (`128K`, `1M`, `4096`).
+fn format_size(n: usize) -> String {
+    size::format_size(n as u64)
 }
 
 fn invalid(option: &str, value: &str, accepted: impl Into<String>) -> OptionError {
@@ -282,6 +272,10 @@ mod tests {
         assert_eq!(parse_size("128K"), Some(128 << 10));
         assert_eq!(parse_size("4M"), Some(4 << 20));
         assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("17179869184G"), None);
         assert_eq!(format_size(1 << 20), "1M");
+        let o = Options::parse("max_extent=1M,workspace_mem=64M").unwrap();
+        assert_eq!((o.max_extent, o.workspace_mem), (1 << 20, Some(64 << 20)));
+        assert!(o.to_string().contains("max_extent=1M,"), "{o}");
     }
 }

@@ -15,6 +15,7 @@ use wring_bench::report::Report;
 use wring_bench::streams::{self, StreamsConfig};
 use wring_bench::zram::{self, ZramConfig};
 use wring_bench::{interrupt, plot};
+use wring_engine::size::parse_size;
 
 /// Benchmark subcommands.
 #[derive(clap::Subcommand)]
@@ -252,20 +253,6 @@ fn install_ctrlc() {
     if let Err(e) = result {
         log::warn!("no Ctrl-C handler: {e}");
     }
-}
-
-fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 10),
-        Some('M') => (&t[..t.len() - 1], 20),
-        Some('G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    digits
-        .parse::<u64>()
-        .map(|n| n << shift)
-        .map_err(|_| format!("'{text}' is not a size (e.g. 65536, 64K, 16M, 1G)"))
 }
 
 struct Setup {

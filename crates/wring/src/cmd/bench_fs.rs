@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use wring_engine::size::parse_size;
 use wring_fs::bench::{self, Config, Launcher};
-use wring_fs::options::{parse_size, parse_spec};
+use wring_fs::options::parse_spec;
 
 /// `wring bench fs` arguments.
 #[derive(clap::Args)]
@@ -50,7 +51,10 @@ pub struct Args {
 }
 
 fn size(what: &str, text: &str) -> Result<usize> {
-    parse_size(text).with_context(|| format!("{what}: '{text}' is not a size (4K to 4M)"))
+    parse_size(text)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .with_context(|| format!("{what}: '{text}' is not a size (4K to 4M)"))
 }
 
 /// Run `wring bench fs`.
