@@ -1,0 +1,172 @@
+//! The control channel of a running device: what zram's sysfs files are to `/dev/zramN`.
+//!
+//! The device's server (the nbdkit plugin) listens on a second Unix socket beside the NBD
+//! socket, created mode 0600 inside the device's 0700 runtime directory, so only the owner can
+//! reach it. The protocol is one request line, one reply line, then the connection closes:
+//!
+//! | request | reply `ok` value | sysfs |
+//! |---|---|---|
+//! | `stat` | the [`Stat`] object | `mm_stat`, `io_stat`, `disksize`, … |
+//! | `compact` | pages freed by this call | `compact` |
+//! | `reset` | `null` | `reset` (frees every page and zeroes the statistics; size and options stay) |
+//! | `mem_limit SIZE` | the new limit in bytes | `mem_limit` |
+//! | `streams N` | the streams now | `max_comp_streams` |
+//!
+//! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
+//! most 256 bytes; one connection is served at a time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::error::BlkError;
+use crate::options::{parse_size, parse_streams};
+use crate::stats::Stat;
+use crate::store::Store;
+
+const MAX_LINE: u64 = 256;
+
+/// A control request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Statistics.
+    Stat,
+    /// Compact the arena.
+    Compact,
+    /// Free everything.
+    Reset,
+    /// Set `mem_limit` (bytes).
+    MemLimit(u64),
+    /// Set the number of streams.
+    Streams(usize),
+}
+
+impl Request {
+    /// Parse a request line.
+    pub fn parse(line: &str) -> Result<Request, BlkError> {
+        let mut words = line.split_whitespace();
+        let req = match (words.next(), words.next()) {
+            (Some("stat"), None) => Request::Stat,
+            (Some("compact"), None) => Request::Compact,
+            (Some("reset"), None) => Request::Reset,
+            (Some("mem_limit"), Some(v)) => Request::MemLimit(parse_size("mem_limit", v)?),
+            (Some("streams"), Some(v)) => Request::Streams(parse_streams(v)?),
+            _ => {
+                return Err(BlkError::Option(format!(
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N",
+                    line.trim()
+                )))
+            }
+        };
+        if words.next().is_some() {
+            return Err(BlkError::Option(format!(
+                "control request '{}' has extra words",
+                line.trim()
+            )));
+        }
+        Ok(req)
+    }
+
+    /// The request as a line.
+    pub fn line(&self) -> String {
+        match self {
+            Request::Stat => "stat".into(),
+            Request::Compact => "compact".into(),
+            Request::Reset => "reset".into(),
+            Request::MemLimit(b) => format!("mem_limit {b}"),
+            Request::Streams(n) => format!("streams {n}"),
+        }
+    }
+}
+
+/// Carry out a request on a store.
+pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
+    Ok(match req {
+        Request::Stat => {
+            serde_json::to_value(store.stat()).map_err(|e| BlkError::Option(e.to_string()))?
+        }
+        Request::Compact => json!(store.compact()),
+        Request::Reset => {
+            store.reset();
+            Value::Null
+        }
+        Request::MemLimit(b) => {
+            store.set_mem_limit(b);
+            json!(b)
+        }
+        Request::Streams(n) => {
+            store.set_streams(n)?;
+            json!(store.stat().streams)
+        }
+    })
+}
+
+/// Bind the control socket at `path` (mode 0600), replacing a stale socket file.
+pub fn bind(path: &Path) -> Result<UnixListener, BlkError> {
+    let io = |what: &str, source| BlkError::Io {
+        what: format!("{what} {}", path.display()),
+        source,
+    };
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("could not remove the stale socket", e)),
+    }
+    let l = UnixListener::bind(path).map_err(|e| io("could not bind the control socket", e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| io("could not make the control socket 0600:", e))?;
+    Ok(l)
+}
+
+fn serve_one(store: &Store, stream: UnixStream) -> std::io::Result<()> {
+    let mut line = String::new();
+    BufReader::new(stream.try_clone()?.take(MAX_LINE)).read_line(&mut line)?;
+    let reply = match Request::parse(&line).and_then(|r| handle(store, r)) {
+        Ok(v) => json!({ "ok": v }),
+        Err(e) => json!({ "error": e.to_string() }),
+    };
+    let mut w = stream;
+    writeln!(w, "{reply}")?;
+    w.flush()
+}
+
+/// Serve requests on `listener` from a thread of its own, for as long as the process lives.
+pub fn serve(listener: UnixListener, store: Arc<Store>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // A failed accept or a client that goes away mid-request costs nothing but its reply.
+        for conn in listener.incoming().flatten() {
+            let _ = serve_one(&store, conn);
+        }
+    })
+}
+
+/// Send one request to the control socket at `path` and return the reply's value.
+pub fn request(path: &Path, req: Request) -> Result<Value, BlkError> {
+    let io = |what: &str, source| BlkError::Io {
+        what: format!("{what} {}", path.display()),
+        source,
+    };
+    let mut s = UnixStream::connect(path)
+        .map_err(|e| io("could not reach the device's control socket", e))?;
+    writeln!(s, "{}", req.line()).map_err(|e| io("could not send to", e))?;
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .map_err(|e| io("could not read the reply from", e))?;
+    let v: Value = serde_json::from_str(&line)
+        .map_err(|e| BlkError::Option(format!("bad reply from the device: {e}: {line}")))?;
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        return Err(BlkError::Option(e.to_string()));
+    }
+    Ok(v.get("ok").cloned().unwrap_or(Value::Null))
+}
+
+/// The device's statistics over the control socket at `path`.
+pub fn stat(path: &Path) -> Result<Stat, BlkError> {
+    let v = request(path, Request::Stat)?;
+    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad stat reply: {e}")))
+}

@@ -1,0 +1,43 @@
+//! wring blk: zram in userspace. A compressed RAM block device — 4 KiB slots whose pages live
+//! compressed in a size-class arena — for an NBD server to serve (the `wring-blk-nbdkit`
+//! plugin). Mirrors drivers/block/zram/ (the device model, `mm_stat`/`io_stat`) and
+//! mm/zsmalloc.c (the arena); compression runs on the engine's offload API, whose CPU workers
+//! are zram's streams.
+//!
+//! * [`store`]: slots, same-filled and huge pages, read-modify-write, discard, block status,
+//!   `mem_limit`, `compact`, `reset`.
+//! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
+//! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
+//!   models).
+//! * [`options`]: zram's option names and algorithm names.
+//! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
+//! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
+//!   live sysfs actions).
+
+#![forbid(unsafe_code)]
+
+pub mod arena;
+pub mod control;
+mod error;
+pub mod options;
+pub mod stats;
+pub mod store;
+pub mod streams;
+mod sync;
+
+pub use arena::PAGE_SIZE;
+pub use error::BlkError;
+pub use options::{CompAlgorithm, Options};
+pub use stats::{IoStat, MmStat, Stat};
+pub use store::{Extent, Slot, Store};
+pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
+
+/// A store with `options`, compressing on the engine's offload.
+pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
+    let streams = OffloadStreams::new(
+        options.comp_algorithm.spec,
+        &options.comp_algorithm.text(),
+        options.streams,
+    )?;
+    Store::new(size, options.mem_limit, Box::new(streams))
+}

@@ -1,0 +1,201 @@
+//! The device's options, named as zram's sysfs attributes: `comp_algorithm`, `streams`
+//! (`max_comp_streams`), `mem_limit`, given as `key=value` pairs separated by commas
+//! (`comp_algorithm=zstd:3,streams=2,mem_limit=256M`).
+//!
+//! Algorithms take zram's names — `lzo`, `lz4`, `lz4hc`, `zstd`, `deflate`, with a level as
+//! `zstd:3` — and map onto the engine's codecs (`crypto_comp` names in zcomp.c's backends
+//! list). Differs from zram: `lzo` and `deflate` pages carry the engine's btrfs/zlib framing
+//! (8 and 6 bytes more per page than the kernel's raw LZO1X / raw deflate); `lzo-rle` is not in
+//! the engine yet and is refused with a pointer to `lzo`.
+
+use wring_engine::{Algorithm, CompressSpec};
+
+use crate::error::BlkError;
+
+/// Keys [`Options::set`] accepts.
+pub const KEYS: [&str; 3] = ["comp_algorithm", "streams", "mem_limit"];
+
+/// Algorithm names [`CompAlgorithm::parse`] accepts (zram's, except `lzo-rle`).
+pub const ALGORITHMS: [&str; 5] = ["lzo", "lz4", "lz4hc", "zstd", "deflate"];
+
+/// A compression algorithm by zram's name, with the engine spec that implements it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompAlgorithm {
+    /// zram's name.
+    pub name: &'static str,
+    /// The engine's algorithm and level.
+    pub spec: CompressSpec,
+}
+
+impl CompAlgorithm {
+    /// Parse `lz4`, `zstd:3`, `deflate:9`, …
+    pub fn parse(text: &str) -> Result<CompAlgorithm, BlkError> {
+        let text = text.trim();
+        let (name, level) = match text.split_once(':') {
+            Some((n, l)) => (n, Some(l)),
+            None => (text, None),
+        };
+        let (zram_name, engine) = match name {
+            "lzo" => ("lzo", Algorithm::Lzo),
+            "lz4" => ("lz4", Algorithm::Lz4),
+            "lz4hc" => ("lz4hc", Algorithm::Lz4hc),
+            "zstd" => ("zstd", Algorithm::Zstd),
+            "deflate" => ("deflate", Algorithm::Zlib),
+            "lzo-rle" => {
+                return Err(BlkError::Option(
+                    "comp_algorithm=lzo-rle is not available in wring yet; use lzo (the same \
+                     LZO1X-1 bitstream without the run-length extension)"
+                        .into(),
+                ))
+            }
+            other => {
+                return Err(BlkError::Option(format!(
+                    "comp_algorithm={other} is unknown; accepted: {}, with a level as zstd:3",
+                    ALGORITHMS.join(", ")
+                )))
+            }
+        };
+        let engine_text = match level {
+            Some(l) => format!("{}:{l}", engine.name()),
+            None => engine.name().to_string(),
+        };
+        let (spec, _) = CompressSpec::parse(&engine_text)
+            .map_err(|e| BlkError::Option(format!("comp_algorithm={text}: {e}")))?;
+        Ok(CompAlgorithm {
+            name: zram_name,
+            spec,
+        })
+    }
+
+    /// The text that parses back to this algorithm (`zstd:3`; no level for level-less ones).
+    pub fn text(&self) -> String {
+        match self.spec.algorithm {
+            Some(a) if a.has_levels() => format!("{}:{}", self.name, self.spec.level),
+            _ => self.name.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for CompAlgorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// A device's options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `comp_algorithm`.
+    pub comp_algorithm: CompAlgorithm,
+    /// `streams`: compression streams (the offload's CPU workers).
+    pub streams: usize,
+    /// `mem_limit` in bytes; 0 = none.
+    pub mem_limit: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            comp_algorithm: CompAlgorithm {
+                name: "lz4",
+                spec: CompressSpec {
+                    algorithm: Some(Algorithm::Lz4),
+                    level: 0,
+                },
+            },
+            streams: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mem_limit: 0,
+        }
+    }
+}
+
+/// Parse a size (`256M`) with the engine's parser, naming the option on failure.
+pub fn parse_size(key: &str, value: &str) -> Result<u64, BlkError> {
+    wring_engine::size::parse_size(value).map_err(|e| BlkError::Option(format!("{key}: {e}")))
+}
+
+impl Options {
+    /// Parse `key=value,key=value` over the defaults.
+    pub fn parse(text: &str) -> Result<Options, BlkError> {
+        let mut o = Options::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((k, v)) = pair.split_once('=') else {
+                return Err(BlkError::Option(format!(
+                    "option '{pair}' has no value; write it as key=value (keys: {})",
+                    KEYS.join(", ")
+                )));
+            };
+            o.set(k.trim(), v.trim())?;
+        }
+        Ok(o)
+    }
+
+    /// Set one option.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), BlkError> {
+        match key {
+            "comp_algorithm" => self.comp_algorithm = CompAlgorithm::parse(value)?,
+            "streams" | "max_comp_streams" => self.streams = parse_streams(value)?,
+            "mem_limit" => self.mem_limit = parse_size(key, value)?,
+            other => {
+                return Err(BlkError::Option(format!(
+                    "unknown option '{other}'; accepted: {}",
+                    KEYS.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// The options as `key=value,…` text that [`Options::parse`] reads back.
+    pub fn text(&self) -> String {
+        format!(
+            "comp_algorithm={},streams={},mem_limit={}",
+            self.comp_algorithm, self.streams, self.mem_limit
+        )
+    }
+}
+
+/// Parse a stream count: a whole number from 1 to 256.
+pub fn parse_streams(value: &str) -> Result<usize, BlkError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(BlkError::Option(format!(
+            "streams={value} is not a stream count; give a whole number from 1 to 256"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zram_names_and_levels() {
+        let o = Options::parse("comp_algorithm=zstd:3,streams=2,mem_limit=1M").unwrap();
+        assert_eq!(o.comp_algorithm.text(), "zstd:3");
+        assert_eq!((o.streams, o.mem_limit), (2, 1 << 20));
+        assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        let d = CompAlgorithm::parse("deflate:9").unwrap();
+        assert_eq!(d.spec.algorithm, Some(Algorithm::Zlib));
+        assert_eq!(d.text(), "deflate:9");
+        assert_eq!(CompAlgorithm::parse("lz4").unwrap().text(), "lz4");
+    }
+
+    #[test]
+    fn unknown_options_name_the_option_and_what_is_accepted() {
+        let e = Options::parse("compression=lz4").unwrap_err().to_string();
+        assert!(
+            e.contains("compression") && e.contains("comp_algorithm"),
+            "{e}"
+        );
+        let e = Options::parse("comp_algorithm=brotli")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("brotli") && e.contains("zstd"), "{e}");
+        let e = Options::parse("streams=0").unwrap_err().to_string();
+        assert!(e.contains("streams=0"), "{e}");
+        let e = Options::parse("mem_limit=lots").unwrap_err().to_string();
+        assert!(e.contains("mem_limit"), "{e}");
+        assert!(Options::parse("comp_algorithm=lzo-rle").is_err());
+    }
+}

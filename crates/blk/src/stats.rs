@@ -1,0 +1,185 @@
+//! zram's statistics (Documentation/admin-guide/blockdev/zram.rst): `mm_stat` and `io_stat` with
+//! the same fields in the same order, printed the way the sysfs files print them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// Counters the store updates (zram's `struct zram_stats`).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) pages_stored: AtomicU64,
+    pub(crate) compr_data_size: AtomicU64,
+    pub(crate) same_pages: AtomicU64,
+    pub(crate) huge_pages: AtomicU64,
+    pub(crate) huge_pages_since: AtomicU64,
+    pub(crate) failed_reads: AtomicU64,
+    pub(crate) failed_writes: AtomicU64,
+    pub(crate) invalid_io: AtomicU64,
+    pub(crate) notify_free: AtomicU64,
+    pub(crate) num_reads: AtomicU64,
+    pub(crate) num_writes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::AcqRel);
+    }
+
+    pub(crate) fn sub(c: &AtomicU64, n: u64) {
+        c.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    pub(crate) fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Acquire)
+    }
+}
+
+/// `mm_stat`: memory use, in zram's order. Sizes in bytes, the rest in pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MmStat {
+    /// Uncompressed size of the data stored (pages stored × 4096, same pages included).
+    pub orig_data_size: u64,
+    /// Compressed size of the data stored (huge pages count as a whole page).
+    pub compr_data_size: u64,
+    /// Memory the arena holds, zspages included.
+    pub mem_used_total: u64,
+    /// The limit; 0 = none.
+    pub mem_limit: u64,
+    /// The most memory the arena has held.
+    pub mem_used_max: u64,
+    /// Pages stored as one repeated 8-byte word, with no allocation.
+    pub same_pages: u64,
+    /// Pages freed by compaction.
+    pub pages_compacted: u64,
+    /// Pages stored raw because they did not compress below the huge class size.
+    pub huge_pages: u64,
+    /// Pages stored huge since the device was created.
+    pub huge_pages_since: u64,
+}
+
+impl MmStat {
+    /// The fields' names in order.
+    pub const FIELDS: [&'static str; 9] = [
+        "orig_data_size",
+        "compr_data_size",
+        "mem_used_total",
+        "mem_limit",
+        "mem_used_max",
+        "same_pages",
+        "pages_compacted",
+        "huge_pages",
+        "huge_pages_since",
+    ];
+
+    /// The values in order.
+    pub fn values(&self) -> [u64; 9] {
+        [
+            self.orig_data_size,
+            self.compr_data_size,
+            self.mem_used_total,
+            self.mem_limit,
+            self.mem_used_max,
+            self.same_pages,
+            self.pages_compacted,
+            self.huge_pages,
+            self.huge_pages_since,
+        ]
+    }
+}
+
+/// `io_stat`: failed and invalid requests, in zram's order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoStat {
+    /// Reads that failed.
+    pub failed_reads: u64,
+    /// Writes that failed.
+    pub failed_writes: u64,
+    /// Requests outside the device.
+    pub invalid_io: u64,
+    /// Pages freed by discard.
+    pub notify_free: u64,
+}
+
+impl IoStat {
+    /// The fields' names in order.
+    pub const FIELDS: [&'static str; 4] =
+        ["failed_reads", "failed_writes", "invalid_io", "notify_free"];
+
+    /// The values in order.
+    pub fn values(&self) -> [u64; 4] {
+        [
+            self.failed_reads,
+            self.failed_writes,
+            self.invalid_io,
+            self.notify_free,
+        ]
+    }
+}
+
+/// Everything `wring blk stat` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stat {
+    /// Device size in bytes (`disksize`).
+    pub disksize: u64,
+    /// `comp_algorithm`.
+    pub comp_algorithm: String,
+    /// Streams now (`max_comp_streams`).
+    pub streams: usize,
+    /// `mm_stat`.
+    pub mm_stat: MmStat,
+    /// `io_stat`.
+    pub io_stat: IoStat,
+    /// Read requests served (`stat`'s reads).
+    pub num_reads: u64,
+    /// Write requests served (`stat`'s writes).
+    pub num_writes: u64,
+}
+
+fn line(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:>8}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Stat {
+    /// `mm_stat` as the sysfs file prints it.
+    pub fn mm_stat_line(&self) -> String {
+        line(&self.mm_stat.values())
+    }
+
+    /// `io_stat` as the sysfs file prints it.
+    pub fn io_stat_line(&self) -> String {
+        line(&self.io_stat.values())
+    }
+
+    /// The compression ratio of the data stored (orig / compr), if anything is stored.
+    pub fn ratio(&self) -> Option<f64> {
+        let m = &self.mm_stat;
+        (m.compr_data_size > 0).then(|| m.orig_data_size as f64 / m.compr_data_size as f64)
+    }
+
+    /// A readable table: one field a line.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "disksize          {}\ncomp_algorithm    {}\nstreams           {}\n",
+            self.disksize, self.comp_algorithm, self.streams
+        );
+        for (k, v) in MmStat::FIELDS.iter().zip(self.mm_stat.values()) {
+            s += &format!("{k:<17} {v}\n");
+        }
+        for (k, v) in IoStat::FIELDS.iter().zip(self.io_stat.values()) {
+            s += &format!("{k:<17} {v}\n");
+        }
+        s += &format!(
+            "reads             {}\nwrites            {}\n",
+            self.num_reads, self.num_writes
+        );
+        if let Some(r) = self.ratio() {
+            s += &format!("ratio             {r:.2}\n");
+        }
+        s
+    }
+}

@@ -1,0 +1,614 @@
+//! The block store: zram's device model (drivers/block/zram/zram_drv.c) without the block layer.
+//!
+//! * The device is an array of 4 KiB slots (`zram->table`), each under its own lock
+//!   (`zram_slot_lock`), so clients writing different pages never wait for each other. A slot is
+//!   empty, *same-filled* (one repeated 8-byte word, stored as the word with no allocation:
+//!   `page_same_filled`, `ZRAM_SAME`), or an object in the [`Arena`] with its length; an object
+//!   a page long is a *huge* page stored raw (`ZRAM_HUGE`).
+//! * Requests are split by page (`zram_bio_read`/`zram_bio_write`). A partial page is read,
+//!   modified and written back under its slot lock (`zram_bvec_write`'s partial path). Whole
+//!   pages of one request are compressed as one batch on the streams, outside any slot lock,
+//!   then each is stored under its slot's lock (as `zram_write_page` compresses before taking
+//!   the slot lock).
+//! * A page whose compressed size reaches the arena's huge class size is stored raw
+//!   (`comp_len >= huge_class_size`), counted in `huge_pages` and `huge_pages_since`.
+//! * At `mem_limit` a write fails with [`BlkError::NoSpace`]; the page that failed keeps its old
+//!   contents and pages written before it in the same request stay written (zram fails the bio
+//!   the same way; NBD gives no atomicity across a request either).
+//! * Discard frees whole pages only, partial pages at the ends are left alone, and every page
+//!   in the range counts in `notify_free` (`zram_bio_discard`). Write-zeroes frees whole pages
+//!   too (they read back as zeros and report as holes) and zero-fills partial ends.
+//!
+//! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::arena::{Arena, Handle, PAGE_SIZE};
+use crate::error::BlkError;
+use crate::stats::{Counters, IoStat, MmStat, Stat};
+use crate::streams::{PageJob, Streams};
+use crate::sync::{lock, Mutex};
+
+/// Pages compressed or decompressed as one batch.
+const CHUNK: usize = 32;
+
+/// One slot's contents (`zram_table_entry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Never written, or freed: reads as zeros.
+    Empty,
+    /// One 8-byte word repeated over the page.
+    Same(u64),
+    /// An arena object of `len` bytes: compressed, or raw when `len` is a whole page.
+    Stored {
+        /// The object.
+        handle: Handle,
+        /// Its length.
+        len: u16,
+    },
+}
+
+impl Slot {
+    /// Whether the slot holds a raw (huge) page.
+    pub fn is_huge(&self) -> bool {
+        matches!(self, Slot::Stored { len, .. } if *len as usize == PAGE_SIZE)
+    }
+}
+
+/// What a page becomes.
+#[derive(Debug, Clone, Copy)]
+enum New<'a> {
+    Same(u64),
+    Bytes(&'a [u8]),
+}
+
+/// A piece of a request inside one page.
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    page: usize,
+    start: usize,
+    len: usize,
+}
+
+impl Seg {
+    fn whole(&self) -> bool {
+        self.start == 0 && self.len == PAGE_SIZE
+    }
+}
+
+fn segments(offset: u64, len: usize) -> impl Iterator<Item = Seg> {
+    let end = offset + len as u64;
+    let mut pos = offset;
+    std::iter::from_fn(move || {
+        if pos >= end {
+            return None;
+        }
+        let page = (pos / PAGE_SIZE as u64) as usize;
+        let start = (pos % PAGE_SIZE as u64) as usize;
+        let len = (PAGE_SIZE - start).min((end - pos) as usize);
+        pos += len as u64;
+        Some(Seg { page, start, len })
+    })
+}
+
+/// The repeated word if `page` is one 8-byte word over and over (`page_same_filled`).
+pub fn same_filled(page: &[u8]) -> Option<u64> {
+    let mut words = page.chunks_exact(8);
+    let first = words.next()?;
+    if words.all(|w| w == first) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(first);
+        Some(u64::from_ne_bytes(b))
+    } else {
+        None
+    }
+}
+
+fn fill_same(word: u64, start: usize, out: &mut [u8]) {
+    let b = word.to_ne_bytes();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = b[(start + i) % 8];
+    }
+}
+
+/// A reported range of the device (block status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    /// Start in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Reads as zeros and holds no memory (never written, discarded, or a zero page).
+    pub hole: bool,
+}
+
+/// A compressed RAM block device.
+pub struct Store {
+    size: u64,
+    slots: Vec<Mutex<Slot>>,
+    arena: Arena,
+    streams: Box<dyn Streams>,
+    counters: Counters,
+    mem_limit: AtomicU64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("size", &self.size)
+            .field("algorithm", &self.streams.algorithm())
+            .finish()
+    }
+}
+
+impl Store {
+    /// A device of `size` bytes (rounded up to whole pages, as zram's `disksize`), compressing
+    /// on `streams`, limited to `mem_limit` bytes of arena (0 = no limit).
+    pub fn new(size: u64, mem_limit: u64, streams: Box<dyn Streams>) -> Result<Store, BlkError> {
+        let pages = size.div_ceil(PAGE_SIZE as u64);
+        if pages == 0 {
+            return Err(BlkError::Option(
+                "the device size must be at least 1 byte".into(),
+            ));
+        }
+        let n = usize::try_from(pages)
+            .map_err(|_| BlkError::Option(format!("a size of {size} bytes is too large")))?;
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(n).map_err(|_| {
+            BlkError::Option(format!(
+                "could not allocate the slot table for {n} pages; choose a smaller size"
+            ))
+        })?;
+        slots.extend((0..n).map(|_| Mutex::new(Slot::Empty)));
+        Ok(Store {
+            size: pages * PAGE_SIZE as u64,
+            slots,
+            arena: Arena::new(),
+            streams,
+            counters: Counters::default(),
+            mem_limit: AtomicU64::new(mem_limit),
+        })
+    }
+
+    /// Device size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The arena (for its class table and huge class size).
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// A copy of one slot's state.
+    pub fn slot(&self, page: usize) -> Option<Slot> {
+        self.slots.get(page).map(|s| *lock(s))
+    }
+
+    fn check(&self, offset: u64, len: u64) -> Result<(), BlkError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => {
+                Counters::add(&self.counters.invalid_io, 1);
+                Err(BlkError::OutOfRange {
+                    offset,
+                    len,
+                    size: self.size,
+                })
+            }
+        }
+    }
+
+    fn limit_pages(&self) -> u64 {
+        self.mem_limit
+            .load(Ordering::Acquire)
+            .div_ceil(PAGE_SIZE as u64)
+    }
+
+    /// Read `buf.len()` bytes at `offset`.
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), BlkError> {
+        self.check(offset, buf.len() as u64)?;
+        Counters::add(&self.counters.num_reads, 1);
+        let r = self.read_inner(offset, buf);
+        if r.is_err() {
+            Counters::add(&self.counters.failed_reads, 1);
+        }
+        r
+    }
+
+    fn read_inner(&self, offset: u64, buf: &mut [u8]) -> Result<(), BlkError> {
+        let segs: Vec<Seg> = segments(offset, buf.len()).collect();
+        let mut comp = vec![0u8; CHUNK * PAGE_SIZE];
+        let mut tmp = vec![0u8; CHUNK * PAGE_SIZE];
+        let mut rest = buf;
+        for chunk in segs.chunks(CHUNK) {
+            let mut outs: Vec<&mut [u8]> = Vec::with_capacity(chunk.len());
+            for s in chunk {
+                let (a, b) = std::mem::take(&mut rest).split_at_mut(s.len);
+                outs.push(a);
+                rest = b;
+            }
+            self.read_chunk(chunk, &mut outs, &mut comp, &mut tmp)?;
+        }
+        Ok(())
+    }
+
+    /// Read one chunk of segments into `outs` (one slice each).
+    fn read_chunk(
+        &self,
+        chunk: &[Seg],
+        outs: &mut [&mut [u8]],
+        comp: &mut [u8],
+        tmp: &mut [u8],
+    ) -> Result<(), BlkError> {
+        // Snapshot each slot under its lock: fill what needs no decoding, copy objects out.
+        let mut pending: Vec<(usize, usize)> = Vec::new(); // (index in chunk, compressed len)
+        for (i, s) in chunk.iter().enumerate() {
+            let slot = lock(&self.slots[s.page]);
+            match *slot {
+                Slot::Empty => outs[i].fill(0),
+                Slot::Same(w) => fill_same(w, s.start, outs[i]),
+                Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
+                    let page = &mut tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
+                    self.arena.read(handle, page);
+                    outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
+                }
+                Slot::Stored { handle, len } => {
+                    let len = len as usize;
+                    self.arena
+                        .read(handle, &mut comp[i * PAGE_SIZE..i * PAGE_SIZE + len]);
+                    pending.push((i, len));
+                }
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut jobs: Vec<PageJob<'_>> = Vec::with_capacity(pending.len());
+        let mut comp_rest: &[u8] = comp;
+        let mut tmp_rest: &mut [u8] = tmp;
+        let mut taken = 0;
+        for &(i, len) in &pending {
+            // Split the scratch buffers at page i (pending is in increasing order).
+            let skip = (i - taken) * PAGE_SIZE;
+            let (_, c) = comp_rest.split_at(skip);
+            let (c, c_next) = c.split_at(PAGE_SIZE);
+            comp_rest = c_next;
+            let (_, t) = std::mem::take(&mut tmp_rest).split_at_mut(skip);
+            let (t, t_next) = t.split_at_mut(PAGE_SIZE);
+            tmp_rest = t_next;
+            taken = i + 1;
+            jobs.push(PageJob::new(&c[..len], t));
+        }
+        self.streams.decompress(&mut jobs);
+        for (job, &(i, _)) in jobs.iter_mut().zip(&pending) {
+            match job.result.take() {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(with_page(e, chunk[i].page)),
+                None => return Err(with_page(corrupt("not decompressed"), chunk[i].page)),
+            }
+        }
+        drop(jobs);
+        for &(i, _) in &pending {
+            let s = chunk[i];
+            let page = &tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
+            outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
+        }
+        Ok(())
+    }
+
+    /// Write `data` at `offset`.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), BlkError> {
+        self.check(offset, data.len() as u64)?;
+        Counters::add(&self.counters.num_writes, 1);
+        let r = self.write_inner(offset, data);
+        if r.is_err() {
+            Counters::add(&self.counters.failed_writes, 1);
+        }
+        r
+    }
+
+    fn write_inner(&self, offset: u64, data: &[u8]) -> Result<(), BlkError> {
+        let segs: Vec<Seg> = segments(offset, data.len()).collect();
+        let limit = self.arena.huge_class_size() - 1;
+        let mut out = vec![0u8; CHUNK * PAGE_SIZE];
+        let mut pos = 0;
+        for chunk in segs.chunks(CHUNK) {
+            let pieces: Vec<&[u8]> = chunk
+                .iter()
+                .map(|s| {
+                    let p = &data[pos..pos + s.len];
+                    pos += s.len;
+                    p
+                })
+                .collect();
+            // Whole pages that are not same-filled: one compression batch.
+            let mut jobs: Vec<PageJob<'_>> = Vec::new();
+            let mut which: Vec<usize> = Vec::new();
+            for ((i, s), o) in chunk.iter().enumerate().zip(out.chunks_mut(PAGE_SIZE)) {
+                if s.whole() && same_filled(pieces[i]).is_none() {
+                    jobs.push(PageJob::new(pieces[i], &mut o[..limit]));
+                    which.push(i);
+                }
+            }
+            self.streams.compress(&mut jobs);
+            let results: Vec<Option<Result<Option<usize>, BlkError>>> =
+                jobs.into_iter().map(|j| j.result).collect();
+            let mut results = which.into_iter().zip(results).peekable();
+            for (i, s) in chunk.iter().enumerate() {
+                if !s.whole() {
+                    self.write_partial(*s, pieces[i])?;
+                    continue;
+                }
+                let new = match results.next_if(|(w, _)| *w == i) {
+                    Some((_, r)) => match r {
+                        Some(Ok(Some(n))) => New::Bytes(&out[i * PAGE_SIZE..i * PAGE_SIZE + n]),
+                        Some(Ok(None)) => New::Bytes(pieces[i]),
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(corrupt("not compressed")),
+                    },
+                    None => match same_filled(pieces[i]) {
+                        Some(w) => New::Same(w),
+                        None => New::Bytes(pieces[i]),
+                    },
+                };
+                let mut slot = lock(&self.slots[s.page]);
+                self.replace(&mut slot, new)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read-modify-write of part of one page, under its slot lock.
+    fn write_partial(&self, s: Seg, bytes: &[u8]) -> Result<(), BlkError> {
+        let mut slot = lock(&self.slots[s.page]);
+        let mut page = [0u8; PAGE_SIZE];
+        self.load(&slot, s.page, &mut page)?;
+        page[s.start..s.start + s.len].copy_from_slice(bytes);
+        let mut out = [0u8; PAGE_SIZE];
+        let new = self.encode(&page, &mut out)?;
+        self.replace(&mut slot, new)
+    }
+
+    /// Decode one slot into a whole page.
+    fn load(
+        &self,
+        slot: &Slot,
+        page_index: usize,
+        page: &mut [u8; PAGE_SIZE],
+    ) -> Result<(), BlkError> {
+        match *slot {
+            Slot::Empty => page.fill(0),
+            Slot::Same(w) => fill_same(w, 0, page),
+            Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
+                self.arena.read(handle, page)
+            }
+            Slot::Stored { handle, len } => {
+                let mut comp = [0u8; PAGE_SIZE];
+                let comp = &mut comp[..len as usize];
+                self.arena.read(handle, comp);
+                let mut jobs = [PageJob::new(comp, page)];
+                self.streams.decompress(&mut jobs);
+                match jobs[0].result.take() {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(with_page(e, page_index)),
+                    None => return Err(with_page(corrupt("not decompressed"), page_index)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What a whole page becomes: its word, its compressed bytes in `out`, or itself raw.
+    fn encode<'a>(&self, page: &'a [u8], out: &'a mut [u8]) -> Result<New<'a>, BlkError> {
+        if let Some(w) = same_filled(page) {
+            return Ok(New::Same(w));
+        }
+        let limit = self.arena.huge_class_size() - 1;
+        let mut jobs = [PageJob::new(page, &mut out[..limit])];
+        self.streams.compress(&mut jobs);
+        let r = jobs[0].result.take();
+        match r {
+            Some(Ok(Some(n))) => Ok(New::Bytes(&out[..n])),
+            Some(Ok(None)) => Ok(New::Bytes(page)),
+            Some(Err(e)) => Err(e),
+            None => Err(corrupt("not compressed")),
+        }
+    }
+
+    /// Store `new` in a locked slot, then free what it held. On failure the slot is unchanged.
+    fn replace(&self, slot: &mut Slot, new: New<'_>) -> Result<(), BlkError> {
+        let next = match new {
+            New::Same(w) => Slot::Same(w),
+            New::Bytes(b) => {
+                let handle = self
+                    .arena
+                    .store(b, self.limit_pages())
+                    .map_err(BlkError::NoSpace)?;
+                Slot::Stored {
+                    handle,
+                    len: b.len() as u16,
+                }
+            }
+        };
+        self.release(slot);
+        *slot = next;
+        self.account(&next);
+        Ok(())
+    }
+
+    fn account(&self, slot: &Slot) {
+        let c = &self.counters;
+        match *slot {
+            Slot::Empty => return,
+            Slot::Same(_) => Counters::add(&c.same_pages, 1),
+            Slot::Stored { len, .. } => {
+                Counters::add(&c.compr_data_size, len as u64);
+                if slot.is_huge() {
+                    Counters::add(&c.huge_pages, 1);
+                    Counters::add(&c.huge_pages_since, 1);
+                }
+            }
+        }
+        Counters::add(&c.pages_stored, 1);
+    }
+
+    /// Free what a locked slot holds and make it empty (`zram_slot_free`).
+    fn release(&self, slot: &mut Slot) {
+        let c = &self.counters;
+        match *slot {
+            Slot::Empty => return,
+            Slot::Same(_) => Counters::sub(&c.same_pages, 1),
+            Slot::Stored { handle, len } => {
+                self.arena.free(handle);
+                Counters::sub(&c.compr_data_size, len as u64);
+                if slot.is_huge() {
+                    Counters::sub(&c.huge_pages, 1);
+                }
+            }
+        }
+        Counters::sub(&c.pages_stored, 1);
+        *slot = Slot::Empty;
+    }
+
+    fn whole_pages(offset: u64, len: u64) -> std::ops::Range<usize> {
+        let first = offset.div_ceil(PAGE_SIZE as u64) as usize;
+        let end = ((offset + len) / PAGE_SIZE as u64) as usize;
+        first..end.max(first)
+    }
+
+    /// Discard (trim): free the whole pages in the range.
+    pub fn discard(&self, offset: u64, len: u64) -> Result<(), BlkError> {
+        self.check(offset, len)?;
+        for page in Store::whole_pages(offset, len) {
+            self.release(&mut lock(&self.slots[page]));
+            Counters::add(&self.counters.notify_free, 1);
+        }
+        Ok(())
+    }
+
+    /// Write zeros: whole pages become holes, partial ends are zero-filled.
+    pub fn write_zeroes(&self, offset: u64, len: u64) -> Result<(), BlkError> {
+        self.check(offset, len)?;
+        Counters::add(&self.counters.num_writes, 1);
+        let whole = Store::whole_pages(offset, len);
+        let zeros = [0u8; PAGE_SIZE];
+        let r = (|| {
+            for s in segments(offset, len as usize) {
+                if whole.contains(&s.page) {
+                    self.release(&mut lock(&self.slots[s.page]));
+                } else {
+                    self.write_partial(s, &zeros[..s.len])?;
+                }
+            }
+            Ok(())
+        })();
+        if r.is_err() {
+            Counters::add(&self.counters.failed_writes, 1);
+        }
+        r
+    }
+
+    /// Block status of the range: runs of data and holes, clipped to the range.
+    pub fn extents(&self, offset: u64, len: u64) -> Result<Vec<Extent>, BlkError> {
+        self.check(offset, len)?;
+        let mut out: Vec<Extent> = Vec::new();
+        for s in segments(offset, len as usize) {
+            let slot = *lock(&self.slots[s.page]);
+            let hole = matches!(slot, Slot::Empty | Slot::Same(0));
+            let start = s.page as u64 * PAGE_SIZE as u64 + s.start as u64;
+            match out.last_mut() {
+                Some(e) if e.hole == hole => e.len += s.len as u64,
+                _ => out.push(Extent {
+                    offset: start,
+                    len: s.len as u64,
+                    hole,
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Compact the arena (`compact`); returns the pages freed.
+    pub fn compact(&self) -> u64 {
+        self.arena.compact()
+    }
+
+    /// Free every page and zero the statistics (`reset`; the size and options stay).
+    pub fn reset(&self) {
+        for s in &self.slots {
+            self.release(&mut lock(s));
+        }
+        self.arena.reset_counters();
+        let c = &self.counters;
+        for a in [
+            &c.huge_pages_since,
+            &c.failed_reads,
+            &c.failed_writes,
+            &c.invalid_io,
+            &c.notify_free,
+            &c.num_reads,
+            &c.num_writes,
+        ] {
+            a.store(0, Ordering::Release);
+        }
+    }
+
+    /// Set `mem_limit` in bytes (0 = none). Lowering it below what is in use frees nothing;
+    /// further writes that need memory fail until use drops below it.
+    pub fn set_mem_limit(&self, bytes: u64) {
+        self.mem_limit.store(bytes, Ordering::Release);
+    }
+
+    /// Change the number of streams live.
+    pub fn set_streams(&self, n: usize) -> Result<(), BlkError> {
+        self.streams.set_streams(n)
+    }
+
+    /// Statistics now.
+    pub fn stat(&self) -> Stat {
+        let c = &self.counters;
+        let g = Counters::get;
+        Stat {
+            disksize: self.size,
+            comp_algorithm: self.streams.algorithm(),
+            streams: self.streams.streams(),
+            mm_stat: MmStat {
+                orig_data_size: g(&c.pages_stored) * PAGE_SIZE as u64,
+                compr_data_size: g(&c.compr_data_size),
+                mem_used_total: self.arena.total_pages() * PAGE_SIZE as u64,
+                mem_limit: self.mem_limit.load(Ordering::Acquire),
+                mem_used_max: self.arena.max_pages() * PAGE_SIZE as u64,
+                same_pages: g(&c.same_pages),
+                pages_compacted: self.arena.pages_compacted(),
+                huge_pages: g(&c.huge_pages),
+                huge_pages_since: g(&c.huge_pages_since),
+            },
+            io_stat: IoStat {
+                failed_reads: g(&c.failed_reads),
+                failed_writes: g(&c.failed_writes),
+                invalid_io: g(&c.invalid_io),
+                notify_free: g(&c.notify_free),
+            },
+            num_reads: g(&c.num_reads),
+            num_writes: g(&c.num_writes),
+        }
+    }
+}
+
+fn corrupt(message: &str) -> BlkError {
+    BlkError::Corrupt {
+        page: 0,
+        message: message.to_string(),
+    }
+}
+
+fn with_page(e: BlkError, page: usize) -> BlkError {
+    match e {
+        BlkError::Corrupt { message, .. } => BlkError::Corrupt {
+            page: page as u64,
+            message,
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,238 @@
+//! Compression streams: zram's zcomp (drivers/block/zram/zcomp.c), here the engine's one
+//! asynchronous API. A [`Streams`] compresses and decompresses a batch of pages;
+//! [`OffloadStreams`] runs each batch on an [`Offload`](wring_engine::offload::Offload), whose
+//! CPU workers are the streams (`max_comp_streams`, resized live with
+//! [`Streams::set_streams`]).
+//!
+//! A trait rather than the `Offload` itself so that the shuttle model and the property tests can
+//! drive the store with [`ToyStreams`], a deterministic run-length coder with no threads.
+
+use std::sync::Arc;
+
+use wring_engine::offload::{BatchJob, Completed, Offload, OffloadConfig, Op};
+use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig};
+
+use crate::arena::PAGE_SIZE;
+use crate::error::BlkError;
+
+/// One page's job: compress `input` (one page) into `output` (its length is the limit), or
+/// decompress `input` into `output` (one page).
+#[derive(Debug)]
+pub struct PageJob<'a> {
+    /// The bytes to work on.
+    pub input: &'a [u8],
+    /// Where the result goes.
+    pub output: &'a mut [u8],
+    /// Compression: `Some(n)` bytes written, `None` when the result did not fit.
+    /// Decompression: `Some(PAGE_SIZE)`.
+    pub result: Option<Result<Option<usize>, BlkError>>,
+}
+
+impl<'a> PageJob<'a> {
+    /// A job not yet run.
+    pub fn new(input: &'a [u8], output: &'a mut [u8]) -> PageJob<'a> {
+        PageJob {
+            input,
+            output,
+            result: None,
+        }
+    }
+}
+
+/// What compresses and decompresses pages.
+pub trait Streams: Send + Sync {
+    /// Compress every job (each fits or reports `None`).
+    fn compress(&self, jobs: &mut [PageJob<'_>]);
+    /// Decompress every job into a whole page.
+    fn decompress(&self, jobs: &mut [PageJob<'_>]);
+    /// Streams now.
+    fn streams(&self) -> usize;
+    /// Change the number of streams live.
+    fn set_streams(&self, n: usize) -> Result<(), BlkError>;
+    /// The algorithm's name for reports.
+    fn algorithm(&self) -> String;
+}
+
+/// Streams on the engine's offload.
+#[derive(Debug)]
+pub struct OffloadStreams {
+    offload: Offload,
+    spec: CompressSpec,
+    algorithm: Algorithm,
+    name: String,
+}
+
+impl OffloadStreams {
+    /// An offload with `streams` CPU workers compressing with `spec`; `name` is zram's name
+    /// for the algorithm.
+    pub fn new(spec: CompressSpec, name: &str, streams: usize) -> Result<OffloadStreams, BlkError> {
+        let Some(algorithm) = spec.algorithm else {
+            return Err(BlkError::Option(
+                "comp_algorithm must name an algorithm; 'no' is not one".into(),
+            ));
+        };
+        let streams = streams.max(1);
+        let engine = Arc::new(Engine::new(EngineConfig {
+            max_extent: PAGE_SIZE.max(wring_engine::BLOCK_SIZE),
+            streams,
+            ..EngineConfig::default()
+        }));
+        let config = OffloadConfig::for_engine(&engine);
+        let offload = Offload::new(engine, config).map_err(|e| BlkError::Compress {
+            algorithm: name.to_string(),
+            message: format!("could not start the streams: {e}"),
+        })?;
+        Ok(OffloadStreams {
+            offload,
+            spec,
+            algorithm,
+            name: name.to_string(),
+        })
+    }
+
+    fn failed(&self, e: impl std::fmt::Display) -> BlkError {
+        BlkError::Compress {
+            algorithm: self.name.clone(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Streams for OffloadStreams {
+    fn compress(&self, jobs: &mut [PageJob<'_>]) {
+        let op = Op::CompressInto { spec: self.spec };
+        let mut batch: Vec<BatchJob<'_>> = jobs
+            .iter_mut()
+            .map(|j| BatchJob::new(op, j.input, j.output))
+            .collect();
+        self.offload.run_batch(&mut batch);
+        let results: Vec<_> = batch.into_iter().map(|b| b.result).collect();
+        for (job, r) in jobs.iter_mut().zip(results) {
+            job.result = Some(match r {
+                Some(Ok(Completed::CompressedInto(n))) => Ok(n),
+                Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
+                Some(Err(e)) => Err(self.failed(e)),
+                None => Err(self.failed("the batch did not run the job")),
+            });
+        }
+    }
+
+    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
+        let op = Op::Decompress {
+            algorithm: self.algorithm,
+            len: PAGE_SIZE,
+        };
+        let mut batch: Vec<BatchJob<'_>> = jobs
+            .iter_mut()
+            .map(|j| BatchJob::new(op, j.input, j.output))
+            .collect();
+        self.offload.run_batch(&mut batch);
+        let results: Vec<_> = batch.into_iter().map(|b| b.result).collect();
+        for (job, r) in jobs.iter_mut().zip(results) {
+            job.result = Some(match r {
+                Some(Ok(Completed::Decompressed(n))) if n == PAGE_SIZE => Ok(Some(n)),
+                Some(Ok(Completed::Decompressed(n))) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: format!("decompressed to {n} bytes, not a page"),
+                }),
+                Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
+                Some(Err(e)) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: e.to_string(),
+                }),
+                None => Err(self.failed("the batch did not run the job")),
+            });
+        }
+    }
+
+    fn streams(&self) -> usize {
+        self.offload.workers()
+    }
+
+    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
+        self.offload.set_streams(n).map_err(|e| self.failed(e))
+    }
+
+    fn algorithm(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// A deterministic run-length coder on the calling thread, for models and property tests:
+/// pairs of (run length, byte).
+#[derive(Debug, Default)]
+pub struct ToyStreams;
+
+impl ToyStreams {
+    fn encode(input: &[u8], out: &mut [u8]) -> Option<usize> {
+        let mut n = 0;
+        let mut i = 0;
+        while i < input.len() {
+            let b = input[i];
+            let mut run = 1;
+            while i + run < input.len() && input[i + run] == b && run < 255 {
+                run += 1;
+            }
+            if n + 2 > out.len() {
+                return None;
+            }
+            out[n] = run as u8;
+            out[n + 1] = b;
+            n += 2;
+            i += run;
+        }
+        Some(n)
+    }
+
+    fn decode(input: &[u8], out: &mut [u8]) -> Result<usize, String> {
+        let mut n = 0;
+        for pair in input.chunks(2) {
+            let [run, b] = pair else {
+                return Err("odd length".into());
+            };
+            let end = n + *run as usize;
+            if end > out.len() {
+                return Err("longer than a page".into());
+            }
+            out[n..end].fill(*b);
+            n = end;
+        }
+        Ok(n)
+    }
+}
+
+impl Streams for ToyStreams {
+    fn compress(&self, jobs: &mut [PageJob<'_>]) {
+        for j in jobs {
+            j.result = Some(Ok(ToyStreams::encode(j.input, j.output)));
+        }
+    }
+
+    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
+        for j in jobs {
+            j.result = Some(match ToyStreams::decode(j.input, j.output) {
+                Ok(n) if n == PAGE_SIZE => Ok(Some(n)),
+                Ok(n) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: format!("{n} bytes"),
+                }),
+                Err(m) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: m,
+                }),
+            });
+        }
+    }
+
+    fn streams(&self) -> usize {
+        1
+    }
+
+    fn set_streams(&self, _n: usize) -> Result<(), BlkError> {
+        Ok(())
+    }
+
+    fn algorithm(&self) -> String {
+        "toy-rle".into()
+    }
+}

@@ -1,0 +1,141 @@
+//! Model-checked concurrency of the slot state machine (shuttle): whole-page writes,
+//! read-modify-write of parts of one page, discard, write-zeroes, compaction and reset racing
+//! on a few slots, with the toy coder (no threads of its own). Shuttle explores interleavings
+//! and reports any deadlock or failed assertion; after each run every page must hold what
+//! some serial order of the racing requests would leave, and mm_stat must add up.
+//!
+//! Run with `cargo test -p wring-blk --features shuttle --test model`.
+#![cfg(feature = "shuttle")]
+
+use shuttle::sync::Arc;
+use shuttle::thread;
+use wring_blk::{Slot, Store, ToyStreams, PAGE_SIZE};
+
+const ITERATIONS: usize = 500;
+const PAGES: usize = 3;
+
+fn store() -> Arc<Store> {
+    Arc::new(Store::new((PAGES * PAGE_SIZE) as u64, 0, Box::new(ToyStreams)).unwrap())
+}
+
+fn page(fill: u8) -> Vec<u8> {
+    (0..PAGE_SIZE)
+        .map(|i| if i % 3 == 0 { fill } else { i as u8 })
+        .collect()
+}
+
+fn check_stats(s: &Store) {
+    let m = s.stat().mm_stat;
+    let stored = (0..PAGES)
+        .filter(|&p| s.slot(p) != Some(Slot::Empty))
+        .count() as u64;
+    assert_eq!(m.orig_data_size, stored * PAGE_SIZE as u64);
+    assert!(m.compr_data_size <= m.mem_used_total);
+}
+
+/// Two threads each write their own quarter of the same page (partial RMW) while a third
+/// rewrites the next page whole and compacts: no quarter is lost.
+#[test]
+fn partial_writes_to_one_page_lose_nothing() {
+    shuttle::check_random(
+        || {
+            let s = store();
+            let writers: Vec<_> = (0..2u8)
+                .map(|t| {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || {
+                        s.write(t as u64 * 1024, &[t + 1; 1024]).unwrap();
+                    })
+                })
+                .collect();
+            let s2 = Arc::clone(&s);
+            let other = thread::spawn(move || {
+                s2.write(PAGE_SIZE as u64, &page(9)).unwrap();
+                s2.compact();
+            });
+            for w in writers {
+                w.join().unwrap();
+            }
+            other.join().unwrap();
+            let mut b = vec![0u8; 2048];
+            s.read(0, &mut b).unwrap();
+            assert!(b[..1024].iter().all(|&x| x == 1) && b[1024..].iter().all(|&x| x == 2));
+            let mut p = vec![0u8; PAGE_SIZE];
+            s.read(PAGE_SIZE as u64, &mut p).unwrap();
+            assert_eq!(p, page(9));
+            check_stats(&s);
+        },
+        ITERATIONS,
+    );
+}
+
+/// A write, a discard and a write-zeroes of the same pages race; each page ends as one of the
+/// serial outcomes (the write's data, or zeros) and a read racing them sees whole pages of
+/// one or the other.
+#[test]
+fn write_discard_zero_race_leaves_a_serial_outcome() {
+    shuttle::check_random(
+        || {
+            let s = store();
+            let data: Vec<u8> = (0..PAGES as u8).flat_map(page).collect();
+            let (s1, s2, s3, s4) = (
+                Arc::clone(&s),
+                Arc::clone(&s),
+                Arc::clone(&s),
+                Arc::clone(&s),
+            );
+            let d = data.clone();
+            let t1 = thread::spawn(move || s1.write(0, &d).unwrap());
+            let t2 = thread::spawn(move || s2.discard(0, (2 * PAGE_SIZE) as u64).unwrap());
+            let t3 = thread::spawn(move || {
+                s3.write_zeroes(PAGE_SIZE as u64, (2 * PAGE_SIZE) as u64)
+                    .unwrap()
+            });
+            let d = data.clone();
+            let t4 = thread::spawn(move || {
+                let mut b = vec![0u8; PAGES * PAGE_SIZE];
+                s4.read(0, &mut b).unwrap();
+                for p in 0..PAGES {
+                    let got = &b[p * PAGE_SIZE..(p + 1) * PAGE_SIZE];
+                    assert!(
+                        got == &d[p * PAGE_SIZE..(p + 1) * PAGE_SIZE]
+                            || got.iter().all(|&x| x == 0),
+                        "page {p} torn"
+                    );
+                }
+            });
+            for t in [t1, t2, t3, t4] {
+                t.join().unwrap();
+            }
+            let mut b = vec![0u8; PAGES * PAGE_SIZE];
+            s.read(0, &mut b).unwrap();
+            for p in 0..PAGES {
+                let got = &b[p * PAGE_SIZE..(p + 1) * PAGE_SIZE];
+                assert!(
+                    got == &data[p * PAGE_SIZE..(p + 1) * PAGE_SIZE] || got.iter().all(|&x| x == 0)
+                );
+            }
+            check_stats(&s);
+        },
+        ITERATIONS,
+    );
+}
+
+/// Reset racing writes: afterwards the statistics match the slots.
+#[test]
+fn reset_racing_writes_keeps_stats_consistent() {
+    shuttle::check_random(
+        || {
+            let s = store();
+            let s1 = Arc::clone(&s);
+            let t = thread::spawn(move || {
+                s1.write(0, &page(1)).unwrap();
+                s1.write(100, &[5u8; 10]).unwrap();
+            });
+            s.reset();
+            t.join().unwrap();
+            check_stats(&s);
+        },
+        ITERATIONS,
+    );
+}
