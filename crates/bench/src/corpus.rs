@@ -5,6 +5,9 @@
 //!
 //! A corpus is identified by its byte count and the sha256 of its sorted file list (name and
 //! size of every file); the sha256 of the contents is given too.
+//!
+//! This is every benchmark's one corpus loader: `levels`, `streams`, `kernel`, `offload`,
+//! `recompress` load a [`Corpus`]; `fs` copies the directory itself and lists it with [`list`].
 
 use std::fs;
 use std::io::Read;
@@ -151,13 +154,17 @@ impl Corpus {
         }
     }
 
-    /// Every regular, non-empty file under `dir`, recursively (symbolic links are not followed).
+    /// Every regular, non-empty file under `dir`, recursively (symbolic links are not
+    /// followed), except the shared corpus builder's [`MANIFEST`] at the top (a list of the
+    /// files, not data).
     pub fn load(dir: &Path) -> Result<Corpus, BenchError> {
-        let mut paths = Vec::new();
-        walk(dir, &mut paths)
-            .map_err(|e| BenchError::io(format!("listing {}", dir.display()), e))?;
-        let mut files = Vec::with_capacity(paths.len());
-        for path in paths {
+        let listed = list(dir)?;
+        let mut files = Vec::with_capacity(listed.len());
+        for (rel, _) in listed {
+            if rel.as_os_str() == MANIFEST {
+                continue;
+            }
+            let path = dir.join(&rel);
             let data = fs::read(&path)
                 .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
             if data.is_empty() {
@@ -312,6 +319,32 @@ impl Corpus {
         out.resize(len, 0);
         out
     }
+}
+
+/// The file `../shared/corpus/build.sh` writes beside the corpus files: their names, sizes and
+/// checksums. [`Corpus::load`] passes over it.
+pub const MANIFEST: &str = "MANIFEST";
+
+/// Environment variable naming the shared corpus directory, which `wring bench recompress` and
+/// `wring bench fs` take when no `--corpus` is given.
+pub const CORPUS_ENV: &str = "WRING_CORPUS";
+
+/// Every regular file under `dir`, recursively (symbolic links are not followed), as its path
+/// relative to `dir` and its size, sorted by path.
+pub fn list(dir: &Path) -> Result<Vec<(PathBuf, u64)>, BenchError> {
+    let mut paths = Vec::new();
+    walk(dir, &mut paths).map_err(|e| BenchError::io(format!("listing {}", dir.display()), e))?;
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let len = fs::symlink_metadata(&path)
+                .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?
+                .len();
+            let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+            Ok((rel, len))
+        })
+        .collect()
 }
 
 /// `data` cut into pieces of at most `max_extent` bytes (the last one shorter); none for an

@@ -53,8 +53,65 @@ pub enum BenchError {
     #[error("zram: {0}")]
     Zram(String),
     /// The benchmark needs root.
-    #[error("{0} needs root (loop devices, mount, encoded reads, zram)")]
-    NotRoot(&'static str),
+    #[error("{what} needs root ({why})")]
+    NotRoot {
+        /// The benchmark.
+        what: &'static str,
+        /// What it does that needs root.
+        why: &'static str,
+    },
+    /// The kernel's btrfs cannot compress with the method asked for.
+    #[error("the kernel's btrfs cannot compress this way: {0}")]
+    NotInBtrfs(#[from] wring_engine::NotInBtrfs),
+    /// `wring btrfs recompress` failed as a whole.
+    #[error(transparent)]
+    Recompress(#[from] wring_btrfs::recompress::RecompressError),
+    /// A file the benchmark wrote was not recompressed.
+    #[error("recompress of {path} did not finish: {why}")]
+    NotRecompressed {
+        /// The file.
+        path: PathBuf,
+        /// Its status.
+        why: String,
+    },
+    /// A wring mount daemon did not start.
+    #[error("{what}: {source}")]
+    WringMount {
+        /// What was being mounted.
+        what: String,
+        /// Why it did not become ready.
+        #[source]
+        source: wring_fs::daemon::StartError,
+    },
+    /// A wring filesystem operation (mkfs, umount, an xattr) failed.
+    #[error("{what}: {source}")]
+    Fs {
+        /// What was being done.
+        what: String,
+        /// Why.
+        #[source]
+        source: wring_fs::FsError,
+    },
+    /// A program the benchmark runs (cp, tar) failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A wring filesystem's stat report lacks a figure.
+    #[error("the stat report of {path} has no {field}: {report}")]
+    StatReport {
+        /// The path asked about.
+        path: PathBuf,
+        /// The figure missing.
+        field: String,
+        /// The report.
+        report: String,
+    },
     /// The user pressed Ctrl-C; everything set up has been undone.
     #[error("interrupted")]
     Interrupted,

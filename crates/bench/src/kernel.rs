@@ -11,6 +11,9 @@
 //! The image is a sparse file whose blocks may still sit in the host's page cache, so the read
 //! measures the filesystem and decompression rather than the disk. Methods the kernel's btrfs
 //! lacks (lz4, lz4hc, zstd above 15) get wring's row and "n/a".
+//!
+//! [`KernelFs`] is every benchmark's one kernel run: `kernel` here, `recompress` and `fs` mount
+//! the kernel's btrfs through it, with the option [`CompressSpec::btrfs_option`] gives.
 
 use std::collections::HashSet;
 use std::fs;
@@ -20,6 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::Serialize;
+use wring_btrfs::stat::{stat_paths, Usage};
 use wring_btrfs::testing::ScratchFs;
 use wring_btrfs::Extents;
 use wring_engine::CompressSpec;
@@ -140,9 +144,10 @@ pub fn run_btrfs(
     cfg: &KernelConfig,
     progress: &Progress,
 ) -> Result<Vec<KernelRow>, BenchError> {
-    if !wring_btrfs::testing::is_root() {
-        return Err(BenchError::NotRoot("wring bench kernel"));
-    }
+    require_root(
+        "wring bench kernel",
+        "loop devices, mount, encoded reads, zram",
+    )?;
     let mut lcfg = LevelsConfig::new(cfg.methods.clone(), cfg.streams);
     lcfg.bare = cfg.bare;
     lcfg.repeat = cfg.repeat.max(1);
@@ -153,7 +158,10 @@ pub fn run_btrfs(
     for &spec in &cfg.methods {
         let wring = bench.measure(spec, progress)?;
         let (kernel, kernel_note) = match spec.btrfs_option() {
-            Ok(option) => (Some(measure_kernel(corpus, &option, cfg, progress)?), None),
+            Ok(option) => (
+                Some(measure_kernel(corpus, spec, &option, cfg, progress)?),
+                None,
+            ),
             Err(why) => {
                 for _ in 0..kernel_steps {
                     progress.done();
@@ -178,6 +186,81 @@ pub fn run_btrfs(
     Ok(rows)
 }
 
+/// Whether this process runs as root, as the benchmarks' kernel runs need (loop devices,
+/// mounts, encoded reads, zram, dropping the page cache). Production's check; tests have their
+/// own in wring-testing.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// [`BenchError::NotRoot`] naming `what` and `why`, unless this process runs as root.
+pub fn require_root(what: &'static str, why: &'static str) -> Result<(), BenchError> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(BenchError::NotRoot { what, why })
+    }
+}
+
+/// A fresh scratch btrfs (sparse image, loop device) mounted with `compress-force=OPTION`, the
+/// option [`CompressSpec::btrfs_option`] gives: the kernel side of every benchmark. Dropping it
+/// unmounts and removes everything.
+#[derive(Debug)]
+pub struct KernelFs {
+    scratch: ScratchFs,
+    options: String,
+}
+
+impl KernelFs {
+    /// Make and mount one of `image` bytes compressing as `spec`. [`BenchError::NotInBtrfs`]
+    /// when btrfs has no such method; a `Scratch` mount error when this kernel refuses it.
+    pub fn mount(spec: CompressSpec, image: u64) -> Result<KernelFs, BenchError> {
+        let options = format!("compress-force={}", spec.btrfs_option()?);
+        let scratch = ScratchFs::with_size(&options, image)?;
+        Ok(KernelFs { scratch, options })
+    }
+
+    /// The mount options (`compress-force=zstd:3`).
+    pub fn options(&self) -> &str {
+        &self.options
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// Write everything out (`sync -f`): the end of a timed write.
+    pub fn sync(&self) -> Result<(), BenchError> {
+        Ok(self.scratch.sync()?)
+    }
+
+    /// Unmount and mount again, so reads come from the disk image, not the page cache.
+    pub fn remount(&mut self) -> Result<(), BenchError> {
+        Ok(self.scratch.remount()?)
+    }
+
+    /// compsize's totals of every file on it.
+    pub fn usage(&self) -> Result<Usage, BenchError> {
+        usage(self.path())
+    }
+}
+
+/// compsize's totals (file bytes, disk bytes) of every file under `root`, on btrfs.
+pub fn usage(root: &Path) -> Result<Usage, BenchError> {
+    Ok(stat_paths(&[root.to_path_buf()])?.0.total())
+}
+
+/// Write `copies` copies of the corpus under `root` (`copy-0/…`, `copy-1/…`, at least one),
+/// keeping relative paths; returns the bytes written.
+pub fn write_copies(corpus: &Corpus, root: &Path, copies: usize) -> Result<u64, BenchError> {
+    for copy in 0..copies.max(1) {
+        write_copy(corpus, &copy_dir(root, copy))?;
+    }
+    Ok(corpus.bytes() * copies.max(1) as u64)
+}
+
 /// Size of the sparse image for `bytes` of data: room for it three times over, at least 2 GiB.
 pub fn image_size(bytes: u64) -> u64 {
     (bytes.saturating_mul(3))
@@ -188,16 +271,17 @@ pub fn image_size(bytes: u64) -> u64 {
 /// One method on a fresh scratch btrfs: write and sync, measure extents, remount, read.
 fn measure_kernel(
     corpus: &Corpus,
+    spec: CompressSpec,
     option: &str,
     cfg: &KernelConfig,
     progress: &Progress,
 ) -> Result<KernelFigures, BenchError> {
     let copies = cfg.copies.max(1);
     let total = corpus.bytes() * copies as u64;
-    let options = format!("compress-force={option}");
     let _cleanup = Cleanup::enter();
     progress.step(format!("btrfs {option}: mkfs and mount"));
-    let mut scratch = ScratchFs::with_size(&options, image_size(total))?;
+    let mut scratch = KernelFs::mount(spec, image_size(total))?;
+    let options = scratch.options().to_string();
     let root = scratch.path().to_path_buf();
 
     let t = Instant::now();

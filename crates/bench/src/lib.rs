@@ -7,6 +7,9 @@
 //! * [`streams`] — seed 002's experiment: W concurrent writers under stream limits 1, 2, …;
 //! * [`kernel`] — the same methods through the kernel's btrfs (compress-force on a loop-mounted
 //!   image) and [`zram`] — the corpus through /dev/zram0, each beside wring's figures;
+//! * [`recompress`] — `wring btrfs recompress` at -j1 and -j2 against the kernel's compress-force
+//!   write of the same data, and [`fs`] — seed 001's experiment through a real wring-fs mount
+//!   against the kernel's btrfs;
 //! * [`offload`] — seed 004's table: per request size, the CPU provider of the engine's offload
 //!   API against the simulated device (a test double) at a few latencies, threshold and fallback;
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
@@ -17,6 +20,7 @@
 
 pub mod corpus;
 mod error;
+pub mod fs;
 pub mod interrupt;
 pub mod kernel;
 pub mod levels;
@@ -25,6 +29,7 @@ pub mod metrics;
 pub mod offload;
 pub mod plot;
 pub mod progress;
+pub mod recompress;
 pub mod report;
 pub mod streams;
 pub mod zram;

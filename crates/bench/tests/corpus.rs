@@ -2,7 +2,7 @@
 
 mod common;
 
-use wring_bench::corpus::{split_extents, Corpus, CorpusFile, SampleSource};
+use wring_bench::corpus::{list, split_extents, Corpus, CorpusFile, SampleSource};
 
 const MAX: usize = 128 * 1024;
 
@@ -65,6 +65,30 @@ fn load_reads_every_file_sorted_and_skips_empty_ones() {
     assert_eq!(loaded.files, made.files);
     assert_eq!(loaded.list_sha256(), made.list_sha256());
     assert_eq!(loaded.content_sha256(), made.content_sha256());
+}
+
+#[test]
+fn load_passes_over_the_builders_manifest_and_list_gives_every_file() {
+    let dir = common::TempDir::new("manifest");
+    common::write_corpus(dir.path());
+    std::fs::write(dir.path().join("MANIFEST"), b"a/exact.txt 131072 0123\n").expect("write");
+    std::fs::write(dir.path().join("a/MANIFEST"), b"data, not a list").expect("write");
+    let loaded = Corpus::load(dir.path()).expect("load");
+    let names: Vec<&str> = loaded.files.iter().map(|f| f.name.as_str()).collect();
+    assert!(!names.contains(&"MANIFEST"), "{names:?}");
+    assert!(names.contains(&"a/MANIFEST"), "{names:?}");
+    // The listing (what `bench fs` copies) holds everything, with sizes, sorted.
+    let listed = list(dir.path()).expect("list");
+    let paths: Vec<String> = listed
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    assert_eq!(paths.first().map(String::as_str), Some("MANIFEST"));
+    assert!(paths.windows(2).all(|w| w[0] < w[1]), "{paths:?}");
+    assert_eq!(listed.len(), names.len() + 1);
+    assert!(listed
+        .iter()
+        .any(|(p, len)| p.as_os_str() == "a/MANIFEST" && *len == 16));
 }
 
 #[test]

@@ -11,13 +11,11 @@
 //! * [`walk`] — the regular files under some paths, staying on one btrfs;
 //! * [`stat`] — a compsize-style report with extent counts and a ratio histogram;
 //! * [`recompress`] — rewrite files' extents compressed by wring, content unchanged;
-//! * [`bench`] — `wring bench recompress`: wring's recompression against the kernel's writeback;
 //! * [`testing`] — scratch btrfs filesystems on loop devices and test data, for tests.
 //!
 //! Mirrors the user-facing side of fs/btrfs/ioctl.c and fs/btrfs/inode.c's encoded I/O.
 //! Encoded I/O needs CAP_SYS_ADMIN and Linux 5.18 or later.
 
-pub mod bench;
 mod error;
 pub mod extents;
 pub mod fsinfo;

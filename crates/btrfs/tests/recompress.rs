@@ -1,4 +1,4 @@
-//! `wring btrfs recompress`, `stat` and `bench recompress` on real btrfs (loop devices; root).
+//! `wring btrfs recompress` and `stat` on real btrfs (loop devices; root).
 //!
 //! * Corpus slices recompressed with zlib, lzo and zstd at several levels (19 and a negative
 //!   one included) read back byte-identical from the kernel after a remount, decode in wring,
@@ -7,7 +7,6 @@
 //! * Files that are open, changed during the run, inline, nodatacow, NOCOMPRESS or carry file
 //!   capabilities are skipped with the reason.
 //! * Killing recompress with SIGKILL at random moments loses nothing.
-//! * The benchmark produces its rows.
 //!
 //! Without root the tests fail, unless `WRING_SKIP_ROOT=1` opts out (see `wring_btrfs::testing::require`).
 
@@ -25,8 +24,8 @@ use wring_btrfs::recompress::{recompress, Options, Skip, Status, Summary};
 use wring_btrfs::search::{DiskCompression, ItemKind};
 use wring_btrfs::stat::{file_items, stat_paths};
 use wring_btrfs::testing::{self, interleave, random_bytes, samples, ScratchFs};
-use wring_btrfs::{verify_path, Compression};
-use wring_engine::{CompressSpec, Engine, EngineConfig, Policy};
+use wring_btrfs::verify_path;
+use wring_engine::{CompressSpec, Engine, EngineConfig};
 
 /// Specs recompressed in the round-trip test, with the on-disk type they must produce.
 const SPECS: [(&str, DiskCompression); 7] = [
@@ -592,33 +591,4 @@ fn killing_recompress_at_random_moments_loses_nothing() {
     scratch.scrub().unwrap();
     scratch.check().unwrap();
     println!("{compressed} recompressed extents survived; scrub and check clean");
-}
-
-#[test]
-fn bench_produces_a_row_per_spec() {
-    if !testing::require_root("bench_produces_a_row_per_spec") {
-        return;
-    }
-    let corpus = samples(3 << 20);
-    let specs: Vec<CompressSpec> = ["zstd:3", "zstd:19"]
-        .iter()
-        .map(|s| s.parse().unwrap())
-        .collect();
-    let rows = wring_btrfs::bench::run(&corpus, 1, &specs, Policy::EarlyAbort, &mut |n| {
-        println!("{n}")
-    })
-    .unwrap();
-    assert_eq!(rows.len(), 2);
-    assert!(rows[0].kernel.is_some() && rows[0].kernel_ratio.is_some());
-    assert!(rows[1].kernel.is_none(), "btrfs has no zstd:19");
-    for r in &rows {
-        assert!(
-            r.wring_j1 > 0.0 && r.wring_j2 > 0.0 && r.wring_ratio > 1.0,
-            "{r:?}"
-        );
-    }
-    let table = wring_btrfs::bench::markdown(&rows);
-    print!("{table}");
-    assert!(table.contains("| zstd:3 |") && table.contains("| zstd:19 |"));
-    let _ = Compression::Zstd;
 }

@@ -14,7 +14,6 @@
 
 pub mod acl;
 pub mod bdi;
-pub mod bench;
 pub mod daemon;
 mod decode;
 mod delalloc;

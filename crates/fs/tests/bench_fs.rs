@@ -5,7 +5,8 @@ use common::*;
 
 use std::path::PathBuf;
 
-use wring_fs::bench::{self, Config, Launcher};
+use wring_bench::corpus;
+use wring_bench::fs::{self as bench, Config, Launcher};
 
 fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
     Config {
@@ -34,12 +35,7 @@ fn bench_fs_tiny_corpus() {
     std::fs::create_dir_all(src.join("sub")).unwrap();
     // A few MB: slices of the corpus files, or generated text when there is no corpus.
     let c = corpus();
-    for (n, (rel, len)) in bench::corpus_files(&c)
-        .unwrap()
-        .into_iter()
-        .take(4)
-        .enumerate()
-    {
+    for (n, (rel, len)) in corpus::list(&c).unwrap().into_iter().take(4).enumerate() {
         let data = std::fs::read(c.join(&rel)).unwrap();
         let name = format!("f{n}");
         std::fs::write(

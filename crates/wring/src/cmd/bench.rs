@@ -333,9 +333,10 @@ fn run_streams(a: StreamsArgs) -> Result<()> {
 }
 
 fn run_kernel(a: KernelArgs) -> Result<()> {
-    if !wring_btrfs::testing::is_root() {
-        bail!("wring bench kernel needs root (loop devices, mount, encoded reads, zram)");
-    }
+    kernel::require_root(
+        "wring bench kernel",
+        "loop devices, mount, encoded reads, zram",
+    )?;
     let methods = kernel::parse_methods(&a.methods)?;
     let s = setup(&a.common)?;
     let streams = a.streams.unwrap_or_else(available_parallelism).max(1);

@@ -1,13 +1,14 @@
 //! `wring bench fs`: seed 001's experiment through a real wring mount against kernel btrfs —
 //! write (copy + sync) and read (tar after remount) throughput and ratio per method, then the
 //! large-extent comparison (ratio gain, cold random 4 KiB read latency). Needs root.
-//! Thin: parse, call wring_fs::bench, print.
+//! Thin: parse, call wring_bench::fs, print.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use wring_bench::corpus::CORPUS_ENV;
+use wring_bench::fs::{self as bench, Config, Launcher};
 use wring_engine::size::parse_size;
-use wring_fs::bench::{self, Config, Launcher};
 use wring_fs::options::parse_spec;
 
 /// `wring bench fs` arguments.
@@ -61,7 +62,7 @@ fn size(what: &str, text: &str) -> Result<usize> {
 pub fn run(args: Args) -> Result<()> {
     let corpus = match args
         .corpus
-        .or_else(|| std::env::var_os("WRING_CORPUS").map(Into::into))
+        .or_else(|| std::env::var_os(CORPUS_ENV).map(Into::into))
     {
         Some(c) => c,
         None => bail!("no corpus: pass --corpus DIR or set WRING_CORPUS"),
@@ -96,6 +97,6 @@ pub fn run(args: Args) -> Result<()> {
     };
     let report = bench::run(&cfg);
     let _ = std::fs::remove_dir_all(&cfg.work);
-    print!("{}", report.map_err(anyhow::Error::msg)?.render());
+    print!("{}", report?.render());
     Ok(())
 }

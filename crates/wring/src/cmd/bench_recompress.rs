@@ -1,12 +1,13 @@
 //! `wring bench recompress`: wring's recompression (-j1, -j2) against the kernel's
 //! compress-force writeback of the same data at the same level, as a markdown table of MB/s
-//! and ratios. Needs root (loop-mounted scratch btrfs). Thin: the work is in wring-btrfs.
+//! and ratios. Needs root (loop-mounted scratch btrfs). Thin: the work is in wring-bench.
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use wring_btrfs::bench::{load_corpus, markdown, run as run_bench, DEFAULT_SPECS};
-use wring_btrfs::testing::{samples, CORPUS_ENV};
+use anyhow::{Context, Result};
+use wring_bench::corpus::{Corpus, CORPUS_ENV};
+use wring_bench::kernel::require_root;
+use wring_bench::recompress::{markdown, run as run_bench, DEFAULT_SPECS};
 use wring_engine::{CompressSpec, Policy};
 
 /// Options of `wring bench recompress`.
@@ -25,15 +26,17 @@ pub struct Args {
     /// default early abort on incompressible data
     #[arg(long)]
     no_early_abort: bool,
-    /// Bytes of system-file sample when there is no corpus
+    /// Bytes of the default sample of system files (as `wring bench levels` takes) when there
+    /// is no corpus
     #[arg(long, default_value_t = 64 << 20)]
     sample_bytes: usize,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if !wring_btrfs::testing::is_root() {
-        bail!("wring bench recompress needs root (loop devices, mount, encoded writes)");
-    }
+    require_root(
+        "wring bench recompress",
+        "loop devices, mount, encoded writes",
+    )?;
     let specs = args
         .specs
         .iter()
@@ -47,14 +50,17 @@ pub fn run(args: Args) -> Result<()> {
         .corpus
         .or_else(|| std::env::var_os(CORPUS_ENV).map(PathBuf::from));
     let corpus = match &dir {
-        Some(d) => load_corpus(d)?,
-        None => samples(args.sample_bytes),
+        Some(d) => {
+            Corpus::load(d).with_context(|| format!("loading the corpus {}", d.display()))?
+        }
+        None => Corpus::default_sample()
+            .context("sampling the default corpus")?
+            .truncated(args.sample_bytes as u64),
     };
-    let bytes: usize = corpus.iter().map(|s| s.data.len()).sum();
     eprintln!(
         "corpus: {} files, {:.1} MB ({}), {} cop{}",
-        corpus.len(),
-        bytes as f64 / 1e6,
+        corpus.files.len(),
+        corpus.bytes() as f64 / 1e6,
         dir.as_ref()
             .map_or("system sample".to_string(), |d| d.display().to_string()),
         args.copies,

@@ -6,22 +6,23 @@
 //! btrfs-delalloc workers — is the reference):
 //!
 //! * wring: write K copies of the corpus uncompressed, sync, then time
-//!   [`recompress`](crate::recompress::recompress) with one thread and (on another fresh
+//!   [`recompress`](wring_btrfs::recompress::recompress) with one thread and (on another fresh
 //!   filesystem) with two, including the final sync;
-//! * kernel: mount with `compress-force=<spec>`, time writing the same files until `sync -f`
-//!   returns (levels btrfs does not have, like zstd:19, have no kernel row);
+//! * kernel: mount with `compress-force=<spec>` ([`KernelFs`]), time writing the same files
+//!   until `sync -f` returns (levels btrfs does not have, like zstd:19, have no kernel row);
 //! * ratio = uncompressed bytes / disk bytes of the files' extents (compsize's columns).
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
-use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Policy};
+use wring_btrfs::recompress::{recompress, Options, Status};
+use wring_btrfs::testing::{EnvError, ScratchFs, DEFAULT_IMAGE_SIZE};
+use wring_engine::{CompressSpec, Engine, EngineConfig, Policy};
 
-use crate::recompress::{recompress, Options, RecompressError, Status};
-use crate::stat::{stat_paths, Usage};
-use crate::testing::{EnvError, Sample, ScratchFs, DEFAULT_IMAGE_SIZE};
-use crate::BtrfsError;
+use crate::corpus::Corpus;
+use crate::kernel::{usage, write_copies, KernelFs};
+use crate::BenchError;
 
 /// The default specs.
 pub const DEFAULT_SPECS: [&str; 7] = [
@@ -47,95 +48,10 @@ pub struct Row {
     pub kernel_ratio: Option<f64>,
 }
 
-/// Why the benchmark could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    /// Setting up a scratch filesystem failed.
-    #[error("scratch btrfs: {0}")]
-    Env(#[from] EnvError),
-    /// Recompression failed as a whole.
-    #[error(transparent)]
-    Recompress(#[from] RecompressError),
-    /// A file could not be recompressed.
-    #[error("recompress of {path} did not finish: {why}")]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// Its status.
-        why: String,
-    },
-    /// Reading the extents failed.
-    #[error(transparent)]
-    Btrfs(#[from] BtrfsError),
-    /// Writing the data failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// No data.
-    #[error("the corpus is empty")]
-    EmptyCorpus,
-}
-
-/// The corpus files in `dir` (every regular file but MANIFEST), sorted.
-pub fn load_corpus(dir: &Path) -> Result<Vec<Sample>, BenchError> {
-    let io = |what: String| move |source| BenchError::Io { what, source };
-    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(io(format!("reading {}", dir.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "MANIFEST"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let data = fs::read(&p).map_err(io(format!("reading {}", p.display())))?;
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Ok(Sample { name, data })
-        })
-        .collect()
-}
-
-/// Write `copies` copies of the corpus under `root` (copy0/…, copy1/…); returns the bytes.
-fn write_copies(root: &Path, corpus: &[Sample], copies: usize) -> Result<u64, BenchError> {
-    let mut total = 0;
-    for c in 0..copies.max(1) {
-        let dir = root.join(format!("copy{c}"));
-        fs::create_dir_all(&dir).map_err(|source| BenchError::Io {
-            what: format!("creating {}", dir.display()),
-            source,
-        })?;
-        for s in corpus {
-            let path = dir.join(&s.name);
-            fs::write(&path, &s.data).map_err(|source| BenchError::Io {
-                what: format!("writing {}", path.display()),
-                source,
-            })?;
-            total += s.data.len() as u64;
-        }
-    }
-    Ok(total)
-}
-
-fn usage(root: &Path) -> Result<Usage, BenchError> {
-    Ok(stat_paths(&[root.to_path_buf()])?.0.total())
-}
-
-fn ratio(u: &Usage) -> f64 {
-    u.ratio()
-}
-
 /// Time wring recompressing `copies` copies of the corpus on `jobs` threads, on a fresh
-/// filesystem. Returns (MB/s, ratio).
+/// filesystem. Returns (MB/s, ratio, bytes).
 fn wring_run(
-    corpus: &[Sample],
+    corpus: &Corpus,
     copies: usize,
     spec: CompressSpec,
     policy: Policy,
@@ -143,9 +59,9 @@ fn wring_run(
     image: u64,
 ) -> Result<(f64, f64, u64), BenchError> {
     let fs = ScratchFs::with_size("", image)?;
-    let bytes = write_copies(fs.path(), corpus, copies)?;
+    let bytes = write_copies(corpus, fs.path(), copies)?;
     fs.sync()?;
-    let engine = std::sync::Arc::new(Engine::new(EngineConfig {
+    let engine = Arc::new(Engine::new(EngineConfig {
         streams: jobs,
         ..Default::default()
     }));
@@ -163,60 +79,55 @@ fn wring_run(
         .iter()
         .find(|f| !matches!(f.status, Status::Done))
     {
-        return Err(BenchError::File {
+        return Err(BenchError::NotRecompressed {
             path: bad.path.clone(),
             why: format!("{:?}", bad.status),
         });
     }
     let u = usage(fs.path())?;
-    Ok((bytes as f64 / 1e6 / secs.max(1e-9), ratio(&u), bytes))
+    Ok((bytes as f64 / 1e6 / secs.max(1e-9), u.ratio(), bytes))
 }
 
 /// Time the kernel writing the same data with compress-force=spec. None when btrfs has no such
-/// level or refuses the option.
+/// level or this kernel refuses the option.
 fn kernel_run(
-    corpus: &[Sample],
+    corpus: &Corpus,
     copies: usize,
     spec: CompressSpec,
     image: u64,
 ) -> Result<Option<(f64, f64)>, BenchError> {
-    let Some(alg) = spec.algorithm else {
-        return Ok(None);
-    };
-    if let Some(max) = alg.max_btrfs_level() {
-        if alg.has_levels() && spec.level > max {
-            return Ok(None);
-        }
-    }
-    if !matches!(alg, Algorithm::Zlib | Algorithm::Lzo | Algorithm::Zstd) {
-        return Ok(None);
-    }
-    let fs = match ScratchFs::with_size(&format!("compress-force={spec}"), image) {
+    let fs = match KernelFs::mount(spec, image) {
         Ok(fs) => fs,
-        Err(EnvError::Mount { .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(BenchError::NotInBtrfs(_) | BenchError::Scratch(EnvError::Mount { .. })) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
     };
     let start = Instant::now();
-    let bytes = write_copies(fs.path(), corpus, copies)?;
+    let bytes = write_copies(corpus, fs.path(), copies)?;
     fs.sync()?;
     let secs = start.elapsed().as_secs_f64();
-    let u = usage(fs.path())?;
-    Ok(Some((bytes as f64 / 1e6 / secs.max(1e-9), ratio(&u))))
+    let u = fs.usage()?;
+    Ok(Some((bytes as f64 / 1e6 / secs.max(1e-9), u.ratio())))
 }
 
 /// Run the benchmark for every spec, wring compressing under `policy` (the CLI's default is
 /// early abort; `Policy::Force` matches the kernel's compress-force); `note` hears what is going
-/// on.
+/// on. Needs root.
 pub fn run(
-    corpus: &[Sample],
+    corpus: &Corpus,
     copies: usize,
     specs: &[CompressSpec],
     policy: Policy,
     note: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, BenchError> {
-    let data: u64 = corpus.iter().map(|s| s.data.len() as u64).sum();
+    crate::kernel::require_root(
+        "wring bench recompress",
+        "loop devices, mount, encoded writes",
+    )?;
+    let data = corpus.bytes();
     if data == 0 {
-        return Err(BenchError::EmptyCorpus);
+        return Err(BenchError::EmptyCorpus(PathBuf::from(&corpus.source)));
     }
     // Sparse images: room for the uncompressed data, its rewrite and metadata.
     let image = DEFAULT_IMAGE_SIZE.max(data * copies.max(1) as u64 * 3 + (256 << 20));

@@ -5,6 +5,9 @@
 //! The same on a kernel btrfs mounted with `compress-force=METHOD`. Then, for one method, the
 //! large-extent run against the default: ratio gain and cold random 4 KiB read latency.
 //!
+//! The kernel's side is [`KernelFs`], every benchmark's one kernel run; the corpus directory is
+//! copied as it is (`cp -r`) and listed with [`corpus::list`].
+//!
 //! MB here are 10^6 bytes.
 
 use std::ffi::OsString;
@@ -16,10 +19,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::daemon;
+use wring_btrfs::testing::DEFAULT_IMAGE_SIZE;
+use wring_engine::CompressSpec;
+use wring_fs::daemon;
+use wring_fs::store::Store;
+use wring_fs::{STAT_XATTR, SYNC_XATTR};
 
-use crate::store::Store;
-use crate::{STAT_XATTR, SYNC_XATTR};
+use crate::corpus;
+use crate::kernel::{require_root, KernelFs};
+use crate::BenchError;
 
 /// How to start a background mount daemon.
 #[derive(Debug, Clone)]
@@ -197,41 +205,18 @@ fn progress(msg: &str) {
     eprintln!("bench fs: {msg}");
 }
 
-/// Regular files under `dir` (relative path, size), sorted.
-pub fn corpus_files(dir: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let rd = std::fs::read_dir(dir.join(&rel))
-            .map_err(|e| format!("reading {}: {e}", dir.join(&rel).display()))?;
-        for ent in rd {
-            let ent = ent.map_err(|e| e.to_string())?;
-            let ft = ent.file_type().map_err(|e| e.to_string())?;
-            let r = rel.join(ent.file_name());
-            if ft.is_dir() {
-                stack.push(r);
-            } else if ft.is_file() {
-                let len = ent.metadata().map_err(|e| e.to_string())?.len();
-                out.push((r, len));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn sh(cmd: &str) -> Result<(), String> {
+fn sh(cmd: &str) -> Result<(), BenchError> {
     let o = Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .output()
-        .map_err(|e| format!("running sh: {e}"))?;
+        .map_err(|e| BenchError::io("running sh", e))?;
     if !o.status.success() {
-        return Err(format!(
-            "`{cmd}` failed ({}): {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
+        return Err(BenchError::Command {
+            command: cmd.to_string(),
+            status: o.status.to_string(),
+            stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }
@@ -241,14 +226,14 @@ fn quote(p: &Path) -> String {
 }
 
 /// Write back everything and empty the page, dentry and inode caches.
-fn drop_caches() -> Result<(), String> {
+fn drop_caches() -> Result<(), BenchError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3")
-        .map_err(|e| format!("dropping caches (needs root): {e}"))
+        .map_err(|e| BenchError::io("dropping caches (needs root)", e))
 }
 
-fn copy_in(corpus: &Path, dest: &Path, copies: usize) -> Result<(), String> {
+fn copy_in(corpus: &Path, dest: &Path, copies: usize) -> Result<(), BenchError> {
     for k in 0..copies {
         sh(&format!(
             "cp -r {} {}",
@@ -260,19 +245,19 @@ fn copy_in(corpus: &Path, dest: &Path, copies: usize) -> Result<(), String> {
 }
 
 /// Read the corpus once so every copy starts from the page cache, whatever ran before.
-fn warm(corpus: &Path, files: &[(PathBuf, u64)]) -> Result<(), String> {
+fn warm(corpus: &Path, files: &[(PathBuf, u64)]) -> Result<(), BenchError> {
     for (rel, _) in files {
         let path = corpus.join(rel);
-        let mut f = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::io::copy(&mut f, &mut std::io::sink())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let what = || format!("reading {}", path.display());
+        let mut f = File::open(&path).map_err(|e| BenchError::io(what(), e))?;
+        std::io::copy(&mut f, &mut std::io::sink()).map_err(|e| BenchError::io(what(), e))?;
     }
     Ok(())
 }
 
 /// Read every file back. GNU tar does not read file data when the archive is /dev/null (it
 /// notices and only stats), so the archive goes to a pipe and `cat` discards it.
-fn tar_read(dir: &Path) -> Result<Duration, String> {
+fn tar_read(dir: &Path) -> Result<Duration, BenchError> {
     let t = Instant::now();
     sh(&format!("tar cf - -C {} . | cat > /dev/null", quote(dir)))?;
     Ok(t.elapsed())
@@ -293,7 +278,11 @@ impl Rng {
 /// `n` preads of 4 KiB at random 4 KiB-aligned offsets (seeded) over the files of `root`,
 /// uniform over their pages, each timed. Readahead is switched off per file so each read asks
 /// the filesystem for just that page.
-pub fn random_reads(root: &Path, files: &[(PathBuf, u64)], n: usize) -> Result<Latency, String> {
+pub fn random_reads(
+    root: &Path,
+    files: &[(PathBuf, u64)],
+    n: usize,
+) -> Result<Latency, BenchError> {
     let mut open = Vec::new();
     let mut ends = Vec::new();
     let mut pages = 0u64;
@@ -302,7 +291,7 @@ pub fn random_reads(root: &Path, files: &[(PathBuf, u64)], n: usize) -> Result<L
             continue;
         }
         let f = File::open(root.join(rel))
-            .map_err(|e| format!("opening {}: {e}", root.join(rel).display()))?;
+            .map_err(|e| BenchError::io(format!("opening {}", root.join(rel).display()), e))?;
         // SAFETY: an advice call on an open descriptor.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
         pages += len.div_ceil(4096);
@@ -323,7 +312,7 @@ pub fn random_reads(root: &Path, files: &[(PathBuf, u64)], n: usize) -> Result<L
         let t = Instant::now();
         open[i]
             .read_at(&mut buf, off)
-            .map_err(|e| format!("pread at {off}: {e}"))?;
+            .map_err(|e| BenchError::io(format!("pread at {off}"), e))?;
         times.push(t.elapsed());
     }
     times.sort();
@@ -341,19 +330,24 @@ struct WringMount {
 }
 
 impl WringMount {
-    fn mount(l: &Launcher, dir: &Path, mnt: &Path, opts: &str) -> Result<WringMount, String> {
+    fn mount(l: &Launcher, dir: &Path, mnt: &Path, opts: &str) -> Result<WringMount, BenchError> {
         let (exe, args) = l.args(dir, mnt, opts);
-        daemon::mount_background(&exe, &args)
-            .map_err(|e| format!("mounting {} with -o {opts}: {e}", dir.display()))?;
+        daemon::mount_background(&exe, &args).map_err(|source| BenchError::WringMount {
+            what: format!("mounting {} with -o {opts}", dir.display()),
+            source,
+        })?;
         Ok(WringMount {
             mnt: mnt.to_path_buf(),
             live: true,
         })
     }
 
-    fn umount(mut self) -> Result<(), String> {
+    fn umount(mut self) -> Result<(), BenchError> {
         self.live = false;
-        daemon::umount(&self.mnt).map_err(|e| e.to_string())
+        daemon::umount(&self.mnt).map_err(|source| BenchError::Fs {
+            what: format!("unmounting {}", self.mnt.display()),
+            source,
+        })
     }
 }
 
@@ -366,28 +360,42 @@ impl Drop for WringMount {
 }
 
 /// syncfs (writes back the kernel's dirty pages through FUSE), then a durable commit.
-fn wring_sync(mnt: &Path) -> Result<(), String> {
-    let f = File::open(mnt).map_err(|e| e.to_string())?;
+fn wring_sync(mnt: &Path) -> Result<(), BenchError> {
+    let f = File::open(mnt).map_err(|e| BenchError::io(format!("opening {}", mnt.display()), e))?;
     // SAFETY: syncfs on an open descriptor.
     if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
-        return Err(format!("syncfs: {}", std::io::Error::last_os_error()));
+        return Err(BenchError::io(
+            format!("syncfs {}", mnt.display()),
+            std::io::Error::last_os_error(),
+        ));
     }
-    daemon::get_xattr(mnt, SYNC_XATTR).map_err(|e| e.to_string())?;
+    daemon::get_xattr(mnt, SYNC_XATTR).map_err(|source| BenchError::Fs {
+        what: format!("committing {}", mnt.display()),
+        source,
+    })?;
     Ok(())
 }
 
 /// (uncompressed, stored) from the `raw:` line of the fs's stat report of `path`.
-fn wring_usage(path: &Path) -> Result<(u64, u64), String> {
-    let text = daemon::get_xattr(path, STAT_XATTR).map_err(|e| e.to_string())?;
+fn wring_usage(path: &Path) -> Result<(u64, u64), BenchError> {
+    let text = daemon::get_xattr(path, STAT_XATTR).map_err(|source| BenchError::Fs {
+        what: format!("reading the stat report of {}", path.display()),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&text);
+    let missing = |field: &str, report: &str| BenchError::StatReport {
+        path: path.to_path_buf(),
+        field: field.to_string(),
+        report: report.to_string(),
+    };
     let raw = text
         .lines()
         .find(|l| l.starts_with("raw:"))
-        .ok_or_else(|| format!("no raw: line in the stat report:\n{text}"))?;
-    let field = |name: &str| -> Result<u64, String> {
+        .ok_or_else(|| missing("raw: line", &text))?;
+    let field = |name: &str| -> Result<u64, BenchError> {
         raw.split_whitespace()
             .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-            .ok_or_else(|| format!("no {name}= in '{raw}'"))
+            .ok_or_else(|| missing(&format!("{name}="), raw))
     };
     Ok((field("uncompressed")?, field("disk")?))
 }
@@ -403,7 +411,7 @@ pub fn wring_run(
     method: &str,
     max_extent: usize,
     random: bool,
-) -> Result<Run, String> {
+) -> Result<Run, BenchError> {
     let base = cfg.work.join(format!(
         "wring-{}-{}",
         method.replace(':', "_"),
@@ -411,8 +419,12 @@ pub fn wring_run(
     ));
     let _ = std::fs::remove_dir_all(&base);
     let (store, mnt) = (base.join("store"), base.join("mnt"));
-    std::fs::create_dir_all(&mnt).map_err(|e| format!("creating {}: {e}", mnt.display()))?;
-    Store::mkfs(&store).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&mnt)
+        .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
+    Store::mkfs(&store).map_err(|source| BenchError::Fs {
+        what: format!("making a store in {}", store.display()),
+        source,
+    })?;
     let opts = format!(
         "compress-force={method},max_extent={}",
         fmt_size(max_extent)
@@ -448,17 +460,18 @@ pub fn wring_run(
     Ok(run)
 }
 
-/// The same on a kernel btrfs mounted with `compress-force=METHOD`.
+/// The same on a kernel btrfs mounted with `compress-force=METHOD` ([`KernelFs`]).
 pub fn kernel_run(
     cfg: &Config,
     files: &[(PathBuf, u64)],
     method: &str,
     random: bool,
-) -> Result<Run, String> {
-    use wring_btrfs::testing::ScratchFs;
-    let opts = format!("compress-force={method}");
-    let label = format!("btrfs {opts}");
-    let mut fs = ScratchFs::new(&opts).map_err(|e| e.to_string())?;
+) -> Result<Run, BenchError> {
+    let spec: CompressSpec = method
+        .parse()
+        .map_err(|e| BenchError::Spec(format!("{method}: {e}")))?;
+    let mut fs = KernelFs::mount(spec, DEFAULT_IMAGE_SIZE)?;
+    let label = format!("btrfs {}", fs.options());
     let mut run = Run {
         bytes: total_bytes(files) * cfg.copies as u64,
         ..Run::default()
@@ -467,18 +480,16 @@ pub fn kernel_run(
     progress(&format!("{label}: copying"));
     let t = Instant::now();
     copy_in(&cfg.corpus, fs.path(), cfg.copies)?;
-    fs.sync().map_err(|e| e.to_string())?;
+    fs.sync()?;
     run.write = t.elapsed();
-    let (report, _) =
-        wring_btrfs::stat::stat_paths(&[fs.path().to_path_buf()]).map_err(|e| e.to_string())?;
-    let total = report.total();
+    let total = fs.usage()?;
     (run.uncompressed, run.stored) = (total.uncompressed, total.disk);
-    fs.remount().map_err(|e| e.to_string())?;
+    fs.remount()?;
     drop_caches()?;
     progress(&format!("{label}: reading back"));
     run.read = tar_read(fs.path())?;
     if random {
-        fs.remount().map_err(|e| e.to_string())?;
+        fs.remount()?;
         drop_caches()?;
         progress(&format!("{label}: random reads"));
         run.latency = Some(random_reads(
@@ -491,17 +502,14 @@ pub fn kernel_run(
 }
 
 /// Run the whole benchmark.
-pub fn run(cfg: &Config) -> Result<Report, String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("bench fs needs root (FUSE and loop mounts, dropping the page cache)".into());
-    }
-    let files = corpus_files(&cfg.corpus)?;
+pub fn run(cfg: &Config) -> Result<Report, BenchError> {
+    require_root("bench fs", "FUSE and loop mounts, dropping the page cache")?;
+    let files = corpus::list(&cfg.corpus)?;
     if files.is_empty() {
-        return Err(format!("no files in the corpus {}", cfg.corpus.display()));
+        return Err(BenchError::EmptyCorpus(cfg.corpus.clone()));
     }
     std::fs::create_dir_all(&cfg.work)
-        .map_err(|e| format!("creating {}: {e}", cfg.work.display()))?;
+        .map_err(|e| BenchError::io(format!("creating {}", cfg.work.display()), e))?;
     let compare = cfg.big_extent.is_some();
     let mut rows = Vec::new();
     for method in &cfg.methods {

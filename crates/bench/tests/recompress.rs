@@ -1,0 +1,45 @@
+//! `wring bench recompress` on real btrfs (loop devices; root): a row per spec, the kernel's
+//! figures where btrfs has the level and "n/a" where it has not.
+//!
+//! Without root the test fails, unless `WRING_SKIP_ROOT=1` opts out (see
+//! `wring_btrfs::testing::require`).
+
+use wring_bench::corpus::{Corpus, CorpusFile};
+use wring_bench::recompress::{markdown, run};
+use wring_btrfs::testing::{require_root, samples};
+use wring_engine::{CompressSpec, Policy};
+
+#[test]
+fn bench_produces_a_row_per_spec() {
+    if !require_root("bench_produces_a_row_per_spec") {
+        return;
+    }
+    let files = samples(3 << 20)
+        .into_iter()
+        .map(|s| CorpusFile {
+            name: s.name,
+            data: s.data,
+        })
+        .collect();
+    let corpus = Corpus::from_files("test samples", files);
+    let specs: Vec<CompressSpec> = ["zstd:3", "zstd:19"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let rows = run(&corpus, 1, &specs, Policy::EarlyAbort, &mut |n| {
+        println!("{n}")
+    })
+    .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].kernel.is_some() && rows[0].kernel_ratio.is_some());
+    assert!(rows[1].kernel.is_none(), "btrfs has no zstd:19");
+    for r in &rows {
+        assert!(
+            r.wring_j1 > 0.0 && r.wring_j2 > 0.0 && r.wring_ratio > 1.0,
+            "{r:?}"
+        );
+    }
+    let table = markdown(&rows);
+    print!("{table}");
+    assert!(table.contains("| zstd:3 |") && table.contains("| zstd:19 |"));
+}
