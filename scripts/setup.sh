@@ -5,7 +5,7 @@
 #   usage: scripts/setup.sh [--fuzz]
 set -euo pipefail
 
-PACKAGES=(btrfs-progs btrfs-compsize fuse3 attr acl fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd)
+PACKAGES=(btrfs-progs btrfs-compsize fuse3 attr acl fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd nbdkit libnbd-bin qemu-utils)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,491 @@
+//! The plugin under real NBD clients: nbdkit 1.32 loads `libwring_blk_nbdkit.so`, and nbdinfo,
+//! qemu-io and nbdcopy (Debian packages nbdkit, libnbd-bin, qemu-utils; scripts/setup.sh
+//! installs them) talk to it over a Unix socket. A raw client sends the requests no polite
+//! client would (past the end, oversized). The tests fail, naming the package, when a program
+//! is missing: they never skip.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wring_blk::control::{self, Request};
+
+const PAGE: usize = 4096;
+
+/// The cdylib cargo built beside this test (target/<profile>/libwring_blk_nbdkit.so).
+fn plugin_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        let p = dir.join("libwring_blk_nbdkit.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
+        exe.display()
+    );
+}
+
+fn need(program: &str, package: &str) {
+    let ok = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{program} is not installed: install the Debian package {package} (scripts/setup.sh does)"
+    );
+}
+
+/// A splitmix64 generator (deterministic data and operations).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A running nbdkit with the plugin, killed and cleaned up on drop (also when a test fails).
+struct Server {
+    child: Child,
+    dir: PathBuf,
+    size: u64,
+}
+
+impl Server {
+    fn start(size: &str, options: &[&str]) -> Server {
+        need("nbdkit", "nbdkit");
+        let dir = std::env::temp_dir().join(format!(
+            "wring-blk-nbd-{}-{}",
+            std::process::id(),
+            Rng(Instant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64).next()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut cmd = Command::new("nbdkit");
+        cmd.arg("-f")
+            .arg("-U")
+            .arg(dir.join("nbd.sock"))
+            .arg("-P")
+            .arg(dir.join("pid"))
+            .arg(plugin_path())
+            .arg(format!("size={size}"))
+            .arg(format!("control={}", dir.join("control.sock").display()))
+            .args(options)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().expect("nbdkit starts");
+        let mut s = Server {
+            child,
+            dir,
+            size: 0,
+        };
+        s.wait_ready();
+        s.size = s.stat().disksize;
+        s
+    }
+
+    /// Wait until nbdkit has written its pid file (it does once it serves), or has died.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if std::fs::metadata(self.dir.join("pid")).is_ok_and(|m| m.len() > 0)
+                && self.dir.join("control.sock").exists()
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("nbdkit exited ({status}) before serving: {err}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nbdkit did not become ready in 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn uri(&self) -> String {
+        format!(
+            "nbd+unix:///?socket={}",
+            self.dir.join("nbd.sock").display()
+        )
+    }
+
+    fn control(&self) -> PathBuf {
+        self.dir.join("control.sock")
+    }
+
+    fn stat(&self) -> wring_blk::Stat {
+        control::stat(&self.control()).expect("the control socket answers stat")
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn nbdcopy(from: &str, to: &str) {
+    need("nbdcopy", "libnbd-bin");
+    run(Command::new("nbdcopy").arg(from).arg(to));
+}
+
+/// The whole device as bytes, copied out by nbdcopy.
+fn device_bytes(s: &Server) -> Vec<u8> {
+    let out = s.file("out.img");
+    let _ = std::fs::remove_file(&out);
+    nbdcopy(&s.uri(), out.to_str().expect("utf-8 path"));
+    std::fs::read(&out).expect("nbdcopy's output")
+}
+
+/// Mixed data: text, noise, one repeated word and zeros, in page-sized runs.
+fn mixed(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let text = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ";
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        let n = (PAGE * (1 + rng.below(8) as usize)).min(len - v.len());
+        match rng.below(4) {
+            0 => v.extend((0..n).map(|i| text[(i + seed as usize) % text.len()])),
+            1 => v.extend((0..n).map(|_| rng.next() as u8)),
+            2 => v.extend((0..n).map(|i| [7u8, 1, 2, 3, 4, 5, 6, 9][i % 8])),
+            _ => v.extend(std::iter::repeat_n(0u8, n)),
+        }
+    }
+    v
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y)
+}
+
+#[test]
+fn nbdinfo_reports_size_capabilities_and_a_map_of_holes() {
+    need("nbdinfo", "libnbd-bin");
+    let s = Server::start("10M", &["comp_algorithm=zstd:1"]);
+    let size = run(Command::new("nbdinfo").arg("--size").arg(s.uri()));
+    assert_eq!(size.trim(), (10u64 << 20).to_string());
+    let info = run(Command::new("nbdinfo").arg(s.uri()));
+    for cap in [
+        "can_multi_conn: true",
+        "can_trim: true",
+        "can_zero: true",
+        "base:allocation",
+    ] {
+        assert!(info.contains(cap), "nbdinfo lacks '{cap}':\n{info}");
+    }
+    // Fresh: one hole. Then data at 1 MiB..1 MiB+8 KiB, zeros written as data at 2 MiB.
+    let map = run(Command::new("nbdinfo").arg("--map").arg(s.uri()));
+    assert_eq!(map.lines().count(), 1, "{map}");
+    assert!(map.contains("hole,zero"), "{map}");
+    need("qemu-io", "qemu-utils");
+    run(Command::new("qemu-io").args([
+        "-f",
+        "raw",
+        "-c",
+        "write -P 0x5a 1M 8K",
+        "-c",
+        "write -P 0 2M 4K",
+        &s.uri(),
+    ]));
+    let map = run(Command::new("nbdinfo").arg("--map").arg(s.uri()));
+    let rows: Vec<Vec<String>> = map
+        .lines()
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    let data: Vec<_> = rows
+        .iter()
+        .filter(|r| r.get(3).map(String::as_str) == Some("data"))
+        .collect();
+    assert_eq!(data.len(), 1, "one data extent expected:\n{map}");
+    assert_eq!(
+        (data[0][0].as_str(), data[0][1].as_str()),
+        ("1048576", "8192"),
+        "{map}"
+    );
+}
+
+#[test]
+fn qemu_io_random_writes_match_a_reference_file() {
+    need("qemu-io", "qemu-utils");
+    let s = Server::start("4M", &["comp_algorithm=lz4", "streams=2"]);
+    let size = s.size as usize;
+    let mut reference = vec![0u8; size];
+    let mut rng = Rng(15);
+    let mut cmds: Vec<String> = Vec::new();
+    for _ in 0..120 {
+        let len = 1 + rng.below(40_000) as usize;
+        let off = rng.below((size - len) as u64) as usize;
+        match rng.below(6) {
+            0 => {
+                cmds.push(format!("write -z {off} {len}"));
+                reference[off..off + len].fill(0);
+            }
+            1 => {
+                // Discard frees whole pages only; partial pages keep their bytes.
+                cmds.push(format!("discard {off} {len}"));
+                let first = off.div_ceil(PAGE) * PAGE;
+                let end = (off + len) / PAGE * PAGE;
+                if end > first {
+                    reference[first..end].fill(0);
+                }
+            }
+            _ => {
+                let p = rng.below(256) as u8;
+                cmds.push(format!("write -P {p} {off} {len}"));
+                reference[off..off + len].fill(p);
+            }
+        }
+    }
+    // Check a few ranges through qemu-io's own pattern check too.
+    cmds.push("write -P 0x33 100000 5000".into());
+    reference[100_000..105_000].fill(0x33);
+    cmds.push("read -P 0x33 100000 5000".into());
+    let mut q = Command::new("qemu-io");
+    q.args(["-f", "raw"]);
+    for c in &cmds {
+        q.arg("-c").arg(c);
+    }
+    let out = run(q.arg(s.uri()));
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    let back = device_bytes(&s);
+    assert_eq!(back.len(), size);
+    if let Some(i) = first_difference(&back, &reference) {
+        panic!("the device differs from the reference at byte {i}");
+    }
+    let st = s.stat();
+    assert_eq!(st.io_stat.failed_writes, 0);
+    assert!(st.io_stat.notify_free > 0, "{:?}", st.io_stat);
+}
+
+#[test]
+fn nbdcopy_in_and_out_round_trips_and_compresses() {
+    let s = Server::start("24M", &["comp_algorithm=zstd:3", "streams=2"]);
+    let input = mixed(20 << 20, 2);
+    let src = s.file("in.img");
+    std::fs::write(&src, &input).expect("write the source");
+    nbdcopy(src.to_str().expect("utf-8"), &s.uri());
+    let back = device_bytes(&s);
+    if let Some(i) = first_difference(&back[..input.len()], &input) {
+        panic!("nbdcopy out differs from what nbdcopy wrote in at byte {i}");
+    }
+    assert!(back[input.len()..].iter().all(|&b| b == 0));
+    let m = s.stat().mm_stat;
+    assert!(m.compr_data_size < m.orig_data_size / 2, "{m:?}");
+    assert!(m.mem_used_total >= m.compr_data_size, "{m:?}");
+    assert!(m.huge_pages > 0 && m.same_pages > 0, "{m:?}");
+}
+
+#[test]
+fn control_socket_actions_work_live() {
+    let s = Server::start("8M", &["comp_algorithm=lz4", "streams=1"]);
+    let mode = std::fs::metadata(s.control()).map(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.permissions().mode() & 0o777
+    });
+    assert_eq!(mode.ok(), Some(0o600), "the control socket must be 0600");
+    assert_eq!(
+        control::request(&s.control(), Request::Streams(2)).ok(),
+        Some(2.into())
+    );
+    assert_eq!(s.stat().streams, 2);
+    // Fill with text, discard three pages in four, compact: pages come back.
+    let input: Vec<u8> = mixed(4 << 20, 5)
+        .chunks(PAGE)
+        .flat_map(|c| c.iter().map(|b| b | 0x20).collect::<Vec<u8>>())
+        .collect();
+    let src = s.file("in.img");
+    std::fs::write(&src, &input).expect("write the source");
+    nbdcopy(src.to_str().expect("utf-8"), &s.uri());
+    let mut cmds = Command::new("qemu-io");
+    cmds.args(["-f", "raw"]);
+    for p in (0..1024).filter(|p| p % 4 != 0) {
+        cmds.arg("-c").arg(format!("discard {} 4096", p * PAGE));
+    }
+    run(cmds.arg(s.uri()));
+    let freed = control::request(&s.control(), Request::Compact).expect("compact");
+    assert!(
+        freed.as_u64().is_some_and(|n| n > 0),
+        "compact freed {freed}"
+    );
+    assert_eq!(Some(s.stat().mm_stat.pages_compacted), freed.as_u64());
+    // mem_limit below what is used: a write of new data fails, stored data stays.
+    let used = s.stat().mm_stat.mem_used_total;
+    control::request(&s.control(), Request::MemLimit(used)).expect("mem_limit");
+    let noise: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut c = Raw::connect(&s.dir.join("nbd.sock"));
+    let (e, _) = c
+        .request(1, 6 << 20, noise.len() as u32, &noise)
+        .expect("write noise");
+    assert_eq!(e, 28, "a write past mem_limit must fail with ENOSPC");
+    assert!(s.stat().io_stat.failed_writes > 0);
+    let back = device_bytes(&s);
+    for p in (0..1024).filter(|p| p % 4 == 0) {
+        assert_eq!(
+            &back[p * PAGE..(p + 1) * PAGE],
+            &input[p * PAGE..(p + 1) * PAGE],
+            "page {p}"
+        );
+    }
+    control::request(&s.control(), Request::Reset).expect("reset");
+    let m = s.stat().mm_stat;
+    assert_eq!((m.orig_data_size, m.mem_used_total), (0, 0), "{m:?}");
+    assert!(
+        control::request(&s.control(), Request::Streams(0)).is_err(),
+        "streams 0 must be refused"
+    );
+}
+
+/// A minimal NBD client: fixed newstyle handshake, NBD_OPT_EXPORT_NAME, simple replies.
+struct Raw {
+    s: UnixStream,
+    handle: u64,
+}
+
+impl Raw {
+    fn connect(path: &Path) -> Raw {
+        let mut s = UnixStream::connect(path).expect("connect to nbdkit");
+        let mut hello = [0u8; 18];
+        s.read_exact(&mut hello).expect("server greeting");
+        assert_eq!(&hello[..8], b"NBDMAGIC");
+        assert_eq!(&hello[8..16], b"IHAVEOPT");
+        s.write_all(&3u32.to_be_bytes()).expect("client flags"); // FIXED_NEWSTYLE | NO_ZEROES
+        let mut opt = Vec::new();
+        opt.extend(b"IHAVEOPT");
+        opt.extend(1u32.to_be_bytes()); // NBD_OPT_EXPORT_NAME
+        opt.extend(0u32.to_be_bytes()); // ""
+        s.write_all(&opt).expect("export name");
+        let mut export = [0u8; 10];
+        s.read_exact(&mut export).expect("export size and flags");
+        Raw { s, handle: 0 }
+    }
+
+    /// Send one request; returns the reply's error (0 = success) and read data.
+    fn request(
+        &mut self,
+        kind: u16,
+        offset: u64,
+        len: u32,
+        data: &[u8],
+    ) -> std::io::Result<(u32, Vec<u8>)> {
+        self.handle += 1;
+        let mut r = Vec::new();
+        r.extend(0x2560_9513u32.to_be_bytes());
+        r.extend(0u16.to_be_bytes());
+        r.extend(kind.to_be_bytes());
+        r.extend(self.handle.to_be_bytes());
+        r.extend(offset.to_be_bytes());
+        r.extend(len.to_be_bytes());
+        r.extend(data);
+        self.s.write_all(&r)?;
+        let mut reply = [0u8; 16];
+        self.s.read_exact(&mut reply)?;
+        assert_eq!(&reply[..4], &0x6744_6698u32.to_be_bytes());
+        let error = u32::from_be_bytes([reply[4], reply[5], reply[6], reply[7]]);
+        assert_eq!(
+            u64::from_be_bytes(reply[8..16].try_into().expect("8 bytes")),
+            self.handle
+        );
+        let mut payload = Vec::new();
+        if kind == 0 && error == 0 {
+            payload.resize(len as usize, 0);
+            self.s.read_exact(&mut payload)?;
+        }
+        Ok((error, payload))
+    }
+}
+
+#[test]
+fn bad_requests_get_errors_and_change_nothing() {
+    let s = Server::start("1M", &[]);
+    let mut c = Raw::connect(&s.dir.join("nbd.sock"));
+    let page: Vec<u8> = (0..PAGE).map(|i| (i * 7) as u8).collect();
+    assert_eq!(c.request(1, 8192, PAGE as u32, &page).expect("write").0, 0);
+    let before = s.stat().mm_stat;
+    let size = 1u64 << 20;
+    // Reads and writes past the end, straddling it, and at an offset that overflows.
+    assert_ne!(c.request(0, size, 512, &[]).expect("read past end").0, 0);
+    assert_ne!(
+        c.request(0, size - 100, 512, &[])
+            .expect("read across end")
+            .0,
+        0
+    );
+    assert_ne!(
+        c.request(1, size - 100, 512, &[0xEE; 512])
+            .expect("write across end")
+            .0,
+        0
+    );
+    assert_ne!(
+        c.request(4, size - 4096, 8192, &[])
+            .expect("trim across end")
+            .0,
+        0
+    );
+    assert_ne!(
+        c.request(6, u64::MAX - 10, 4096, &[])
+            .expect("zero at overflow")
+            .0,
+        0
+    );
+    // An oversized read (64 MiB + 1, past nbdkit's maximum) is refused, or the server hangs up.
+    if let Ok((e, _)) = c.request(0, 0, (64 << 20) + 1, &[]) {
+        assert_ne!(e, 0, "an oversized read succeeded");
+    }
+    let mut c = Raw::connect(&s.dir.join("nbd.sock"));
+    let (e, data) = c.request(0, 8192, PAGE as u32, &[]).expect("read back");
+    assert_eq!(e, 0);
+    assert_eq!(data, page);
+    assert_eq!(
+        s.stat().mm_stat,
+        before,
+        "a refused request changed the store"
+    );
+    let (e, tail) = c
+        .request(0, size - 512, 512, &[])
+        .expect("read the last sector");
+    assert_eq!((e, tail), (0, vec![0u8; 512]));
+}
