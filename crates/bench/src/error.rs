@@ -45,7 +45,7 @@ pub enum BenchError {
     },
     /// A scratch btrfs could not be made, mounted or removed.
     #[error("scratch btrfs: {0}")]
-    Scratch(#[from] wring_btrfs::testing::EnvError),
+    Scratch(#[from] wring_btrfs::scratch::ScratchError),
     /// An encoded read failed while measuring the kernel's extents.
     #[error("reading extents: {0}")]
     Btrfs(#[from] wring_btrfs::BtrfsError),

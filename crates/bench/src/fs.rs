@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use wring_btrfs::testing::DEFAULT_IMAGE_SIZE;
+use wring_btrfs::scratch::DEFAULT_IMAGE_SIZE;
 use wring_engine::CompressSpec;
 use wring_fs::daemon;
 use wring_fs::store::Store;

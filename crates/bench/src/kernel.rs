@@ -23,8 +23,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::Serialize;
+use wring_btrfs::scratch::ScratchFs;
 use wring_btrfs::stat::{stat_paths, Usage};
-use wring_btrfs::testing::ScratchFs;
 use wring_btrfs::Extents;
 use wring_engine::CompressSpec;
 

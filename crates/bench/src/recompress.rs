@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wring_btrfs::recompress::{recompress, Options, Status};
-use wring_btrfs::testing::{EnvError, ScratchFs, DEFAULT_IMAGE_SIZE};
+use wring_btrfs::scratch::{ScratchError, ScratchFs, DEFAULT_IMAGE_SIZE};
 use wring_engine::{CompressSpec, Engine, EngineConfig, Policy};
 
 use crate::corpus::Corpus;
@@ -98,7 +98,7 @@ fn kernel_run(
 ) -> Result<Option<(f64, f64)>, BenchError> {
     let fs = match KernelFs::mount(spec, image) {
         Ok(fs) => fs,
-        Err(BenchError::NotInBtrfs(_) | BenchError::Scratch(EnvError::Mount { .. })) => {
+        Err(BenchError::NotInBtrfs(_) | BenchError::Scratch(ScratchError::Mount { .. })) => {
             return Ok(None)
         }
         Err(e) => return Err(e),

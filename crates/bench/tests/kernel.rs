@@ -1,6 +1,6 @@
 //! `wring bench kernel` against the real kernel on a small corpus slice: one copy, two btrfs
 //! methods and zram's lzo. Needs root and zram: fails without them unless `WRING_SKIP_ROOT=1`
-//! or `WRING_SKIP_ZRAM=1` opts out (see `wring_btrfs::testing::require`).
+//! or `WRING_SKIP_ZRAM=1` opts out (see `wring_testing::require`).
 //! Checks that the expected rows come out; never a timing.
 
 mod common;
@@ -11,8 +11,8 @@ use wring_bench::machine::Machine;
 use wring_bench::progress::Progress;
 use wring_bench::report::Report;
 use wring_bench::zram::{self, ZramConfig};
-use wring_btrfs::testing::{require, require_root, Need};
 use wring_engine::{Algorithm, CompressSpec};
+use wring_testing::{require, require_root, Need};
 
 /// Up to 6 MiB of the shared corpus when WRING_CORPUS names it, else of the default sample:
 /// 1 MiB from each of the first six files of at least 512 KiB (small files would be stored

@@ -2,12 +2,12 @@
 //! figures where btrfs has the level and "n/a" where it has not.
 //!
 //! Without root the test fails, unless `WRING_SKIP_ROOT=1` opts out (see
-//! `wring_btrfs::testing::require`).
+//! `wring_testing::require`).
 
 use wring_bench::corpus::{Corpus, CorpusFile};
 use wring_bench::recompress::{markdown, run};
-use wring_btrfs::testing::{require_root, samples};
 use wring_engine::{CompressSpec, Policy};
+use wring_testing::{require_root, samples};
 
 #[test]
 fn bench_produces_a_row_per_spec() {

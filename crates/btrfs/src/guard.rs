@@ -219,7 +219,7 @@ mod tests {
     fn a_lease_is_refused_while_another_descriptor_is_open_and_breaks_on_open() {
         // F_SETLEASE needs the file's owner or CAP_LEASE; a temp file is ours either way, but
         // the test is kept to the setup CI uses.
-        if !crate::testing::require_root(
+        if !wring_testing::require_root(
             "a_lease_is_refused_while_another_descriptor_is_open_and_breaks_on_open",
         ) {
             return;

@@ -11,7 +11,8 @@
 //! * [`walk`] — the regular files under some paths, staying on one btrfs;
 //! * [`stat`] — a compsize-style report with extent counts and a ratio histogram;
 //! * [`recompress`] — rewrite files' extents compressed by wring, content unchanged;
-//! * [`testing`] — scratch btrfs filesystems on loop devices and test data, for tests.
+//! * [`scratch`] — throwaway btrfs filesystems on loop devices, for the benchmarks' kernel runs
+//!   and for tests.
 //!
 //! Mirrors the user-facing side of fs/btrfs/ioctl.c and fs/btrfs/inode.c's encoded I/O.
 //! Encoded I/O needs CAP_SYS_ADMIN and Linux 5.18 or later.
@@ -22,9 +23,9 @@ pub mod fsinfo;
 pub mod guard;
 pub mod ioctl;
 pub mod recompress;
+pub mod scratch;
 pub mod search;
 pub mod stat;
-pub mod testing;
 pub mod verify;
 pub mod walk;
 

@@ -34,13 +34,14 @@ use std::io::Write;
 use std::path::Path;
 
 use wring_btrfs::fsinfo::{inode_flags, FS_NOCOMP_FL};
+use wring_btrfs::scratch::ScratchFs;
 use wring_btrfs::search::{DiskCompression, ItemKind};
 use wring_btrfs::stat::file_items;
-use wring_btrfs::testing::{
-    self, random_bytes, samples, Need, ScratchFs, SplitMix, CORPUS_ENV, CORPUS_FILES,
-};
 use wring_engine::heuristic::{heuristic, HeuristicWorkspace, Verdict};
 use wring_engine::{CompressSpec, Engine, EngineConfig, Outcome};
+use wring_testing::{
+    self as testing, random_bytes, samples, Need, SplitMix, CORPUS_ENV, CORPUS_FILES,
+};
 
 const KIB: usize = 1024;
 const EXTENT: usize = 128 * KIB;

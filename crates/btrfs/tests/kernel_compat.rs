@@ -7,7 +7,7 @@
 //!   store them with ENCODED_WRITE (fs/btrfs/inode.c: btrfs_do_encoded_write), remount, and
 //!   check the kernel's normal read returns the original bytes.
 //!
-//! Without root the tests fail, unless `WRING_SKIP_ROOT=1` opts out (see `wring_btrfs::testing::require`).
+//! Without root the tests fail, unless `WRING_SKIP_ROOT=1` opts out (see `wring_testing::require`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -17,9 +17,10 @@ use std::path::Path;
 
 use wring_btrfs::extents::extents;
 use wring_btrfs::ioctl::{fs_info, MAX_UNCOMPRESSED};
-use wring_btrfs::testing::{self, interleave, random_bytes, samples, EnvError, Sample, ScratchFs};
+use wring_btrfs::scratch::{ScratchError, ScratchFs};
 use wring_btrfs::{encoded_write, verify_path, BtrfsError, Compression, EncodedWrite, Report};
 use wring_engine::{CompressSpec, Engine, EngineConfig, Outcome};
+use wring_testing::{self as testing, interleave, random_bytes, samples, Sample};
 
 /// Corpus bytes written per mount option.
 const CORPUS_BYTES: usize = 8 << 20;
@@ -67,7 +68,7 @@ fn kernel_written_extents_decode_in_wring() {
         let mount_options = format!("compress-force={option}");
         let mut scratch = match ScratchFs::new(&mount_options) {
             Ok(s) => s,
-            Err(EnvError::Mount { stderr, .. }) if option.contains('-') => {
+            Err(ScratchError::Mount { stderr, .. }) if option.contains('-') => {
                 println!("kernel->wring {mount_options}: this kernel refuses negative zstd levels ({stderr}); not tested");
                 continue;
             }
@@ -590,7 +591,7 @@ fn scratch_fs_reports_a_refused_mount_and_cleans_up() {
         return;
     }
     match ScratchFs::new("compress-force=nosuchalgorithm") {
-        Err(EnvError::Mount { options, .. }) => {
+        Err(ScratchError::Mount { options, .. }) => {
             assert_eq!(options, "compress-force=nosuchalgorithm")
         }
         other => panic!("a bogus option gave {other:?}"),

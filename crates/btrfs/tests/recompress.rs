@@ -8,7 +8,7 @@
 //!   capabilities are skipped with the reason.
 //! * Killing recompress with SIGKILL at random moments loses nothing.
 //!
-//! Without root the tests fail, unless `WRING_SKIP_ROOT=1` opts out (see `wring_btrfs::testing::require`).
+//! Without root the tests fail, unless `WRING_SKIP_ROOT=1` opts out (see `wring_testing::require`).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -21,11 +21,12 @@ use std::time::{Duration, Instant};
 use wring_btrfs::fsinfo::{inode_flags, FS_NOCOW_FL};
 use wring_btrfs::ioctl::MAX_UNCOMPRESSED;
 use wring_btrfs::recompress::{recompress, Options, Skip, Status, Summary};
+use wring_btrfs::scratch::ScratchFs;
 use wring_btrfs::search::{DiskCompression, ItemKind};
 use wring_btrfs::stat::{file_items, stat_paths};
-use wring_btrfs::testing::{self, interleave, random_bytes, samples, ScratchFs};
 use wring_btrfs::verify_path;
 use wring_engine::{CompressSpec, Engine, EngineConfig};
+use wring_testing::{self as testing, interleave, random_bytes, samples};
 
 /// Specs recompressed in the round-trip test, with the on-disk type they must produce.
 const SPECS: [(&str, DiskCompression); 7] = [

@@ -11,9 +11,10 @@
 use std::fs::File;
 
 use wring_btrfs::ioctl::MAX_UNCOMPRESSED;
-use wring_btrfs::testing::{self, interleave, samples, EnvError, ScratchFs};
+use wring_btrfs::scratch::{ScratchError, ScratchFs};
 use wring_btrfs::{encoded_read, Compression};
 use wring_engine::{CompressSpec, Engine, EngineConfig};
+use wring_testing::{self as testing, interleave, samples};
 
 /// Levels covering every strategy in btrfs's range (fast, dfast, greedy, lazy, lazy2, btlazy2,
 /// btopt), and a negative one.
@@ -33,7 +34,7 @@ fn zstd_frames_are_byte_identical_to_the_kernels() {
         let option = format!("compress-force=zstd:{level}");
         let mut fs = match ScratchFs::new(&option) {
             Ok(fs) => fs,
-            Err(EnvError::Mount { stderr, .. }) if level < 0 => {
+            Err(ScratchError::Mount { stderr, .. }) if level < 0 => {
                 println!("{option}: this kernel refuses negative levels ({stderr}); not tested");
                 continue;
             }

@@ -8,7 +8,7 @@ use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use wring_btrfs::testing::ScratchFs;
+use wring_btrfs::scratch::ScratchFs;
 
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777

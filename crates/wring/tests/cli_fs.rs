@@ -70,7 +70,7 @@ impl Drop for Scratch {
 
 #[test]
 fn mount_status_umount_in_background() {
-    if !wring_btrfs::testing::require_root("mount_status_umount_in_background") {
+    if !wring_testing::require_root("mount_status_umount_in_background") {
         return;
     }
     let base = PathBuf::from(format!("/tmp/wring-cli-fs-{}", std::process::id()));
@@ -169,7 +169,7 @@ fn mode(p: &Path) -> u32 {
 /// checks it anyway, with a warning.
 #[test]
 fn the_store_is_private_and_mount_refuses_an_open_one() {
-    if !wring_btrfs::testing::require_root("the_store_is_private_and_mount_refuses_an_open_one") {
+    if !wring_testing::require_root("the_store_is_private_and_mount_refuses_an_open_one") {
         return;
     }
     let base = PathBuf::from(format!("/tmp/wring-cli-fs-private-{}", std::process::id()));

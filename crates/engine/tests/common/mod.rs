@@ -33,8 +33,9 @@ impl SplitMix {
     }
 }
 
-/// Whether a corpus test can run, by the rule of `wring_btrfs::testing::require(…, &[Need::Corpus])`
-/// (which these tests cannot call: wring-btrfs depends on this crate). True when `found`;
+/// Whether a corpus test can run, by the rule of `wring_testing::require(…, &[Need::Corpus])`
+/// (which asks only whether `WRING_CORPUS` is there; these tests also fall back to system
+/// files, so whether they found data is their own question). True when `found`;
 /// otherwise the test fails naming `why`, unless `WRING_SKIP_CORPUS` is set (not empty, not `0`):
 /// then one skip record goes to stderr and to the file named by `WRING_SKIP_LOG`, in the same
 /// words, so `scripts/test.sh` counts it, and the caller returns.

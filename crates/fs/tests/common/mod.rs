@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 #[allow(unused_imports)]
-pub use wring_btrfs::testing::require_root;
+pub use wring_testing::require_root;
 
 pub struct Mount {
     pub base: PathBuf,

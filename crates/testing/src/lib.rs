@@ -1,72 +1,26 @@
-//! Helpers for tests that need a real btrfs: scratch filesystems on loop devices and
-//! deterministic test data.
+//! wring's test scaffolding, for every crate's tests and never for production code (it is only
+//! ever a dev-dependency): what a test needs and the skip log ([`require`], [`Need`]), the
+//! tests' one seeded generator ([`SplitMix`]) and deterministic test data ([`samples`],
+//! slices of the shared corpus or of files every Debian machine has).
 //!
-//! Mirrors what fstests does for btrfs (a scratch device made with mkfs.btrfs and mounted with
-//! the options under test), scaled down to a sparse image file per test. Everything here needs
-//! root and the `mkfs.btrfs`, `losetup`, `mount` and `umount` programs (Debian packages
-//! `btrfs-progs` and `mount`).
-//!
-//! A test that cannot run never passes: [`require`] fails it, naming what is missing, unless
+//! Mirrors fstests' `_require_*` and `_notrun`, except that not running is an error unless asked
+//! for. A test that cannot run never passes: [`require`] fails it, naming what is missing, unless
 //! whoever runs the tests opted out of that need explicitly — `WRING_SKIP_ROOT=1` (root),
 //! `WRING_SKIP_CORPUS=1` (the shared corpus in `WRING_CORPUS`), `WRING_SKIP_ZRAM=1` (the
 //! kernel's zram). An opted-out test prints `wring-test-skipped: <test> (<why>, opted out by
 //! <VAR>=1)` to stderr and appends the same line to the file named by `WRING_SKIP_LOG`, which
-//! `scripts/test.sh` counts and summarises. Like fstests' `_require_*` and `_notrun`, except
-//! that not running is an error unless asked for.
+//! `scripts/test.sh` counts and summarises.
+//!
+//! Scratch btrfs filesystems on loop devices are production code (the benchmarks' kernel runs
+//! use them too): `wring_btrfs::scratch`.
 
 mod corpus;
-mod scratch;
 
 pub use corpus::{interleave, random_bytes, samples, Sample, SplitMix, CORPUS_ENV, CORPUS_FILES};
-pub use scratch::{ScratchFs, DEFAULT_IMAGE_SIZE};
 
-use std::io;
-
-/// Why a scratch filesystem could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum EnvError {
-    /// A program could not be started at all.
-    #[error("could not run {program}: {source}{hint}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// Why.
-        #[source]
-        source: io::Error,
-        /// What to install, when the program is missing.
-        hint: &'static str,
-    },
-    /// A program ran and failed.
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// Its exit status.
-        status: String,
-        /// What it printed on stderr.
-        stderr: String,
-    },
-    /// Mounting with the requested options failed (the kernel may not accept them).
-    #[error("mounting btrfs with -o {options} failed: {stderr}")]
-    Mount {
-        /// The options.
-        options: String,
-        /// What mount printed.
-        stderr: String,
-    },
-    /// A file operation on the scratch area failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why it failed.
-        #[source]
-        source: io::Error,
-    },
-}
-
-/// Whether the process runs as root (needed for loop devices, mounts and encoded I/O).
-pub fn is_root() -> bool {
+/// Whether the tests run as root (loop devices, mounts, encoded I/O). The tests' own check;
+/// production code has its own (`wring_bench::kernel::is_root`, `wring_btrfs::fsinfo::has_cap_sys_admin`).
+fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
@@ -111,7 +65,7 @@ impl Need {
     /// Why the need is not met here, or None when it is.
     pub fn missing(self) -> Option<String> {
         match self {
-            Need::Root => (!is_root()).then(|| {
+            Need::Root => (!running_as_root()).then(|| {
                 "needs root (loop devices, mount, CAP_SYS_ADMIN for encoded I/O)".to_string()
             }),
             Need::Corpus => corpus_missing(std::env::var_os(CORPUS_ENV)),
@@ -181,7 +135,7 @@ fn decide(test: &str, missing: &[(Need, String)], opted: impl Fn(Need) -> bool) 
 /// `WRING_SKIP_LOG` (when set), and returns false: the caller returns at once.
 ///
 /// ```no_run
-/// use wring_btrfs::testing::{require, Need};
+/// use wring_testing::{require, Need};
 /// if !require("my_test", &[Need::Root]) {
 ///     return;
 /// }

@@ -1,13 +1,61 @@
 //! A throwaway btrfs: sparse image → mkfs.btrfs → loop device → mount, undone by `Drop`.
+//!
+//! Mirrors what fstests does for btrfs (a scratch device made with mkfs.btrfs and mounted with
+//! the options under test), scaled down to a sparse image file. Production code: the
+//! benchmarks' kernel runs (`wring bench kernel`, `recompress`, `fs`) measure the kernel's btrfs
+//! on one, and tests use it too. Everything here needs root and the `mkfs.btrfs`, `losetup`,
+//! `mount` and `umount` programs (Debian packages `btrfs-progs` and `mount`).
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::sleep;
 use std::time::Duration;
 
-use super::EnvError;
+/// Why a scratch filesystem could not be set up, checked or taken down.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// A program could not be started at all.
+    #[error("could not run {program}: {source}{hint}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+        /// What to install, when the program is missing.
+        hint: &'static str,
+    },
+    /// A program ran and failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// Mounting with the requested options failed (the kernel may not accept them).
+    #[error("mounting btrfs with -o {options} failed: {stderr}")]
+    Mount {
+        /// The options.
+        options: String,
+        /// What mount printed.
+        stderr: String,
+    },
+    /// A file operation on the scratch area failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+}
 
 /// Size of the sparse image file (1 GiB: roomy, yet only written blocks use disk).
 pub const DEFAULT_IMAGE_SIZE: u64 = 1 << 30;
@@ -32,16 +80,16 @@ pub struct ScratchFs {
 impl ScratchFs {
     /// Make and mount a fresh btrfs with mount `options` (e.g. `compress-force=zstd:3`; empty
     /// for none).
-    pub fn new(options: &str) -> Result<ScratchFs, EnvError> {
+    pub fn new(options: &str) -> Result<ScratchFs, ScratchError> {
         ScratchFs::with_size(options, DEFAULT_IMAGE_SIZE)
     }
 
     /// As [`ScratchFs::new`] with an image of `size` bytes.
-    pub fn with_size(options: &str, size: u64) -> Result<ScratchFs, EnvError> {
+    pub fn with_size(options: &str, size: u64) -> Result<ScratchFs, ScratchError> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("wring-btrfs-{}-{id}", std::process::id()));
         let mount_point = dir.join("mnt");
-        fs::create_dir_all(&mount_point).map_err(|source| EnvError::Io {
+        fs::create_dir_all(&mount_point).map_err(|source| ScratchError::Io {
             what: format!("creating {}", mount_point.display()),
             source,
         })?;
@@ -76,19 +124,19 @@ impl ScratchFs {
     }
 
     /// Write everything out (`sync -f` on the mount point).
-    pub fn sync(&self) -> Result<(), EnvError> {
+    pub fn sync(&self) -> Result<(), ScratchError> {
         run("sync", &["-f".as_ref(), self.mount_point.as_os_str()]).map(drop)
     }
 
     /// Unmount and mount again, so later reads come from disk rather than the page cache.
-    pub fn remount(&mut self) -> Result<(), EnvError> {
+    pub fn remount(&mut self) -> Result<(), ScratchError> {
         self.unmount()?;
         self.mount()
     }
 
     /// `btrfs scrub start -B`: read every block and check it against its checksum. Returns the
     /// report; an error when scrub failed or found errors.
-    pub fn scrub(&self) -> Result<String, EnvError> {
+    pub fn scrub(&self) -> Result<String, ScratchError> {
         let out = run(
             "btrfs",
             &[
@@ -99,7 +147,7 @@ impl ScratchFs {
             ],
         )?;
         if !out.contains("no errors found") {
-            return Err(EnvError::Command {
+            return Err(ScratchError::Command {
                 command: "btrfs scrub start -B".into(),
                 status: "errors reported".into(),
                 stderr: out,
@@ -110,7 +158,7 @@ impl ScratchFs {
 
     /// Unmount, run `btrfs check --readonly` on the device, and mount again. Returns check's
     /// output; an error when it found problems.
-    pub fn check(&mut self) -> Result<String, EnvError> {
+    pub fn check(&mut self) -> Result<String, ScratchError> {
         self.unmount()?;
         let dev = self.loop_dev.clone().unwrap_or_default();
         let mut cmd = Command::new(program_path("btrfs"));
@@ -124,7 +172,7 @@ impl ScratchFs {
             String::from_utf8_lossy(&out.stderr)
         );
         if !out.status.success() {
-            return Err(EnvError::Command {
+            return Err(ScratchError::Command {
                 command: format!("btrfs check --readonly {dev}"),
                 status: out.status.to_string(),
                 stderr: text,
@@ -133,12 +181,12 @@ impl ScratchFs {
         Ok(text)
     }
 
-    fn make_image(&self, size: u64) -> Result<(), EnvError> {
-        let file = fs::File::create(&self.image).map_err(|source| EnvError::Io {
+    fn make_image(&self, size: u64) -> Result<(), ScratchError> {
+        let file = fs::File::create(&self.image).map_err(|source| ScratchError::Io {
             what: format!("creating {}", self.image.display()),
             source,
         })?;
-        file.set_len(size).map_err(|source| EnvError::Io {
+        file.set_len(size).map_err(|source| ScratchError::Io {
             what: format!("sizing {}", self.image.display()),
             source,
         })?;
@@ -155,7 +203,7 @@ impl ScratchFs {
         .map(drop)
     }
 
-    fn attach(&mut self) -> Result<(), EnvError> {
+    fn attach(&mut self) -> Result<(), ScratchError> {
         let out = run(
             "losetup",
             &["--find".as_ref(), "--show".as_ref(), self.image.as_os_str()],
@@ -164,7 +212,7 @@ impl ScratchFs {
         Ok(())
     }
 
-    fn mount(&mut self) -> Result<(), EnvError> {
+    fn mount(&mut self) -> Result<(), ScratchError> {
         let dev = self.loop_dev.clone().unwrap_or_default();
         let mut cmd = Command::new(program_path("mount"));
         cmd.args(["-t", "btrfs"]);
@@ -174,7 +222,7 @@ impl ScratchFs {
         cmd.arg(&dev).arg(&self.mount_point);
         let out = output(cmd, "mount")?;
         if !out.status.success() {
-            return Err(EnvError::Mount {
+            return Err(ScratchError::Mount {
                 options: self.options.clone(),
                 stderr: stderr_of(&out),
             });
@@ -183,7 +231,7 @@ impl ScratchFs {
         Ok(())
     }
 
-    fn unmount(&mut self) -> Result<(), EnvError> {
+    fn unmount(&mut self) -> Result<(), ScratchError> {
         if !self.mounted {
             return Ok(());
         }
@@ -200,13 +248,13 @@ impl ScratchFs {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| EnvError::Io {
+        Err(last.unwrap_or_else(|| ScratchError::Io {
             what: "umount".into(),
-            source: std::io::Error::other("gave up"),
+            source: io::Error::other("gave up"),
         }))
     }
 
-    fn detach(&mut self) -> Result<(), EnvError> {
+    fn detach(&mut self) -> Result<(), ScratchError> {
         let Some(dev) = self.loop_dev.clone() else {
             return Ok(());
         };
@@ -223,9 +271,9 @@ impl ScratchFs {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| EnvError::Io {
+        Err(last.unwrap_or_else(|| ScratchError::Io {
             what: "losetup -d".into(),
-            source: std::io::Error::other("gave up"),
+            source: io::Error::other("gave up"),
         }))
     }
 }
@@ -266,7 +314,7 @@ fn program_path(program: &str) -> PathBuf {
 }
 
 /// Run a program to completion; stdout on success.
-fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<String, EnvError> {
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<String, ScratchError> {
     let mut cmd = Command::new(program_path(program));
     cmd.args(args);
     let line = format!(
@@ -278,7 +326,7 @@ fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<String, EnvError> {
     );
     let out = output(cmd, program)?;
     if !out.status.success() {
-        return Err(EnvError::Command {
+        return Err(ScratchError::Command {
             command: line,
             status: out.status.to_string(),
             stderr: stderr_of(&out),
@@ -288,8 +336,8 @@ fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<String, EnvError> {
 }
 
 /// Run `cmd` to completion; an error only when it cannot start.
-fn output(mut cmd: Command, program: &str) -> Result<Output, EnvError> {
-    cmd.output().map_err(|source| EnvError::Spawn {
+fn output(mut cmd: Command, program: &str) -> Result<Output, ScratchError> {
+    cmd.output().map_err(|source| ScratchError::Spawn {
         program: program.to_string(),
         hint: match (source.kind(), program) {
             (std::io::ErrorKind::NotFound, "mkfs.btrfs" | "btrfs") => " (install btrfs-progs)",
