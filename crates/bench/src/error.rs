@@ -123,6 +123,9 @@ pub enum BenchError {
         /// What went wrong.
         reason: String,
     },
+    /// The CSV report could not be produced.
+    #[error("csv: {0}")]
+    Csv(#[from] csv::Error),
     /// The JSON report could not be produced.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),

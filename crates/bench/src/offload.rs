@@ -36,6 +36,7 @@ use crate::corpus::{Corpus, CorpusInfo};
 use crate::machine::Machine;
 use crate::metrics::{mb_per_s, quotient, ratio};
 use crate::progress::Progress;
+use crate::report::csv_text;
 use crate::{interrupt, BenchError};
 
 /// Request sizes measured by default: 4 KiB to 1 MiB.
@@ -832,10 +833,10 @@ impl OffloadReport {
         s
     }
 
-    /// One CSV line per row, with [`CSV_HEADER`].
-    pub fn csv(&self) -> String {
-        let mut out = String::from(CSV_HEADER);
-        out.push('\n');
+    /// One CSV line per row, with [`CSV_HEADER`] (through [`csv_text`]: a provider label with
+    /// commas is quoted).
+    pub fn csv(&self) -> Result<String, BenchError> {
+        let mut lines = Vec::with_capacity(self.rows.len());
         for r in &self.rows {
             let f = |x: f64| {
                 if x.is_finite() {
@@ -849,7 +850,7 @@ impl OffloadReport {
             let d = &r.decompress;
             let cells = [
                 r.size.to_string(),
-                r.provider.replace(',', ";"),
+                r.provider.clone(),
                 r.simulated.to_string(),
                 r.requests.to_string(),
                 r.bytes.to_string(),
@@ -877,10 +878,9 @@ impl OffloadReport {
                 o(r.mbps_vs_cpu),
                 o(r.p50_vs_cpu),
             ];
-            out.push_str(&cells.join(","));
-            out.push('\n');
+            lines.push(cells.into());
         }
-        out
+        csv_text(CSV_HEADER, lines)
     }
 }
 

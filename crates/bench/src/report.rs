@@ -121,8 +121,8 @@ impl Report {
     }
 
     /// The long CSV: [`CSV_HEADER`], then one line per figure set.
-    pub fn csv(&self) -> String {
-        let mut lines = vec![CSV_HEADER.to_string()];
+    pub fn csv(&self) -> Result<String, BenchError> {
+        let mut lines: Vec<Vec<String>> = Vec::new();
         for r in &self.levels {
             lines.extend(level_csv("levels", r));
         }
@@ -158,10 +158,26 @@ impl Report {
                 }
             }
         }
-        let mut out = lines.join("\n");
-        out.push('\n');
-        out
+        csv_text(CSV_HEADER, lines)
     }
+}
+
+/// `header` (comma-separated names) and `rows` as CSV through the `csv` crate: a cell holding a
+/// comma, a quote or a line break is quoted (quotes doubled, RFC 4180), others are written as
+/// they are; one `\n`-ended line per row.
+pub fn csv_text(
+    header: &str,
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> Result<String, BenchError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header.split(','))?;
+    for row in rows {
+        w.write_record(&row)?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| BenchError::io("writing CSV", e.into_error()))?;
+    String::from_utf8(bytes).map_err(|e| BenchError::io("writing CSV", std::io::Error::other(e)))
 }
 
 /// Cells of one CSV line; `None` is an empty cell.
@@ -196,7 +212,7 @@ impl CsvRow {
         }
     }
 
-    fn line(&self) -> String {
+    fn line(&self) -> Vec<String> {
         fn o<T: ToString>(v: Option<T>) -> String {
             v.map(|v| v.to_string()).unwrap_or_default()
         }
@@ -224,11 +240,11 @@ impl CsvRow {
             f(self.decompress_overhead),
             f(self.speedup),
         ]
-        .join(",")
+        .into()
     }
 }
 
-fn level_csv(table: &str, r: &LevelRow) -> Vec<String> {
+fn level_csv(table: &str, r: &LevelRow) -> Vec<Vec<String>> {
     let mut c = CsvRow::new(table, "wring", &r.spec);
     c.level = Some(r.level);
     c.streams = Some(r.streams);
@@ -433,4 +449,33 @@ fn zram_table(rows: &[ZramRow]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_with_commas_quotes_and_line_breaks_are_quoted() {
+        let rows = vec![
+            vec!["lz4".to_string(), "1.5".to_string(), String::new()],
+            vec![
+                "sim 5 µs, failing".to_string(),
+                "say \"hi\"".to_string(),
+                "two\nlines".to_string(),
+            ],
+        ];
+        let text = csv_text("name,ratio,note", rows.clone()).unwrap();
+        assert_eq!(
+            text,
+            "name,ratio,note\nlz4,1.5,\n\"sim 5 µs, failing\",\"say \"\"hi\"\"\",\"two\nlines\"\n"
+        );
+        // A CSV reader gets every cell back as it was.
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let back: Vec<Vec<String>> = r
+            .records()
+            .map(|rec| rec.unwrap().iter().map(String::from).collect())
+            .collect();
+        assert_eq!(back, rows);
+    }
 }

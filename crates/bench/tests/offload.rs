@@ -195,10 +195,18 @@ fn the_report_says_the_device_is_simulated() {
     let md = report.markdown();
     assert!(md.contains("SIMULATED"), "{md}");
     assert!(md.contains("| 16 KiB | sim 5 µs, failing |"), "{md}");
-    let csv = report.csv();
+    let csv = report.csv().expect("csv");
     assert_eq!(csv.lines().count(), 1 + report.rows.len());
-    assert!(csv
-        .lines()
-        .all(|l| l.split(',').count() == offload::CSV_HEADER.split(',').count()));
+    // Provider labels hold commas ("sim 5 µs, failing"): quoted, every record has every column
+    // and reads back as the label the table shows.
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let columns = offload::CSV_HEADER.split(',').count();
+    let records: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("record")).collect();
+    assert_eq!(records.len(), report.rows.len());
+    assert!(records.iter().all(|r| r.len() == columns), "{csv}");
+    assert!(
+        records.iter().any(|r| &r[1] == "sim 5 µs, failing"),
+        "{csv}"
+    );
     assert!(report.json().expect("json").contains("\"mismatches\": 0"));
 }

@@ -142,7 +142,7 @@ fn json_holds_everything_with_derived_figures() {
 #[test]
 fn csv_is_one_long_table() {
     let r = full_report();
-    let csv = r.csv();
+    let csv = r.csv().expect("csv");
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], CSV_HEADER);
     let columns = CSV_HEADER.split(',').count();

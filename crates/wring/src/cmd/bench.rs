@@ -404,7 +404,7 @@ fn run_offload(a: OffloadArgs) -> Result<()> {
         stdout_taken |= emit(path, dash, &report.json()?)?;
     }
     if let Some(path) = &a.common.csv {
-        stdout_taken |= emit(path, dash, &report.csv())?;
+        stdout_taken |= emit(path, dash, &report.csv()?)?;
     }
     if !stdout_taken {
         print!("{}", report.markdown());
@@ -435,7 +435,7 @@ fn finish(report: &Report, common: &CommonArgs, plot_path: Option<&Path>) -> Res
         stdout_taken |= emit(path, dash, &json)?;
     }
     if let Some(path) = &common.csv {
-        stdout_taken |= emit(path, dash, &report.csv())?;
+        stdout_taken |= emit(path, dash, &report.csv()?)?;
     }
     if !stdout_taken {
         print!("{}", report.markdown());

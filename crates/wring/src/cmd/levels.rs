@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<()> {
     let rows = level_table(&engine, &algorithms);
     match args.format {
         Format::Markdown => print_markdown(&rows),
-        Format::Csv => print_csv(&rows),
+        Format::Csv => print_csv(&rows)?,
     }
     if args.stats {
         let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))?;
@@ -77,20 +77,30 @@ fn print_markdown(rows: &[LevelRow]) {
     }
 }
 
-fn print_csv(rows: &[LevelRow]) {
-    println!("algorithm,level,default,btrfs,memory_kb,with_buffer_kb,kernel_formula_kb");
+fn print_csv(rows: &[LevelRow]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(std::io::stdout().lock());
+    w.write_record([
+        "algorithm",
+        "level",
+        "default",
+        "btrfs",
+        "memory_kb",
+        "with_buffer_kb",
+        "kernel_formula_kb",
+    ])?;
     for r in rows {
-        println!(
-            "{},{},{},{},{},{},{}",
-            r.algorithm,
-            r.level,
-            r.default,
-            r.in_btrfs,
+        w.write_record([
+            r.algorithm.to_string(),
+            r.level.to_string(),
+            r.default.to_string(),
+            r.in_btrfs.to_string(),
             kb(r.workspace_bytes),
             kb(r.total_bytes),
             r.kernel_bytes.map(kb).unwrap_or_default(),
-        );
+        ])?;
     }
+    w.flush().context("writing the CSV to stdout")?;
+    Ok(())
 }
 
 /// A deterministic, compressible sample: eight 128 KiB extents of generated text.
