@@ -21,7 +21,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 
-use wring_engine::Algorithm;
+use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::{BtrfsError, Op, Refusal};
 
@@ -198,6 +198,11 @@ impl Compression {
     /// The encoding to declare for an extent the engine compressed with `algorithm` on a
     /// filesystem of `sector_size`; None where btrfs has no such type (lz4, lz4hc).
     pub fn for_algorithm(algorithm: Algorithm, sector_size: u32) -> Option<Compression> {
+        // Whether btrfs has the algorithm at all is CompressSpec's rule; the sector size is this
+        // encoding's own.
+        CompressSpec::default_for(algorithm)
+            .btrfs_algorithm()
+            .ok()?;
         match algorithm {
             Algorithm::Zlib => Some(Compression::Zlib),
             Algorithm::Zstd => Some(Compression::Zstd),
