@@ -42,7 +42,8 @@ pub enum Command {
 /// Options every benchmark takes.
 #[derive(clap::Args)]
 pub struct CommonArgs {
-    /// Corpus directory: every regular file under it, recursively. Default: a deterministic
+    /// Corpus directory: every regular file under it, recursively (but the MANIFEST that
+    /// `../shared/corpus/build.sh` writes at its top). Default: a deterministic
     /// ~80 MB sample of files every Linux machine has (/usr/share/doc, python's sources under
     /// /usr/lib, shared libraries, /usr/share data). `../shared/corpus/build.sh DIR` builds the
     /// shared Silesia-like corpus.
