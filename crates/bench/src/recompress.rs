@@ -6,8 +6,8 @@
 //! btrfs-delalloc workers — is the reference):
 //!
 //! * wring: write K copies of the corpus uncompressed, sync, then time
-//!   [`recompress`](wring_btrfs::recompress::recompress) with one thread and (on another fresh
-//!   filesystem) with two, including the final sync;
+//!   [`recompress`] with one thread and (on another fresh filesystem) with two, including the
+//!   final sync;
 //! * kernel: mount with `compress-force=<spec>` ([`KernelFs`]), time writing the same files
 //!   until `sync -f` returns (levels btrfs does not have, like zstd:19, have no kernel row);
 //! * ratio = uncompressed bytes / disk bytes of the files' extents (compsize's columns).
