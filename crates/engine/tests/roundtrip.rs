@@ -109,12 +109,12 @@ fn generate(kind: Kind, seed: u64, len: usize) -> Vec<u8> {
         Kind::Zeros => vec![0; len],
         Kind::Runs => runs(&mut rng, len),
         Kind::Repeated => {
-            let paragraph_len = 200 + rng.below(800);
+            let paragraph_len = 200 + rng.index(800);
             let paragraph = words(&mut rng, paragraph_len);
             paragraph.iter().copied().cycle().take(len).collect()
         }
         Kind::Words => words(&mut rng, len),
-        Kind::SmallAlphabet => (0..len).map(|_| b"ACGT"[rng.below(4)]).collect(),
+        Kind::SmallAlphabet => (0..len).map(|_| b"ACGT"[rng.index(4)]).collect(),
     };
     out.truncate(len);
     out
@@ -124,8 +124,8 @@ fn generate(kind: Kind, seed: u64, len: usize) -> Vec<u8> {
 fn words(rng: &mut SplitMix, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 16);
     while out.len() < len {
-        out.extend_from_slice(WORDS[rng.below(WORDS.len())].as_bytes());
-        out.push(if rng.below(12) == 0 { b'\n' } else { b' ' });
+        out.extend_from_slice(WORDS[rng.index(WORDS.len())].as_bytes());
+        out.push(if rng.index(12) == 0 { b'\n' } else { b' ' });
     }
     out
 }
@@ -135,7 +135,7 @@ fn runs(rng: &mut SplitMix, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 512);
     while out.len() < len {
         let byte = rng.next() as u8;
-        let run = 32 + rng.below(481);
+        let run = 32 + rng.index(481);
         out.resize(out.len() + run, byte);
     }
     out

@@ -253,6 +253,24 @@ impl SplitMix {
         self.next() % n
     }
 
+    /// An index in 0..n (n > 0): [`SplitMix::below`] for lengths.
+    pub fn index(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// `len` random bytes, one per draw.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+
+    /// Fill `out` with random bytes, eight per draw.
+    pub fn fill(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            let word = self.next().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+
     /// A float in [0, 1).
     pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
@@ -294,6 +312,22 @@ mod tests {
             [1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1]
         );
         assert_eq!(interleave(&s, 4, 6).len(), 6);
+    }
+
+    #[test]
+    fn every_draw_comes_from_the_same_sequence() {
+        let words: Vec<u64> = {
+            let mut rng = SplitMix(7);
+            (0..3).map(|_| rng.next()).collect()
+        };
+        let mut rng = SplitMix(7);
+        assert_eq!(rng.index(1000), (words[0] % 1000) as usize);
+        assert_eq!(rng.below(1000), words[1] % 1000);
+        assert_eq!(rng.bytes(1), vec![words[2] as u8]);
+        let mut out = [0u8; 9];
+        SplitMix(7).fill(&mut out);
+        assert_eq!(out[..8], words[0].to_le_bytes());
+        assert_eq!(out[8], words[1].to_le_bytes()[0]);
     }
 
     #[test]
