@@ -183,3 +183,8 @@ impl Stat {
         s
     }
 }
+
+/// The statistics as indented JSON (`wring blk stat --json`).
+pub fn to_json(s: &Stat) -> Result<String, crate::BlkError> {
+    serde_json::to_string_pretty(s).map_err(|e| crate::BlkError::Option(e.to_string()))
+}

@@ -45,7 +45,7 @@ pub trait Streams: Send + Sync {
     fn compress(&self, jobs: &mut [PageJob<'_>]);
     /// Decompress every job into a whole page.
     fn decompress(&self, jobs: &mut [PageJob<'_>]);
-    /// Streams now.
+    /// Streams configured (`max_comp_streams`).
     fn streams(&self) -> usize;
     /// Change the number of streams live.
     fn set_streams(&self, n: usize) -> Result<(), BlkError>;
@@ -57,6 +57,8 @@ pub trait Streams: Send + Sync {
 #[derive(Debug)]
 pub struct OffloadStreams {
     offload: Offload,
+    /// The streams asked for (the workers converge on it: a shrink lets busy ones finish).
+    streams: std::sync::atomic::AtomicUsize,
     spec: CompressSpec,
     algorithm: Algorithm,
     name: String,
@@ -84,6 +86,7 @@ impl OffloadStreams {
         })?;
         Ok(OffloadStreams {
             offload,
+            streams: std::sync::atomic::AtomicUsize::new(streams),
             spec,
             algorithm,
             name: name.to_string(),
@@ -146,11 +149,14 @@ impl Streams for OffloadStreams {
     }
 
     fn streams(&self) -> usize {
-        self.offload.workers()
+        self.streams.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn set_streams(&self, n: usize) -> Result<(), BlkError> {
-        self.offload.set_streams(n).map_err(|e| self.failed(e))
+        let n = n.max(1);
+        self.offload.set_streams(n).map_err(|e| self.failed(e))?;
+        self.streams.store(n, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 
     fn algorithm(&self) -> String {

@@ -24,6 +24,9 @@ enum Command {
     Btrfs(cmd::btrfs::Command),
     #[command(flatten)]
     Fs(cmd::fs::Command),
+    /// zram in userspace: compressed RAM block devices served over NBD
+    #[command(subcommand)]
+    Blk(cmd::blk::Command),
 }
 
 fn main() {
@@ -34,6 +37,7 @@ fn main() {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Btrfs(c) => cmd::btrfs::run(c),
         Command::Fs(c) => cmd::fs::run(c),
+        Command::Blk(c) => cmd::blk::run(c),
     };
     if let Err(e) = result {
         eprintln!("wring: {}", plain(&e));

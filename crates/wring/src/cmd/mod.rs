@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_fs;
 pub mod bench_recompress;
+pub mod blk;
 pub mod btrfs;
 pub mod fs;
 pub mod levels;

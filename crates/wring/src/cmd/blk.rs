@@ -1,0 +1,467 @@
+//! `wring blk ...`: zram in userspace — compressed RAM block devices served over NBD by nbdkit
+//! with wring's plugin (crates/blk-nbdkit), driven with zram's words.
+//!
+//! * `start [-o OPTIONS] --size SIZE [--listen [ADDR:]PORT] NAME` starts nbdkit in the
+//!   background with `libwring_blk_nbdkit.so`, returns once the device serves, and prints its
+//!   NBD URI. Options are zram's (`comp_algorithm=zstd:3,streams=2,mem_limit=1G`).
+//! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
+//!   `mem-limit NAME SIZE`, `streams NAME N` over the device's control socket
+//!   ([`wring_blk::control`]: one request line, one JSON reply line).
+//!
+//! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
+//! (`/run/wring/blk/NAME` for root without `XDG_RUNTIME_DIR`; `WRING_BLK_DIR` overrides the
+//! base), every level made 0700 and checked to be the caller's own. It holds `nbd.sock` and
+//! `control.sock` (0600: nbdkit runs with umask 077 and the plugin sets the mode), `nbdkit.pid`,
+//! `nbdkit.log` (nbdkit's stderr) and `uri`. TCP is served only with an explicit `--listen`,
+//! on 127.0.0.1 unless an address is named.
+//!
+//! The plugin is found at `$WRING_BLK_PLUGIN`, else beside the `wring` binary, in its `deps/`
+//! or one directory up, the most recently built of those (cargo builds it beside the binary, or
+//! only in `deps/` when it is built as the CLI tests' dev-dependency).
+
+use std::fs::DirBuilder;
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use wring_blk::control::{self, Request};
+use wring_blk::{IoStat, MmStat, Options, Stat};
+
+/// blk subcommands.
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Start a device in the background; prints its NBD URI once it serves
+    Start(StartArgs),
+    /// Stop a device (its data is gone)
+    Stop {
+        /// The device's name
+        name: String,
+    },
+    /// List devices with their URI, size, algorithm and use
+    List,
+    /// zram's mm_stat and io_stat lines, then a table
+    Stat {
+        /// The device's name
+        name: String,
+        /// Print JSON instead
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give free arena space back (zram's compact)
+    Compact {
+        /// The device's name
+        name: String,
+    },
+    /// Free every page and zero the statistics (zram's reset; size and options stay)
+    Reset {
+        /// The device's name
+        name: String,
+    },
+    /// Set mem_limit live (0 = none); writes needing more memory fail with ENOSPC
+    MemLimit {
+        /// The device's name
+        name: String,
+        /// The limit, e.g. 512M
+        size: String,
+    },
+    /// Set the number of compression streams live
+    Streams {
+        /// The device's name
+        name: String,
+        /// Streams, 1 to 256
+        streams: usize,
+    },
+}
+
+/// Options of `wring blk start`.
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// zram's options: comp_algorithm=lzo|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
+    /// mem_limit=SIZE (comma-separated)
+    #[arg(short = 'o', long = "options", default_value = "")]
+    options: String,
+    /// Device size (disksize), e.g. 1G
+    #[arg(long)]
+    size: String,
+    /// Serve NBD over TCP on [ADDR:]PORT instead of the Unix socket (ADDR defaults to 127.0.0.1)
+    #[arg(long)]
+    listen: Option<String>,
+    /// The device's name: letters, digits, '-', '_' and '.'
+    name: String,
+}
+
+/// Run a blk subcommand.
+pub fn run(cmd: Command) -> Result<()> {
+    match cmd {
+        Command::Start(a) => start(a),
+        Command::Stop { name } => stop(&name),
+        Command::List => list(),
+        Command::Stat { name, json } => stat(&name, json),
+        Command::Compact { name } => {
+            let v = control::request(&device(&name)?.join("control.sock"), Request::Compact)?;
+            println!("{name}: compacted, {v} pages freed");
+            Ok(())
+        }
+        Command::Reset { name } => {
+            control::request(&device(&name)?.join("control.sock"), Request::Reset)?;
+            println!("{name}: reset");
+            Ok(())
+        }
+        Command::MemLimit { name, size } => {
+            let bytes = wring_blk::options::parse_size("mem_limit", &size)?;
+            let v = control::request(
+                &device(&name)?.join("control.sock"),
+                Request::MemLimit(bytes),
+            )?;
+            println!("{name}: mem_limit {v}");
+            Ok(())
+        }
+        Command::Streams { name, streams } => {
+            let v = control::request(
+                &device(&name)?.join("control.sock"),
+                Request::Streams(streams),
+            )?;
+            println!("{name}: streams {v}");
+            Ok(())
+        }
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if !ok {
+        bail!(
+            "'{name}' is not a device name: use up to 64 letters, digits, '-', '_' or '.', \
+             not starting with '.'"
+        );
+    }
+    Ok(())
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The base directory devices live in (not created).
+fn base_dir() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("WRING_BLK_DIR") {
+        return Ok(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {
+        return Ok(PathBuf::from(d).join("wring").join("blk"));
+    }
+    if euid() == 0 {
+        return Ok(PathBuf::from("/run/wring/blk"));
+    }
+    bail!("XDG_RUNTIME_DIR is not set: set it (or WRING_BLK_DIR) to a directory only you can enter")
+}
+
+/// Make `dir` and its missing parents 0700, and check that `dir` is ours and closed to others.
+fn private_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let m = std::fs::metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+    if m.uid() != euid() || m.mode() & 0o077 != 0 {
+        bail!(
+            "{} must belong to you and be closed to others (chmod 700); it is uid {} mode {:o}",
+            dir.display(),
+            m.uid(),
+            m.mode() & 0o777
+        );
+    }
+    Ok(())
+}
+
+/// The directory of an existing device.
+fn device(name: &str) -> Result<PathBuf> {
+    check_name(name)?;
+    let dir = base_dir()?.join(name);
+    if !dir.join("nbdkit.pid").exists() {
+        bail!(
+            "no device '{name}' (looked in {}); `wring blk list` shows the devices",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// The plugin nbdkit loads.
+fn plugin() -> Result<PathBuf> {
+    const LIB: &str = "libwring_blk_nbdkit.so";
+    if let Some(p) = std::env::var_os("WRING_BLK_PLUGIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().context("finding the wring binary")?;
+    let mut tried = Vec::new();
+    if let Some(dir) = exe.parent() {
+        for d in [
+            Some(dir.to_path_buf()),
+            Some(dir.join("deps")),
+            dir.parent().map(Path::to_path_buf),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            tried.push(d.join(LIB));
+        }
+    }
+    // The most recently built of those that exist (cargo leaves a copy in deps/ too).
+    let newest = tried
+        .iter()
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t);
+    if let Some((_, p)) = newest {
+        return Ok(p.clone());
+    }
+    bail!(
+        "wring's nbdkit plugin {LIB} is not at {}; build it (cargo build -p wring-blk-nbdkit) \
+         or name it in WRING_BLK_PLUGIN",
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )
+}
+
+/// The pid in a pid file, if that process is a live nbdkit (not a zombie: an init that does
+/// not reap leaves stopped daemons as zombies).
+fn live_pid(dir: &Path) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(dir.join("nbdkit.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMM) STATE ...": COMM may hold spaces, so split at the last ')'.
+    let (head, tail) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(')?.1;
+    let state = tail.split_whitespace().next()?;
+    (comm == "nbdkit" && state != "Z" && state != "X").then_some(pid)
+}
+
+fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
+    let (addr, port) = match listen.rsplit_once(':') {
+        Some((a, p)) => (a.trim_matches(['[', ']']).to_string(), p),
+        None => ("127.0.0.1".to_string(), listen),
+    };
+    let port: u16 = port.parse().ok().filter(|&p| p != 0).with_context(|| {
+        format!("--listen {listen}: give [ADDR:]PORT with PORT from 1 to 65535")
+    })?;
+    let host = if addr.contains(':') {
+        format!("[{addr}]")
+    } else {
+        addr.clone()
+    };
+    Ok((
+        vec!["-i".into(), addr, "-p".into(), port.to_string()],
+        format!("nbd://{host}:{port}/"),
+    ))
+}
+
+fn start(a: StartArgs) -> Result<()> {
+    check_name(&a.name)?;
+    let options = Options::parse(&a.options)?;
+    let size = wring_blk::options::parse_size("--size", &a.size)?;
+    if size == 0 {
+        bail!("--size must be at least one page (4096 bytes)");
+    }
+    let listen = a.listen.as_deref().map(listen_args).transpose()?;
+    let plugin = plugin()?;
+    let base = base_dir()?;
+    private_dir(&base)?;
+    let dir = base.join(&a.name);
+    if live_pid(&dir).is_some() {
+        bail!(
+            "device '{}' is already running; `wring blk stop {}` first",
+            a.name,
+            a.name
+        );
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("removing the stale {}", dir.display()))?;
+    }
+    private_dir(&dir)?;
+    let sock = dir.join("nbd.sock");
+    let (listen, uri) = match listen {
+        Some(l) => l,
+        None => (
+            vec!["-U".into(), sock.display().to_string()],
+            format!("nbd+unix:///?socket={}", sock.display()),
+        ),
+    };
+    let log = match std::fs::File::create(dir.join("nbdkit.log")) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(anyhow::Error::new(e).context("creating nbdkit.log"));
+        }
+    };
+    // nbdkit forks into the background itself: in the foreground it would die with its parent
+    // (it sets PR_SET_PDEATHSIG), and the daemon it forks has no parent to die with. Its
+    // messages go to nbdkit.log (--log=stderr) rather than syslog.
+    let mut cmd = Process::new("nbdkit");
+    cmd.arg("--log=stderr")
+        .arg("-P")
+        .arg(dir.join("nbdkit.pid"))
+        .args(&listen)
+        .arg(&plugin)
+        .arg(format!("size={size}"))
+        .arg(format!("control={}", dir.join("control.sock").display()))
+        .arg(format!("comp_algorithm={}", options.comp_algorithm))
+        .arg(format!("streams={}", options.streams))
+        .arg(format!("mem_limit={}", options.mem_limit))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().context("duplicating the log")?)
+        .stderr(log)
+        .process_group(0);
+    // SAFETY: umask only sets this process's file mode mask; it cannot fail. nbdkit inherits
+    // 077, so the files it creates are closed to others.
+    let old = unsafe { libc::umask(0o077) };
+    let status = cmd.status();
+    // SAFETY: as above, restoring the previous mask.
+    unsafe { libc::umask(old) };
+    let status = status.context("running nbdkit (install the nbdkit package)")?;
+    let fail = |why: String| -> anyhow::Error {
+        let mut text = String::new();
+        let _ = std::fs::File::open(dir.join("nbdkit.log"))
+            .and_then(|mut f| f.read_to_string(&mut text));
+        if let Some(pid) = live_pid(&dir) {
+            // SAFETY: kill has no memory preconditions; the pid is nbdkit's (checked in /proc).
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        anyhow::anyhow!("{why}: {}", text.trim())
+    };
+    if !status.success() {
+        return Err(fail(format!("nbdkit failed to start ({status})")));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pid_written = std::fs::metadata(dir.join("nbdkit.pid")).is_ok_and(|m| m.len() > 0);
+        if pid_written && live_pid(&dir).is_none() {
+            return Err(fail("nbdkit exited before serving".into()));
+        }
+        if pid_written && control::stat(&dir.join("control.sock")).is_ok() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(fail("nbdkit did not start serving within 60 s".into()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if a.listen.is_none() {
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
+            .context("making the NBD socket 0600")?;
+    }
+    std::fs::write(dir.join("uri"), format!("{uri}\n")).context("writing the uri file")?;
+    println!("{uri}");
+    Ok(())
+}
+
+fn stop(name: &str) -> Result<()> {
+    let dir = device(name)?;
+    if let Some(pid) = live_pid(&dir) {
+        // SAFETY: kill has no memory preconditions; the pid is nbdkit's (checked in /proc).
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while live_pid(&dir) == Some(pid) {
+            if Instant::now() > deadline {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    println!("{name}: stopped");
+    Ok(())
+}
+
+fn list() -> Result<()> {
+    let base = base_dir()?;
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    println!(
+        "{:<16} {:>12} {:<10} {:>12} {:>12}  URI",
+        "NAME", "DISKSIZE", "ALGORITHM", "DATA", "COMPR"
+    );
+    for name in names {
+        let dir = base.join(&name);
+        let uri = std::fs::read_to_string(dir.join("uri")).unwrap_or_default();
+        match (live_pid(&dir), control::stat(&dir.join("control.sock"))) {
+            (Some(_), Ok(s)) => println!(
+                "{:<16} {:>12} {:<10} {:>12} {:>12}  {}",
+                name,
+                s.disksize,
+                s.comp_algorithm,
+                s.mm_stat.orig_data_size,
+                s.mm_stat.compr_data_size,
+                uri.trim()
+            ),
+            _ => println!("{name:<16} (not running; `wring blk stop {name}` cleans up)"),
+        }
+    }
+    Ok(())
+}
+
+fn stat(name: &str, json: bool) -> Result<()> {
+    let dir = device(name)?;
+    let s: Stat = control::stat(&dir.join("control.sock"))?;
+    if json {
+        println!("{}", serde_json_text(&s)?);
+        return Ok(());
+    }
+    println!("mm_stat: {}", s.mm_stat_line());
+    println!("io_stat: {}", s.io_stat_line());
+    println!("(mm_stat: {})", MmStat::FIELDS.join(" "));
+    println!("(io_stat: {})", IoStat::FIELDS.join(" "));
+    println!();
+    print!("{}", s.table());
+    Ok(())
+}
+
+fn serde_json_text(s: &Stat) -> Result<String> {
+    Ok(wring_blk::stats::to_json(s)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_listen_addresses() {
+        assert!(check_name("swap0").is_ok());
+        assert!(check_name("../x").is_err());
+        assert!(check_name(".hidden").is_err());
+        assert!(check_name("").is_err());
+        let (args, uri) = listen_args("10809").unwrap();
+        assert_eq!(args, ["-i", "127.0.0.1", "-p", "10809"]);
+        assert_eq!(uri, "nbd://127.0.0.1:10809/");
+        let (_, uri) = listen_args("[::1]:10810").unwrap();
+        assert_eq!(uri, "nbd://[::1]:10810/");
+        assert!(listen_args("0").is_err());
+        assert!(listen_args("host:port").is_err());
+    }
+}

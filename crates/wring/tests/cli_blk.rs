@@ -1,0 +1,222 @@
+//! The real `wring blk` CLI: `start` returns once the device serves (without holding the
+//! caller's pipes) and prints its URI; the runtime directory and sockets are private;
+//! `list`, `stat` (zram's mm_stat/io_stat lines and `--json`), the live actions and `stop`
+//! work; bad options and names are refused naming what is accepted. Needs nbdkit and nbdcopy
+//! (Debian packages nbdkit, libnbd-bin; scripts/setup.sh installs them): the test fails without
+//! them. The plugin is the one cargo builds as wring's dev-dependency.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const WRING: &str = env!("CARGO_BIN_EXE_wring");
+
+/// A private WRING_BLK_DIR whose devices are stopped on drop, also when the test fails.
+struct Devices {
+    dir: PathBuf,
+    names: Vec<String>,
+}
+
+impl Devices {
+    fn new(tag: &str) -> Devices {
+        let dir = std::env::temp_dir().join(format!("wring-cli-blk-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Devices {
+            dir: dir.join("blk"),
+            names: Vec::new(),
+        }
+    }
+
+    fn wring(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(WRING);
+        cmd.args(args)
+            .env("WRING_BLK_DIR", &self.dir)
+            .env("WRING_BLK_PLUGIN", plugin())
+            .stdin(Stdio::null());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(cmd.output());
+        });
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(o) => o.expect("running wring"),
+            Err(_) => panic!(
+                "`wring {}` did not return (a daemon holding its pipes?)",
+                args.join(" ")
+            ),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.wring(args);
+        assert!(
+            o.status.success(),
+            "wring {}: {}\n{}",
+            args.join(" "),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn err(&self, args: &[&str]) -> String {
+        let o = self.wring(args);
+        assert!(!o.status.success(), "wring {} should fail", args.join(" "));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+
+    fn start(&mut self, args: &[&str], name: &str) -> String {
+        let mut a = vec!["blk", "start"];
+        a.extend(args);
+        a.push(name);
+        self.names.push(name.to_string());
+        self.ok(&a).trim().to_string()
+    }
+}
+
+impl Drop for Devices {
+    fn drop(&mut self) {
+        for n in std::mem::take(&mut self.names) {
+            let _ = self.wring(&["blk", "stop", &n]);
+        }
+        if let Some(parent) = self.dir.parent() {
+            let _ = std::fs::remove_dir_all(parent);
+        }
+    }
+}
+
+/// The plugin cargo built as this test's dev-dependency, beside the test binary in deps/.
+fn plugin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let p = exe.with_file_name("libwring_blk_nbdkit.so");
+    assert!(
+        p.exists(),
+        "{} is missing: cargo builds it as wring's dev-dependency",
+        p.display()
+    );
+    p
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn nbdcopy(from: &str, to: &str) {
+    let o = Command::new("nbdcopy")
+        .arg(from)
+        .arg(to)
+        .output()
+        .expect("nbdcopy is installed (Debian package libnbd-bin)");
+    assert!(
+        o.status.success(),
+        "nbdcopy {from} {to}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn start_stat_actions_and_stop() {
+    let mut d = Devices::new("main");
+    let uri = d.start(
+        &["-o", "comp_algorithm=zstd:1,streams=2", "--size", "16M"],
+        "t0",
+    );
+    let dev = d.dir.join("t0");
+    assert_eq!(
+        uri,
+        format!("nbd+unix:///?socket={}", dev.join("nbd.sock").display())
+    );
+    assert_eq!(mode(&d.dir), 0o700);
+    assert_eq!(mode(&dev), 0o700);
+    assert_eq!(mode(&dev.join("nbd.sock")), 0o600);
+    assert_eq!(mode(&dev.join("control.sock")), 0o600);
+
+    // Data in and out.
+    let text: Vec<u8> = (0..(4 << 20))
+        .map(|i: usize| b"zram in userspace, served over NBD. "[i % 36])
+        .collect();
+    let src = d.dir.join("in.img");
+    std::fs::write(&src, &text).expect("write the source");
+    nbdcopy(src.to_str().expect("utf-8"), &uri);
+    let out = d.dir.join("out.img");
+    nbdcopy(&uri, out.to_str().expect("utf-8"));
+    let back = std::fs::read(&out).expect("read back");
+    assert!(
+        back[..text.len()] == text[..],
+        "the device returned other bytes"
+    );
+
+    let list = d.ok(&["blk", "list"]);
+    assert!(
+        list.contains("t0") && list.contains("zstd:1") && list.contains(&uri),
+        "{list}"
+    );
+    let stat = d.ok(&["blk", "stat", "t0"]);
+    let mm = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("mm_stat:"))
+        .unwrap_or_else(|| panic!("no mm_stat line:\n{stat}"));
+    let fields: Vec<u64> = mm
+        .split_whitespace()
+        .map(|f| f.parse().expect("a number"))
+        .collect();
+    assert_eq!(fields.len(), 9, "{mm}");
+    assert_eq!(fields[0], 4 << 20, "orig_data_size: {mm}");
+    assert!(fields[1] < fields[0] / 10, "compr_data_size: {mm}");
+    assert!(
+        stat.lines()
+            .any(|l| l.starts_with("io_stat:") && l.split_whitespace().count() == 5),
+        "{stat}"
+    );
+    assert!(stat.contains("comp_algorithm    zstd:1"), "{stat}");
+    let json = d.ok(&["blk", "stat", "t0", "--json"]);
+    assert!(json.contains("\"orig_data_size\": 4194304"), "{json}");
+
+    assert!(d.ok(&["blk", "streams", "t0", "1"]).contains("streams 1"));
+    d.ok(&["blk", "compact", "t0"]);
+    assert!(d
+        .ok(&["blk", "mem-limit", "t0", "64M"])
+        .contains("67108864"));
+    d.ok(&["blk", "reset", "t0"]);
+    let json = d.ok(&["blk", "stat", "t0", "--json"]);
+    assert!(json.contains("\"orig_data_size\": 0"), "{json}");
+
+    // A second start of the same name is refused; stop removes the directory.
+    let e = d.err(&["blk", "start", "--size", "1M", "t0"]);
+    assert!(e.contains("already running"), "{e}");
+    d.ok(&["blk", "stop", "t0"]);
+    d.names.clear();
+    assert!(!dev.exists());
+    let e = d.err(&["blk", "stat", "t0"]);
+    assert!(e.contains("no device 't0'"), "{e}");
+}
+
+#[test]
+fn bad_options_and_names_are_refused_naming_what_is_accepted() {
+    let d = Devices::new("bad");
+    let e = d.err(&["blk", "start", "-o", "compression=lz4", "--size", "1M", "x"]);
+    assert!(
+        e.contains("compression") && e.contains("comp_algorithm, streams, mem_limit"),
+        "{e}"
+    );
+    let e = d.err(&[
+        "blk",
+        "start",
+        "-o",
+        "comp_algorithm=brotli",
+        "--size",
+        "1M",
+        "x",
+    ]);
+    assert!(e.contains("brotli") && e.contains("lz4"), "{e}");
+    let e = d.err(&["blk", "start", "--size", "lots", "x"]);
+    assert!(e.contains("lots"), "{e}");
+    let e = d.err(&["blk", "start", "--size", "1M", "../x"]);
+    assert!(e.contains("not a device name"), "{e}");
+    let e = d.err(&["blk", "start", "--size", "1M", "--listen", "0", "x"]);
+    assert!(e.contains("--listen"), "{e}");
+    assert!(!d.dir.join("x").exists());
+}
