@@ -218,8 +218,9 @@ impl Store {
 
     fn read_inner(&self, offset: u64, buf: &mut [u8]) -> Result<(), BlkError> {
         let segs: Vec<Seg> = segments(offset, buf.len()).collect();
-        let mut comp = vec![0u8; CHUNK * PAGE_SIZE];
-        let mut tmp = vec![0u8; CHUNK * PAGE_SIZE];
+        let scratch = segs.len().min(CHUNK) * PAGE_SIZE;
+        let mut comp = vec![0u8; scratch];
+        let mut tmp = vec![0u8; scratch];
         let mut rest = buf;
         for chunk in segs.chunks(CHUNK) {
             let mut outs: Vec<&mut [u8]> = Vec::with_capacity(chunk.len());
@@ -311,7 +312,7 @@ impl Store {
     fn write_inner(&self, offset: u64, data: &[u8]) -> Result<(), BlkError> {
         let segs: Vec<Seg> = segments(offset, data.len()).collect();
         let limit = self.arena.huge_class_size() - 1;
-        let mut out = vec![0u8; CHUNK * PAGE_SIZE];
+        let mut out = vec![0u8; segs.len().min(CHUNK) * PAGE_SIZE];
         let mut pos = 0;
         for chunk in segs.chunks(CHUNK) {
             let pieces: Vec<&[u8]> = chunk
