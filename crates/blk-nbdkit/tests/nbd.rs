@@ -70,11 +70,10 @@ struct Server {
 impl Server {
     fn start(size: &str, options: &[&str]) -> Server {
         need("nbdkit", "nbdkit");
-        let dir = std::env::temp_dir().join(format!(
-            "wring-blk-nbd-{}-{}",
-            std::process::id(),
-            Rng(Instant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64).next()
-        ));
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("wring-blk-nbd-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let mut cmd = Command::new("nbdkit");
         cmd.arg("-f")
@@ -488,4 +487,101 @@ fn bad_requests_get_errors_and_change_nothing() {
         .request(0, size - 512, 512, &[])
         .expect("read the last sector");
     assert_eq!((e, tail), (0, vec![0u8; 512]));
+}
+
+#[test]
+fn two_connections_write_concurrently_and_see_each_others_data() {
+    let s = Server::start("2M", &["comp_algorithm=lz4", "streams=2"]);
+    let sock = s.dir.join("nbd.sock");
+    let half = (s.size / 2) as usize;
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let sock = sock.clone();
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(&sock);
+                let mut rng = Rng(100 + t);
+                let base = t as usize * half;
+                let mut reference = vec![0u8; half];
+                for _ in 0..200 {
+                    let len = 1 + rng.below(3 * PAGE as u64) as usize;
+                    let off = rng.below((half - len) as u64) as usize;
+                    let data: Vec<u8> = if rng.below(2) == 0 {
+                        vec![rng.next() as u8; len]
+                    } else {
+                        (0..len).map(|_| rng.next() as u8 & 0x3f).collect()
+                    };
+                    let (e, _) = c
+                        .request(1, (base + off) as u64, len as u32, &data)
+                        .expect("write");
+                    assert_eq!(e, 0);
+                    reference[off..off + len].copy_from_slice(&data);
+                }
+                assert_eq!(c.request(3, 0, 0, &[]).expect("flush").0, 0);
+                reference
+            })
+        })
+        .collect();
+    let references: Vec<Vec<u8>> = writers
+        .into_iter()
+        .map(|w| w.join().expect("a writer"))
+        .collect();
+    // Each connection reads what the other wrote.
+    for (t, reference) in references.iter().enumerate() {
+        let mut c = Raw::connect(&sock);
+        let other = (1 - t) * half;
+        let mine = t * half;
+        let (e, data) = c
+            .request(0, mine as u64, half as u32, &[])
+            .expect("read back");
+        assert_eq!(e, 0);
+        assert!(data == *reference, "connection {t}'s half differs");
+        let (e, _) = c.request(0, other as u64, half as u32, &[]).expect("read");
+        assert_eq!(e, 0);
+    }
+}
+
+#[test]
+fn a_client_killed_mid_write_loses_nothing_already_written() {
+    let s = Server::start("1M", &[]);
+    let sock = s.dir.join("nbd.sock");
+    let page: Vec<u8> = (0..PAGE).map(|i| (i % 251) as u8).collect();
+    let mut c = Raw::connect(&sock);
+    assert_eq!(c.request(1, 0, PAGE as u32, &page).expect("write").0, 0);
+    // A second client sends a write header and half its payload, then vanishes.
+    let dying = UnixStream::connect(&sock).expect("connect");
+    {
+        let mut raw = Raw {
+            s: dying.try_clone().expect("clone"),
+            handle: 0,
+        };
+        let mut hello = [0u8; 18];
+        raw.s.read_exact(&mut hello).expect("greeting");
+        raw.s.write_all(&3u32.to_be_bytes()).expect("flags");
+        let mut opt = Vec::new();
+        opt.extend(b"IHAVEOPT");
+        opt.extend(1u32.to_be_bytes());
+        opt.extend(0u32.to_be_bytes());
+        raw.s.write_all(&opt).expect("export");
+        let mut export = [0u8; 10];
+        raw.s.read_exact(&mut export).expect("export reply");
+        let mut r = Vec::new();
+        r.extend(0x2560_9513u32.to_be_bytes());
+        r.extend(0u16.to_be_bytes());
+        r.extend(1u16.to_be_bytes());
+        r.extend(1u64.to_be_bytes());
+        r.extend(0u64.to_be_bytes());
+        r.extend((PAGE as u32).to_be_bytes());
+        r.extend(vec![0xEEu8; PAGE / 2]);
+        raw.s.write_all(&r).expect("half a write");
+    }
+    dying.shutdown(std::net::Shutdown::Both).expect("hang up");
+    drop(dying);
+    let (e, data) = c.request(0, 0, PAGE as u32, &[]).expect("read back");
+    assert_eq!(e, 0);
+    assert_eq!(data, page, "a half-sent write changed the page");
+    let mut c2 = Raw::connect(&sock);
+    let (e, data) = c2
+        .request(0, 0, PAGE as u32, &[])
+        .expect("read on a new connection");
+    assert_eq!((e, data), (0, page));
 }
