@@ -220,3 +220,24 @@ fn bad_options_and_names_are_refused_naming_what_is_accepted() {
     assert!(e.contains("--listen"), "{e}");
     assert!(!d.dir.join("x").exists());
 }
+
+#[test]
+fn tcp_only_with_listen_on_loopback_by_default() {
+    let mut d = Devices::new("tcp");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let uri = d.start(&["--size", "1M", "--listen", &port.to_string()], "tcp0");
+    assert_eq!(uri, format!("nbd://127.0.0.1:{port}/"));
+    assert!(!d.dir.join("tcp0").join("nbd.sock").exists());
+    let o = Command::new("nbdinfo")
+        .arg("--size")
+        .arg(&uri)
+        .output()
+        .expect("nbdinfo is installed (Debian package libnbd-bin)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1048576");
+    let list = d.ok(&["blk", "list"]);
+    assert!(list.contains(&uri), "{list}");
+}
