@@ -9,10 +9,12 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+
+use rustix::io::Errno;
+use rustix::ioctl::{ioctl, opcode, Getter, Opcode, Updater};
 
 use crate::error::{BtrfsError, Op};
-use crate::ioctl::{fs_info, ioc};
+use crate::ioctl::fs_info;
 
 /// `FS_COMPR_FL` (`chattr +c`).
 pub const FS_COMPR_FL: u32 = 0x0000_0004;
@@ -26,23 +28,15 @@ pub const FS_NOCOMP_FL: u32 = 0x0000_0400;
 pub const FS_NOCOW_FL: u32 = 0x0080_0000;
 
 /// `FS_IOC_GETFLAGS`: `_IOR('f', 1, long)` (the kernel copies an int).
-pub const FS_IOC_GETFLAGS: u32 = ioc(
-    ioc::READ,
-    b'f' as u32,
-    1,
-    std::mem::size_of::<libc::c_long>(),
-);
+pub const FS_IOC_GETFLAGS: Opcode = opcode::read::<libc::c_long>(b'f', 1);
 
 /// The inode's attribute flags (`FS_*_FL`).
 pub fn inode_flags(file: &File) -> Result<u32, BtrfsError> {
-    let mut flags: libc::c_int = 0;
-    // SAFETY: the descriptor is open for the call; the kernel writes one int through the
-    // pointer, which points at a live c_int.
-    let ret = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_GETFLAGS as _, &mut flags) };
-    if ret < 0 {
-        return Err(BtrfsError::io(Op::Flags, 0, io::Error::last_os_error()));
-    }
-    Ok(flags as u32)
+    // SAFETY: the descriptor is open for the call; whatever the opcode's `long` says, the
+    // kernel's FS_IOC_GETFLAGS (fs/ioctl.c, ioctl_getflags) writes one `unsigned int`, which is
+    // the getter's output type.
+    let flags = unsafe { ioctl(file, Getter::<FS_IOC_GETFLAGS, u32>::new()) };
+    flags.map_err(|errno| BtrfsError::io(Op::Flags, 0, io::Error::from(errno)))
 }
 
 /// `struct fiemap` without its extents.
@@ -70,12 +64,7 @@ struct FiemapExtent {
 }
 
 /// `FS_IOC_FIEMAP`: `_IOWR('f', 11, struct fiemap)`.
-pub const FS_IOC_FIEMAP: u32 = ioc(
-    ioc::READ | ioc::WRITE,
-    b'f' as u32,
-    11,
-    std::mem::size_of::<FiemapHeader>(),
-);
+pub const FS_IOC_FIEMAP: Opcode = opcode::read_write::<FiemapHeader>(b'f', 11);
 /// `FIEMAP_EXTENT_LAST`.
 pub const FIEMAP_EXTENT_LAST: u32 = 0x0001;
 /// `FIEMAP_EXTENT_SHARED`: the data extent has other references (reflinks, snapshots).
@@ -106,14 +95,8 @@ pub fn shared_ranges(file: &File) -> Result<Vec<(u64, u64)>, BtrfsError> {
         });
         // SAFETY: the descriptor is open for the call; `req` is a `struct fiemap` followed by
         // room for `fm_extent_count` extents, all in one live, exclusively borrowed allocation.
-        let ret = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP as _, &mut *req) };
-        if ret < 0 {
-            return Err(BtrfsError::io(
-                Op::Fiemap,
-                start,
-                io::Error::last_os_error(),
-            ));
-        }
+        let ret = unsafe { ioctl(file, Updater::<FS_IOC_FIEMAP, _>::new(&mut *req)) };
+        ret.map_err(|errno| BtrfsError::io(Op::Fiemap, start, io::Error::from(errno)))?;
         let n = (req.header.fm_mapped_extents as usize).min(FIEMAP_BATCH);
         if n == 0 {
             break;
@@ -153,16 +136,10 @@ pub fn has_xattr(file: &File, name: &str) -> Result<bool, BtrfsError> {
             io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"),
         )
     })?;
-    // SAFETY: the descriptor is open; `cname` is NUL-terminated; a null buffer of size 0 asks
-    // only for the value's size, so the kernel writes nothing.
-    let ret = unsafe { libc::fgetxattr(file.as_raw_fd(), cname.as_ptr(), std::ptr::null_mut(), 0) };
-    if ret >= 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::ENODATA) | Some(libc::EOPNOTSUPP) => Ok(false),
-        _ => Err(BtrfsError::io(Op::Open, 0, err)),
+    match rustix::fs::fgetxattr_query(file, cname.as_c_str()) {
+        Ok(_) => Ok(true),
+        Err(Errno::NODATA) | Err(Errno::OPNOTSUPP) => Ok(false),
+        Err(errno) => Err(BtrfsError::io(Op::Open, 0, io::Error::from(errno))),
     }
 }
 
@@ -175,8 +152,7 @@ pub fn has_cap_sys_admin() -> bool {
     let from_proc = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| cap_eff_has(&s, CAP_SYS_ADMIN));
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    from_proc.unwrap_or_else(|| unsafe { libc::geteuid() } == 0)
+    from_proc.unwrap_or_else(|| rustix::process::geteuid().is_root())
 }
 
 fn cap_eff_has(status: &str, bit: u32) -> Option<bool> {

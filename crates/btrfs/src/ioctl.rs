@@ -16,17 +16,18 @@
 //!   (and at most 128 KiB for plain data);
 //! * at or past end of file: zero bytes and `len == 0`.
 
+use std::ffi::c_void;
 use std::fs::File;
 use std::io;
-use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
 
+use rustix::io::Errno;
+use rustix::ioctl::{ioctl, opcode, Ioctl, IoctlOutput, Opcode};
 use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::{BtrfsError, Op, Refusal};
 
 /// `BTRFS_IOCTL_MAGIC`.
-pub const BTRFS_IOCTL_MAGIC: u32 = 0x94;
+pub const BTRFS_IOCTL_MAGIC: u8 = 0x94;
 /// btrfs's superblock magic as `statfs` reports it (`BTRFS_SUPER_MAGIC`).
 pub const BTRFS_SUPER_MAGIC: i64 = 0x9123_683E;
 /// Largest compressed extent the kernel reads or writes (`BTRFS_MAX_COMPRESSED`).
@@ -77,56 +78,40 @@ impl EncodedIoArgs {
     }
 }
 
-/// `_IOC_READ`/`_IOC_WRITE` and the size field's width, per architecture (asm-generic/ioctl.h
-/// and the few architectures that differ).
-#[cfg(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-))]
-pub(crate) mod ioc {
-    pub const READ: u32 = 2;
-    pub const WRITE: u32 = 4;
-    pub const SIZE_BITS: u32 = 13;
-}
-#[cfg(not(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc",
-    target_arch = "sparc64"
-)))]
-pub(crate) mod ioc {
-    pub const READ: u32 = 2;
-    pub const WRITE: u32 = 1;
-    pub const SIZE_BITS: u32 = 14;
-}
-
-/// The kernel's `_IOC(dir, type, nr, size)`.
-pub(crate) const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
-    let size_shift = 16;
-    let dir_shift = size_shift + ioc::SIZE_BITS;
-    (dir << dir_shift) | ((size as u32) << size_shift) | (ty << 8) | nr
-}
-
 /// `BTRFS_IOC_ENCODED_READ`: `_IOR(BTRFS_IOCTL_MAGIC, 64, struct btrfs_ioctl_encoded_io_args)`.
-pub const BTRFS_IOC_ENCODED_READ: u32 = ioc(
-    ioc::READ,
-    BTRFS_IOCTL_MAGIC,
-    64,
-    std::mem::size_of::<EncodedIoArgs>(),
-);
+pub const BTRFS_IOC_ENCODED_READ: Opcode = opcode::read::<EncodedIoArgs>(BTRFS_IOCTL_MAGIC, 64);
 /// `BTRFS_IOC_ENCODED_WRITE`: `_IOW(BTRFS_IOCTL_MAGIC, 64, struct btrfs_ioctl_encoded_io_args)`.
-pub const BTRFS_IOC_ENCODED_WRITE: u32 = ioc(
-    ioc::WRITE,
-    BTRFS_IOCTL_MAGIC,
-    64,
-    std::mem::size_of::<EncodedIoArgs>(),
-);
+pub const BTRFS_IOC_ENCODED_WRITE: Opcode = opcode::write::<EncodedIoArgs>(BTRFS_IOCTL_MAGIC, 64);
+
+/// One encoded read or write: a pointer to a `btrfs_ioctl_encoded_io_args` in, the ioctl's
+/// return value (bytes read or taken) out. rustix's `Updater` has this shape but drops the
+/// return value, which is the whole answer here. Private, and built only with the two opcodes
+/// above.
+struct EncodedIo<'a, const OPCODE: Opcode> {
+    args: &'a mut EncodedIoArgs,
+}
+
+// SAFETY: OPCODE is BTRFS_IOC_ENCODED_READ or BTRFS_IOC_ENCODED_WRITE (the type is private and
+// only built with those), both of which take a pointer to a `btrfs_ioctl_encoded_io_args`, which
+// `as_ptr` returns; a read fills the struct's output fields, so the call is marked mutating; the
+// output is the syscall's non-negative return value, not read through the pointer.
+unsafe impl<const OPCODE: Opcode> Ioctl for EncodedIo<'_, OPCODE> {
+    type Output = usize;
+
+    const IS_MUTATING: bool = true;
+
+    fn opcode(&self) -> Opcode {
+        OPCODE
+    }
+
+    fn as_ptr(&mut self) -> *mut c_void {
+        std::ptr::from_mut(self.args).cast()
+    }
+
+    unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<usize> {
+        usize::try_from(out).map_err(|_| Errno::INVAL)
+    }
+}
 
 /// `BTRFS_ENCODED_IO_COMPRESSION_NONE`.
 pub const COMPRESSION_NONE: u32 = 0;
@@ -362,28 +347,28 @@ pub fn encoded_read(file: &File, offset: u64, buf: &mut [u8]) -> Result<EncodedR
     };
     let mut args = EncodedIoArgs::new(&iov, pos);
     let ret = loop {
+        let read = EncodedIo::<BTRFS_IOC_ENCODED_READ> { args: &mut args };
         // SAFETY: the descriptor is open for the whole call (borrowed from `file`); `args` is a
         // live `btrfs_ioctl_encoded_io_args` whose `iov` points at one iovec describing `buf`,
         // which is exclusively borrowed and valid for `buf.len()` bytes; the kernel writes at
         // most that many bytes there and fills the output fields of `args`.
-        let ret = unsafe { libc::ioctl(file.as_raw_fd(), BTRFS_IOC_ENCODED_READ as _, &mut args) };
-        if ret >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break ret;
+        match unsafe { ioctl(file, read) } {
+            Err(Errno::INTR) => continue,
+            ret => break ret,
         }
     };
-    if ret < 0 {
-        let err = io::Error::last_os_error();
-        return Err(map_error(
+    let bytes = ret.map_err(|errno| {
+        map_error(
             Op::EncodedRead,
             file,
             offset,
             buf.len(),
-            err,
+            io::Error::from(errno),
             None,
-        ));
-    }
+        )
+    })?;
     Ok(EncodedRead {
-        bytes: ret as usize,
+        bytes,
         len: args.len,
         unencoded_len: args.unencoded_len,
         unencoded_offset: args.unencoded_offset,
@@ -418,22 +403,21 @@ pub fn encoded_write(
     args.unencoded_len = write.unencoded_len;
     args.unencoded_offset = write.unencoded_offset;
     args.compression = compression;
+    let call = EncodedIo::<BTRFS_IOC_ENCODED_WRITE> { args: &mut args };
     // SAFETY: the descriptor is open for the whole call; `args` is a live
     // `btrfs_ioctl_encoded_io_args` whose `iov` points at one iovec describing `write.data`,
     // valid for `data.len()` bytes for the call; the kernel only reads through it (ITER_SOURCE).
-    let ret = unsafe { libc::ioctl(file.as_raw_fd(), BTRFS_IOC_ENCODED_WRITE as _, &mut args) };
-    if ret < 0 {
-        let err = io::Error::last_os_error();
-        return Err(map_error(
+    let ret = unsafe { ioctl(file, call) };
+    ret.map_err(|errno| {
+        map_error(
             Op::EncodedWrite,
             file,
             offset,
             write.data.len(),
-            err,
+            io::Error::from(errno),
             Some(write),
-        ));
-    }
-    Ok(ret as usize)
+        )
+    })
 }
 
 /// What `fstatfs` says about the filesystem holding `file`.
@@ -447,15 +431,8 @@ pub struct FsInfo {
 
 /// Inspect the filesystem holding `file`.
 pub fn fs_info(file: &File) -> io::Result<FsInfo> {
-    let mut st = MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: the descriptor is open for the call and `st` is a writable `struct statfs`.
-    let ret = unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatfs succeeded, so it filled the struct (which started zeroed anyway).
-    let st = unsafe { st.assume_init() };
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between libcs
+    let st = rustix::fs::fstatfs(file)?;
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between backends and libcs
     let magic = st.f_type as i64;
     Ok(FsInfo {
         is_btrfs: magic == BTRFS_SUPER_MAGIC,

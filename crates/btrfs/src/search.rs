@@ -11,10 +11,11 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+
+use rustix::ioctl::{ioctl, opcode, Opcode, Updater};
 
 use crate::error::{BtrfsError, Op};
-use crate::ioctl::{ioc, BTRFS_IOCTL_MAGIC};
+use crate::ioctl::BTRFS_IOCTL_MAGIC;
 
 /// `BTRFS_EXTENT_DATA_KEY`.
 pub const EXTENT_DATA_KEY: u32 = 108;
@@ -63,13 +64,17 @@ const SEARCH_HEADER: usize = 32;
 /// Result buffer per call (the kernel takes up to 16 MiB).
 const SEARCH_BUF: usize = 64 * 1024;
 
+/// `struct btrfs_ioctl_search_args_v2` with its flexible buffer: `buf_size` bytes of results
+/// follow the header in the same allocation.
+#[repr(C)]
+struct SearchRequest {
+    args: SearchArgsV2,
+    results: [u8; SEARCH_BUF],
+}
+
 /// `BTRFS_IOC_TREE_SEARCH_V2`: `_IOWR(BTRFS_IOCTL_MAGIC, 17, struct btrfs_ioctl_search_args_v2)`.
-pub const BTRFS_IOC_TREE_SEARCH_V2: u32 = ioc(
-    ioc::READ | ioc::WRITE,
-    BTRFS_IOCTL_MAGIC,
-    17,
-    std::mem::size_of::<SearchArgsV2>(),
-);
+pub const BTRFS_IOC_TREE_SEARCH_V2: Opcode =
+    opcode::read_write::<SearchArgsV2>(BTRFS_IOCTL_MAGIC, 17);
 
 /// `struct btrfs_ioctl_fs_info_args` (1 KiB).
 #[repr(C)]
@@ -89,13 +94,28 @@ struct FsInfoArgs {
     reserved: [u8; 944],
 }
 
+impl FsInfoArgs {
+    /// All zero: `flags` 0 asks for no optional fields.
+    fn zeroed() -> FsInfoArgs {
+        FsInfoArgs {
+            max_id: 0,
+            num_devices: 0,
+            fsid: [0; 16],
+            nodesize: 0,
+            sectorsize: 0,
+            clone_alignment: 0,
+            csum_type: 0,
+            csum_size: 0,
+            flags: 0,
+            generation: 0,
+            metadata_uuid: [0; 16],
+            reserved: [0; 944],
+        }
+    }
+}
+
 /// `BTRFS_IOC_FS_INFO`: `_IOR(BTRFS_IOCTL_MAGIC, 31, struct btrfs_ioctl_fs_info_args)`.
-pub const BTRFS_IOC_FS_INFO: u32 = ioc(
-    ioc::READ,
-    BTRFS_IOCTL_MAGIC,
-    31,
-    std::mem::size_of::<FsInfoArgs>(),
-);
+pub const BTRFS_IOC_FS_INFO: Opcode = opcode::read::<FsInfoArgs>(BTRFS_IOCTL_MAGIC, 31);
 
 /// What `BTRFS_IOC_FS_INFO` says about a filesystem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,14 +130,13 @@ pub struct BtrfsInfo {
 
 /// Ask btrfs about the filesystem holding `file` (any file or directory on it).
 pub fn btrfs_info(file: &File) -> Result<BtrfsInfo, BtrfsError> {
-    // SAFETY: FsInfoArgs is plain old data; all-zero is a valid value (flags 0 = no extras).
-    let mut args: FsInfoArgs = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is open for the call and `args` is a writable
-    // `btrfs_ioctl_fs_info_args` of the size the ioctl number declares.
-    let ret = unsafe { libc::ioctl(file.as_raw_fd(), BTRFS_IOC_FS_INFO as _, &mut args) };
-    if ret < 0 {
-        return Err(not_btrfs_or(Op::Search, io::Error::last_os_error()));
-    }
+    // The kernel reads `flags` in (btrfs_ioctl_fs_info copies the struct from userspace first),
+    // so this is an updater on a zeroed struct, not a getter on uninitialized memory.
+    let mut args = FsInfoArgs::zeroed();
+    // SAFETY: the descriptor is open for the call and `args` is a live, exclusively borrowed
+    // `btrfs_ioctl_fs_info_args` of the size the opcode declares; the kernel writes only it.
+    let ret = unsafe { ioctl(file, Updater::<BTRFS_IOC_FS_INFO, _>::new(&mut args)) };
+    ret.map_err(|errno| not_btrfs_or(Op::Search, io::Error::from(errno)))?;
     Ok(BtrfsInfo {
         fsid: args.fsid,
         sector_size: args.sectorsize,
@@ -285,41 +304,26 @@ pub fn file_extent_items(file: &File, ino: u64) -> Result<Vec<FileExtentItem>, B
         ..SearchKey::default()
     };
     let mut items = Vec::new();
-    // u64s so the buffer is aligned for the args struct at its start.
-    let words = (std::mem::size_of::<SearchArgsV2>() + SEARCH_BUF).div_ceil(8);
-    let mut buf = vec![0u64; words];
+    let mut req = Box::new(SearchRequest {
+        args: SearchArgsV2::default(),
+        results: [0; SEARCH_BUF],
+    });
     loop {
         key.nr_items = u32::MAX;
-        let args = SearchArgsV2 {
+        req.args = SearchArgsV2 {
             key,
             buf_size: SEARCH_BUF as u64,
         };
-        // SAFETY: `buf` is 8-aligned and larger than SearchArgsV2; writing a Copy value there is
-        // fine.
-        unsafe { std::ptr::write(buf.as_mut_ptr().cast::<SearchArgsV2>(), args) };
-        // SAFETY: the descriptor is open for the call; `buf` starts with a
+        // SAFETY: the descriptor is open for the call; `req` is a live, exclusively borrowed
         // `btrfs_ioctl_search_args_v2` whose `buf_size` (SEARCH_BUF) bytes of result space follow
         // it inside the same allocation; the kernel writes at most that much.
-        let ret = unsafe {
-            libc::ioctl(
-                file.as_raw_fd(),
-                BTRFS_IOC_TREE_SEARCH_V2 as _,
-                buf.as_mut_ptr(),
-            )
-        };
-        if ret < 0 {
-            return Err(not_btrfs_or(Op::Search, io::Error::last_os_error()));
-        }
-        // SAFETY: the kernel filled the header in place; it is plain old data.
-        let out: SearchArgsV2 = unsafe { std::ptr::read(buf.as_ptr().cast::<SearchArgsV2>()) };
-        let found = out.key.nr_items;
+        let ret = unsafe { ioctl(file, Updater::<BTRFS_IOC_TREE_SEARCH_V2, _>::new(&mut *req)) };
+        ret.map_err(|errno| not_btrfs_or(Op::Search, io::Error::from(errno)))?;
+        let found = req.args.key.nr_items;
         if found == 0 {
             break;
         }
-        // SAFETY: `buf` is one allocation of `words * 8` bytes; viewing it as bytes is sound.
-        let bytes: &[u8] =
-            unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), words * 8) };
-        let results = &bytes[std::mem::size_of::<SearchArgsV2>()..];
+        let results = &req.results[..];
         let mut at = 0usize;
         let mut last_offset = None;
         for _ in 0..found {
