@@ -21,6 +21,9 @@
 //! bytes would win. wring measures that interval and reports it (see
 //! [`WriteLease::check_window`]); it cannot undo it. Changes that need no open (chmod, utimes,
 //! xattrs) are caught by the [`Stamp`] (ctime) comparison instead.
+//!
+//! The leases are raw `libc::fcntl` calls: neither rustix (1.1) nor nix (0.31) wraps
+//! `F_SETLEASE`/`F_GETLEASE`. They pass ints only, no pointers.
 
 use std::fs::File;
 use std::io;
@@ -28,6 +31,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Once;
 use std::time::{Duration, Instant};
+
+use rustix::fs::{Timespec, Timestamps};
 
 use crate::error::{BtrfsError, Op};
 
@@ -185,17 +190,16 @@ impl Stamp {
 /// mtime: btrfs_write_check() calls file_update_time() for encoded writes too). ctime cannot be
 /// set from userspace and moves.
 pub fn restore_times(file: &File, stamp: &Stamp) -> Result<(), BtrfsError> {
-    let ts = |(sec, nsec): (i64, i64)| libc::timespec {
-        tv_sec: sec as libc::time_t,
+    let ts = |(sec, nsec): (i64, i64)| Timespec {
+        tv_sec: sec,
         tv_nsec: nsec as _,
     };
-    let times = [ts(stamp.atime), ts(stamp.mtime)];
-    // SAFETY: the descriptor is open; `times` is an array of two timespecs, as futimens wants.
-    let ret = unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) };
-    if ret < 0 {
-        return Err(BtrfsError::io(Op::Times, 0, io::Error::last_os_error()));
-    }
-    Ok(())
+    let times = Timestamps {
+        last_access: ts(stamp.atime),
+        last_modification: ts(stamp.mtime),
+    };
+    rustix::fs::futimens(file, &times)
+        .map_err(|errno| BtrfsError::io(Op::Times, 0, io::Error::from(errno)))
 }
 
 #[cfg(test)]

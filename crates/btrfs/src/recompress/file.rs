@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use rustix::fs::OFlags;
 use wring_engine::Algorithm;
 
 use super::pipeline::{Checked, Lane};
@@ -149,12 +149,9 @@ fn open(path: &Path, dry_run: bool) -> Result<File, Skip> {
     };
     match attempt(!dry_run) {
         Ok(f) => {
-            // SAFETY: F_GETFL/F_SETFL take ints; clearing O_NONBLOCK keeps later I/O ordinary.
-            unsafe {
-                let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
-                if fl >= 0 {
-                    libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
-                }
+            // Clearing O_NONBLOCK keeps later I/O ordinary; a failure leaves it set, as before.
+            if let Ok(fl) = rustix::fs::fcntl_getfl(&f) {
+                let _ = rustix::fs::fcntl_setfl(&f, fl.difference(OFlags::NONBLOCK));
             }
             Ok(f)
         }
