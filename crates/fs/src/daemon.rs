@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fuser::{Config, MountOption, SessionACL};
+use rustix::fs::XattrFlags;
+use rustix::io::Errno;
 
 use crate::error::FsError;
 use crate::fuse::WringFs;
@@ -285,22 +287,19 @@ pub fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, FsError> {
     let n = CString::new(name).map_err(|_| FsError::Errno(libc::EINVAL))?;
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        // SAFETY: valid C strings and a buffer of the length passed.
-        let r =
-            unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-        if r >= 0 {
-            buf.truncate(r as usize);
-            return Ok(buf);
+        match rustix::fs::getxattr(p.as_c_str(), n.as_c_str(), &mut buf[..]) {
+            Ok(len) => {
+                buf.truncate(len);
+                return Ok(buf);
+            }
+            Err(Errno::RANGE) if buf.len() < 1 << 26 => buf.resize(buf.len() * 4, 0),
+            Err(errno) => {
+                return Err(FsError::Io {
+                    what: format!("{name} on {}", path.display()),
+                    source: errno.into(),
+                })
+            }
         }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ERANGE) && buf.len() < 1 << 26 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
-        }
-        return Err(FsError::Io {
-            what: format!("{name} on {}", path.display()),
-            source: e,
-        });
     }
 }
 
@@ -308,24 +307,12 @@ pub fn get_xattr(path: &Path, name: &str) -> Result<Vec<u8>, FsError> {
 pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<(), FsError> {
     let p = cpath(path)?;
     let n = CString::new(name).map_err(|_| FsError::Errno(libc::EINVAL))?;
-    // SAFETY: valid C strings and a value of the length passed.
-    let r = unsafe {
-        libc::setxattr(
-            p.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(FsError::Io {
+    rustix::fs::setxattr(p.as_c_str(), n.as_c_str(), value, XattrFlags::empty()).map_err(|errno| {
+        FsError::Io {
             what: format!("setting {name} on {}", path.display()),
-            source: std::io::Error::last_os_error(),
-        })
-    }
+            source: errno.into(),
+        }
+    })
 }
 
 /// Change options on a live mount; the text is checked here first so errors name the option.

@@ -655,12 +655,9 @@ impl Volume {
         let inodes = store::counter(&txn, "inodes")? + 1;
         let path = std::ffi::CString::new(self.store.dir().as_os_str().as_encoded_bytes())
             .map_err(|_| errno(libc::EINVAL))?;
-        // SAFETY: statvfs on a valid C string into a zeroed struct.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: `path` is a NUL-terminated C string and `st` a valid out-parameter.
-        let free = match unsafe { libc::statvfs(path.as_ptr(), &mut st) } {
-            0 => st.f_bavail * st.f_frsize,
-            _ => 0,
+        let free = match rustix::fs::statvfs(path.as_c_str()) {
+            Ok(st) => st.f_bavail * st.f_frsize,
+            Err(_) => 0,
         };
         let used_blocks = used.div_ceil(4096);
         Ok((used_blocks + free / 4096, free / 4096, inodes))
@@ -694,6 +691,22 @@ mod tests {
     fn done(dir: std::path::PathBuf, vol: Volume) {
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// statfs's free space is the store directory's filesystem's (statvfs), so `df` on the mount
+    /// shows what the store can still grow into: some, and no more than that filesystem holds.
+    #[test]
+    fn statfs_free_space_is_the_store_filesystems() {
+        let (dir, vol) = scratch("wring-statfs", Options::default());
+        let (blocks, free, inodes) = vol.statfs().unwrap();
+        let fs = rustix::fs::statvfs(&dir).unwrap();
+        let size_blocks = fs.f_blocks * fs.f_frsize / 4096;
+        assert!(
+            free > 0 && free <= size_blocks && blocks >= free,
+            "statfs says {free} free of {blocks} blocks on a filesystem of {size_blocks}"
+        );
+        assert_eq!(inodes, 1, "a fresh store holds its root directory only");
+        done(dir, vol);
     }
 
     /// A file made by create(2) is open from before its name is visible: an unlink right after
