@@ -651,14 +651,14 @@ fn run_phase(
             started[next] = Instant::now();
             let request = Request {
                 op: job.op,
-                input,
+                input: input.into(),
                 output,
                 tag: next as u64,
             };
             match queue.submit(request) {
                 Ok(()) => next += 1,
                 Err(SubmitError::Full { request, .. }) => {
-                    pool.push((request.input, request.output));
+                    pool.push((request.input.into_vec(), request.output));
                     break;
                 }
                 Err(SubmitError::ShutDown { .. }) => {
@@ -690,7 +690,7 @@ fn run_phase(
             }
         }
         check(job, &done)?;
-        pool.push((done.input, done.output));
+        pool.push((done.input.into_vec(), done.output));
     }
     fig.secs = t0.elapsed().as_secs_f64();
     let stats = offload.stats();

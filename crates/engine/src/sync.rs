@@ -6,12 +6,12 @@
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::{
     sync::{Arc, Condvar, Mutex, MutexGuard},
-    thread,
+    thread, thread_local,
 };
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard},
-    thread,
+    thread, thread_local,
 };
 
 /// Lock a mutex, recovering the data if a panicking thread poisoned it: every critical

@@ -191,7 +191,7 @@ mod offload {
     use shuttle::sync::Arc;
     use shuttle::thread;
     use wring_engine::offload::{
-        BatchJob, Completed, Offload, OffloadConfig, Op, Request, SubmitError,
+        BatchJob, Complete, Completed, Done, Offload, OffloadConfig, Op, Request, SubmitError,
     };
     use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy};
 
@@ -226,7 +226,7 @@ mod offload {
     fn request(tag: u64) -> Request {
         Request {
             op: OP,
-            input: vec![tag as u8; 8192],
+            input: vec![tag as u8; 8192].into(),
             output: Vec::new(),
             tag,
         }
@@ -320,6 +320,85 @@ mod offload {
                 }
                 assert_eq!(o.stats().in_flight, 0);
                 o.shutdown();
+                assert_eq!(o.workers(), 0);
+            },
+            ITERATIONS,
+        );
+    }
+
+    /// A front end run by its completions (the filesystem's writeback): each completion is
+    /// recorded and, for a first-round request, submits a follow-up from inside the handler
+    /// with `try_submit_with`; a full queue or a shutdown hands it back, which is fine.
+    #[derive(Default)]
+    struct Chain {
+        offload: shuttle::sync::Mutex<std::sync::Weak<Offload>>,
+        me: shuttle::sync::Mutex<std::sync::Weak<Chain>>,
+        delivered: shuttle::sync::Mutex<Vec<u64>>,
+        chained: shuttle::sync::Mutex<Vec<u64>>,
+    }
+
+    impl Complete for Chain {
+        fn complete(&self, done: Done) {
+            assert!(is_compressed(&done.result), "{done:?}");
+            self.delivered.lock().unwrap().push(done.tag);
+            if done.tag >= 100 {
+                return;
+            }
+            let o = self.offload.lock().unwrap().upgrade();
+            let me = self.me.lock().unwrap().upgrade();
+            if let (Some(o), Some(me)) = (o, me) {
+                let me: Arc<dyn Complete> = me;
+                if o.try_submit_with(request(done.tag + 100), &me).is_ok() {
+                    self.chained.lock().unwrap().push(done.tag + 100);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn handlers_complete_every_request_once_and_may_submit_from_inside() {
+        shuttle::check_random(
+            || {
+                let o = offload(2, 2);
+                let chain = Arc::new(Chain::default());
+                *chain.offload.lock().unwrap() = Arc::downgrade(&o);
+                *chain.me.lock().unwrap() = Arc::downgrade(&chain);
+                let handler: Arc<dyn Complete> = chain.clone();
+                let submitters: Vec<_> = (0..2u64)
+                    .map(|t| {
+                        let (o, h) = (Arc::clone(&o), Arc::clone(&handler));
+                        thread::spawn(move || {
+                            let mut accepted = Vec::new();
+                            for i in 0..2 {
+                                let tag = t * 10 + i;
+                                match o.submit_with(request(tag), &h) {
+                                    Ok(()) => accepted.push(tag),
+                                    Err(SubmitError::ShutDown { request }) => {
+                                        assert_eq!(request.tag, tag)
+                                    }
+                                    Err(e) => panic!("{e}"),
+                                }
+                            }
+                            accepted
+                        })
+                    })
+                    .collect();
+                let stopper = {
+                    let o = Arc::clone(&o);
+                    thread::spawn(move || o.shutdown())
+                };
+                let mut accepted: Vec<u64> = submitters
+                    .into_iter()
+                    .flat_map(|t| t.join().unwrap())
+                    .collect();
+                stopper.join().unwrap();
+                // Shut down: every accepted request was handed to its handler exactly once.
+                let mut delivered = chain.delivered.lock().unwrap().clone();
+                accepted.extend(chain.chained.lock().unwrap().iter());
+                accepted.sort_unstable();
+                delivered.sort_unstable();
+                assert_eq!(delivered, accepted);
+                assert_eq!(o.stats().in_flight, 0);
                 assert_eq!(o.workers(), 0);
             },
             ITERATIONS,

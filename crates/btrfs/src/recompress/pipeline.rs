@@ -121,7 +121,7 @@ impl Lane {
     ) -> Result<(), String> {
         let request = Request {
             op,
-            input,
+            input: input.into(),
             output,
             tag,
         };
@@ -152,7 +152,7 @@ impl Lane {
                         len: input.len(),
                     };
                     let check = self.buffer();
-                    self.checking.insert(tag, input);
+                    self.checking.insert(tag, input.into_vec());
                     // A slot was just collected, so the lane has room for the check.
                     if let Err(e) = self.submit(op, tag | CHECK, output, check) {
                         let data = self.checking.remove(&tag).unwrap_or_default();
@@ -167,21 +167,21 @@ impl Lane {
                     self.recycle(done.output);
                     return Some(Checked {
                         tag: done.tag,
-                        data: done.input,
+                        data: done.input.into_vec(),
                         result: Ok(None),
                     });
                 }
                 Ok(other) => {
                     return Some(Checked {
                         tag: done.tag,
-                        data: done.input,
+                        data: done.input.into_vec(),
                         result: Err(format!("the offload answered {other:?} to a compression")),
                     })
                 }
                 Err(e) => {
                     return Some(Checked {
                         tag: done.tag,
-                        data: done.input,
+                        data: done.input.into_vec(),
                         result: Err(e.to_string()),
                     })
                 }
@@ -198,7 +198,7 @@ impl Lane {
             Ok(Completed::Decompressed(_))
                 if done.output.get(..data.len()) == Some(&data[..]) && !data.is_empty() =>
             {
-                Ok(Some(done.input))
+                Ok(Some(done.input.into_vec()))
             }
             Ok(Completed::Decompressed(_)) => {
                 Err("the compressed extent does not decompress to its input".into())

@@ -5,7 +5,7 @@
 //! thread contending for two workspaces halved `bench levels`' speed (measured: 422 against
 //! 681 MB/s at zstd:1 on 2 streams). A batch of one CPU job runs on the calling thread.
 
-use super::queue::{Input, Job, Output, Shared, SlotId, Target};
+use super::queue::{Job, Output, Shared, SlotId, Src, Target};
 use super::{Completed, Op};
 use crate::error::Error;
 
@@ -39,7 +39,7 @@ impl<'a> BatchJob<'a> {
     fn job(&mut self) -> Job {
         Job {
             op: self.op,
-            input: Input::Borrowed {
+            input: Src::Borrowed {
                 ptr: self.input.as_ptr(),
                 len: self.input.len(),
             },

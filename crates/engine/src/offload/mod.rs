@@ -7,8 +7,12 @@
 //!   [`Offload::try_submit`] hands the request back instead: the number of requests in flight
 //!   (submitted and not yet collected) never exceeds the configured depth, so memory is
 //!   bounded by backpressure, never by hope.
-//! * Completion three ways: wait on the [`Ticket`], poll a [`CompletionQueue`], or `.await` the
-//!   ticket (a runtime-agnostic [`std::future::Future`]; any executor's waker works).
+//! * Completion four ways: wait on the [`Ticket`], poll a [`CompletionQueue`], `.await` the
+//!   ticket (a runtime-agnostic [`std::future::Future`]; any executor's waker works), or have
+//!   a [`Complete`] handler called on the provider's thread ([`Offload::submit_with`]: the
+//!   acomp callback, which lets a front end run event-driven with no threads of its own).
+//! * An input is the request's own buffer or a shared one ([`Input::Shared`]): a front end
+//!   compresses the dirty extent its readers still see without copying it.
 //! * [`Offload::run_batch`] runs borrowed jobs to completion on the workers; it
 //!   is what a front end uses to spread one read's extents over the streams.
 //! * Providers: the CPU (the engine's workspace managers on one fixed pool of worker threads,
@@ -93,6 +97,48 @@ impl Op {
     }
 }
 
+/// A request's input bytes.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// The request's own buffer, handed back in the completion for reuse.
+    Owned(Vec<u8>),
+    /// A buffer shared with others (a dirty extent that reads still see), not copied.
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Input {
+    /// The owned buffer back for reuse (a shared one gives an empty vector: nothing to reuse).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Input::Owned(v) => v,
+            Input::Shared(a) => Arc::try_unwrap(a).unwrap_or_default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Input {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Owned(v) => v,
+            Input::Shared(a) => a,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Input {
+    fn from(v: Vec<u8>) -> Input {
+        Input::Owned(v)
+    }
+}
+
+impl From<Arc<Vec<u8>>> for Input {
+    fn from(a: Arc<Vec<u8>>) -> Input {
+        Input::Shared(a)
+    }
+}
+
 /// One request: an operation, its input, an output buffer and a tag the caller chooses.
 /// Both buffers come back in the [`Done`]; reusing them keeps the steady state allocation-free.
 #[derive(Debug)]
@@ -100,7 +146,7 @@ pub struct Request {
     /// What to do.
     pub op: Op,
     /// The bytes to compress or decompress.
-    pub input: Vec<u8>,
+    pub input: Input,
     /// Where the result goes. Grown (with an allocation) only if shorter than the operation
     /// needs: the compressed limit of the input, or the decoded size. For
     /// [`Op::CompressInto`] its length is the limit.
@@ -137,13 +183,25 @@ pub struct Done {
     /// The request's tag.
     pub tag: u64,
     /// The input buffer, as submitted.
-    pub input: Vec<u8>,
+    pub input: Input,
     /// The output buffer, holding the result.
     pub output: Vec<u8>,
     /// What the provider produced, or why it could not.
     pub result: Result<Completed, Error>,
     /// Who ran it.
     pub ran: Ran,
+}
+
+/// Receives the completions of requests submitted with [`Offload::submit_with`]: the acomp
+/// callback. It runs on the provider's thread (a CPU worker or a device thread) after the
+/// request's slot is free, with no lock held; while it runs, that thread compresses nothing,
+/// so a handler does its follow-up work (a commit) and returns. It must not wait for a slot
+/// with [`Offload::submit`] or [`Offload::submit_with`] — with every worker inside a handler
+/// nothing would free one — but may use the `try_` forms. A handler that panics loses that
+/// completion (logged); the thread goes on.
+pub trait Complete: Send + Sync {
+    /// Take one completion.
+    fn complete(&self, done: Done);
 }
 
 /// Why a request was not accepted.
@@ -237,6 +295,27 @@ impl Offload {
     pub fn try_submit(&self, request: Request) -> Result<Ticket, SubmitError> {
         let slot = self.shared.submit(request, Target::Ticket, false)?;
         Ok(Ticket::new(Arc::clone(&self.shared), slot))
+    }
+
+    /// Submit a request whose completion goes to `handler`, waiting while the queue is full.
+    /// Not from inside a handler (see [`Complete`]).
+    pub fn submit_with(
+        &self,
+        request: Request,
+        handler: &Arc<dyn Complete>,
+    ) -> Result<(), SubmitError> {
+        let target = Target::Handler(Arc::clone(handler));
+        self.shared.submit(request, target, true).map(|_| ())
+    }
+
+    /// As [`Offload::submit_with`], but hands the request back when the queue is full.
+    pub fn try_submit_with(
+        &self,
+        request: Request,
+        handler: &Arc<dyn Complete>,
+    ) -> Result<(), SubmitError> {
+        let target = Target::Handler(Arc::clone(handler));
+        self.shared.submit(request, target, false).map(|_| ())
     }
 
     /// A completion queue: requests submitted to it are collected with

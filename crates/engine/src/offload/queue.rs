@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::device::{Device, DeviceCaps};
 use super::stats::{Fallback, ProviderStats};
-use super::{Completed, Done, OffloadConfig, Op, Ran, Request, SubmitError};
+use super::{Complete, Completed, Done, Input, OffloadConfig, Op, Ran, Request, SubmitError};
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::sync::{lock, wait, wait_timeout, Condvar, Mutex, MutexGuard};
@@ -28,17 +28,28 @@ pub(crate) struct SlotId {
 }
 
 /// Who collects a finished request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(super) enum Target {
     /// A [`super::Ticket`] or a batch job waits for it.
     Ticket,
     /// A completion queue.
     Queue(usize),
+    /// A handler called on the provider's thread.
+    Handler(Arc<dyn Complete>),
 }
 
-/// Input bytes: owned by the request, or borrowed by a running batch.
-pub(super) enum Input {
-    Owned(Vec<u8>),
+impl Target {
+    fn queue(&self) -> Option<usize> {
+        match self {
+            Target::Queue(q) => Some(*q),
+            _ => None,
+        }
+    }
+}
+
+/// Input bytes: the request's own, or borrowed by a running batch.
+pub(super) enum Src {
+    Request(Input),
     Borrowed { ptr: *const u8, len: usize },
 }
 
@@ -51,7 +62,7 @@ pub(super) enum Output {
 /// A request as the providers see it.
 pub(crate) struct Job {
     pub(super) op: Op,
-    pub(super) input: Input,
+    pub(super) input: Src,
     pub(super) output: Output,
     pub(super) tag: u64,
 }
@@ -66,7 +77,7 @@ impl Job {
     pub(super) fn owned(r: Request) -> Job {
         Job {
             op: r.op,
-            input: Input::Owned(r.input),
+            input: Src::Request(r.input),
             output: Output::Owned(r.output),
             tag: r.tag,
         }
@@ -74,10 +85,10 @@ impl Job {
 
     pub(super) fn input(&self) -> &[u8] {
         match &self.input {
-            Input::Owned(v) => v,
+            Src::Request(v) => v,
             // SAFETY: see `unsafe impl Send for Job`: the batch that made the pointer keeps the
             // slice alive and unaliased until this job has finished.
-            Input::Borrowed { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+            Src::Borrowed { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
         }
     }
 
@@ -112,8 +123,8 @@ impl Job {
 
     fn into_done(self, result: Result<Completed, Error>, ran: Ran) -> Done {
         let vec_in = match self.input {
-            Input::Owned(v) => v,
-            Input::Borrowed { .. } => Vec::new(),
+            Src::Request(v) => v,
+            Src::Borrowed { .. } => Input::Owned(Vec::new()),
         };
         let vec_out = match self.output {
             Output::Owned(v) => v,
@@ -174,6 +185,34 @@ fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
         Op::Decompress { algorithm, .. } => engine
             .decompress(algorithm, src, out)
             .map(Completed::Decompressed),
+    }
+}
+
+/// What a finished request still needs once the state lock is released.
+#[must_use]
+pub(super) enum Notify {
+    /// Nothing: a waiter was signalled, or the request was abandoned.
+    Nothing,
+    /// Wake a future's task.
+    Wake(Waker),
+    /// Hand the completion to its handler.
+    Call(Arc<dyn Complete>, Done),
+}
+
+impl Notify {
+    /// Do it (on the provider's thread, with no lock held). A handler that panics loses only
+    /// its own completion; the provider thread goes on.
+    pub(super) fn run(self) {
+        match self {
+            Notify::Nothing => {}
+            Notify::Wake(w) => w.wake(),
+            Notify::Call(handler, done) => {
+                let tag = done.tag;
+                if catch_unwind(AssertUnwindSafe(|| handler.complete(done))).is_err() {
+                    log::error!("offload: the completion handler of request {tag} panicked");
+                }
+            }
+        }
     }
 }
 
@@ -374,13 +413,10 @@ impl Shared {
             }
             // A queue that holds completions it has not collected must collect them rather
             // than wait: two queues each waiting for the other's slots would never wake.
-            let own = match target {
-                Target::Queue(q) => {
-                    let list = &st.queues[q];
-                    list.outstanding >= self.depth || !list.ready.is_empty()
-                }
-                Target::Ticket => false,
-            };
+            let own = target.queue().is_some_and(|q| {
+                let list = &st.queues[q];
+                list.outstanding >= self.depth || !list.ready.is_empty()
+            });
             if !block || own {
                 return Err((job, true));
             }
@@ -401,7 +437,7 @@ impl Shared {
             index,
             gen: slot.gen,
         };
-        if let Target::Queue(q) = target {
+        if let Some(q) = slot.target.queue() {
             st.queues[q].outstanding += 1;
         }
         match route {
@@ -466,7 +502,7 @@ impl Shared {
         let start = Instant::now();
         let result = execute(&self.engine, &mut job);
         let service = start.elapsed();
-        let waker = self.finish(
+        let notify = self.finish(
             &mut self.state(),
             index,
             job,
@@ -474,12 +510,11 @@ impl Shared {
             Ran::Cpu(fallback),
             service,
         );
-        if let Some(w) = waker {
-            w.wake();
-        }
+        notify.run();
     }
 
-    /// Record a finished request and hand it to whoever collects it.
+    /// Record a finished request and hand it to whoever collects it; what the returned
+    /// [`Notify`] says must be done once the state lock is released.
     pub(super) fn finish(
         &self,
         st: &mut State,
@@ -488,7 +523,7 @@ impl Shared {
         result: Result<Completed, Error>,
         ran: Ran,
         service: Duration,
-    ) -> Option<Waker> {
+    ) -> Notify {
         let stats = match ran {
             Ran::Device => st.device_stats.as_mut().unwrap_or(&mut st.cpu_stats),
             Ran::Cpu(_) => &mut st.cpu_stats,
@@ -501,19 +536,31 @@ impl Shared {
             st.free.push(index);
             self.space.notify_one();
             drop(job);
-            return None;
+            return Notify::Nothing;
+        }
+        if let Target::Handler(handler) = &slot.target {
+            let handler = Arc::clone(handler);
+            slot.target = Target::Ticket;
+            // Collected at once: the slot is free before the handler runs, so the handler may
+            // submit again.
+            slot.phase = Phase::Free;
+            slot.waker = None;
+            st.free.push(index);
+            self.space.notify_one();
+            self.done.notify_all();
+            return Notify::Call(handler, job.into_done(result, ran));
         }
         slot.phase = Phase::Done;
         slot.job = Some(job);
         slot.result = Some((result, ran));
         let waker = slot.waker.take();
-        if let Target::Queue(q) = slot.target {
+        if let Some(q) = slot.target.queue() {
             st.queues[q].ready.push_back(index);
             // Its submitter may be waiting for a slot: it now has one to collect instead.
             self.space.notify_all();
         }
         self.done.notify_all();
-        waker
+        waker.map_or(Notify::Nothing, Notify::Wake)
     }
 
     /// Free a Done slot and return its completion.
@@ -622,7 +669,7 @@ impl Shared {
         }
         let st = &mut *st;
         for slot in st.slots.iter_mut() {
-            if slot.target == Target::Queue(q)
+            if slot.target.queue() == Some(q)
                 && matches!(slot.phase, Phase::Queued | Phase::Running)
             {
                 slot.abandoned = true;

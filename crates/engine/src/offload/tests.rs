@@ -52,7 +52,7 @@ fn compress(spec: CompressSpec, input: Vec<u8>, tag: u64) -> Request {
             spec,
             policy: Policy::Force,
         },
-        input,
+        input: input.into(),
         output: Vec::new(),
         tag,
     }
@@ -90,7 +90,7 @@ fn tickets_round_trip_and_match_the_engine_byte_for_byte() {
         for t in tickets {
             let done = t.wait();
             let i = done.tag as usize;
-            assert_eq!(done.input, inputs[i], "the input comes back unchanged");
+            assert_eq!(*done.input, inputs[i][..], "the input comes back unchanged");
             let packed = compressed(&done).to_vec();
             assert_eq!(packed, reference(zstd(3), &inputs[i]), "extent {i}");
             let back = o
@@ -99,7 +99,7 @@ fn tickets_round_trip_and_match_the_engine_byte_for_byte() {
                         algorithm: Algorithm::Zstd,
                         len: inputs[i].len(),
                     },
-                    input: packed,
+                    input: packed.into(),
                     output: Vec::new(),
                     tag: 99,
                 })
@@ -124,7 +124,7 @@ fn a_full_queue_refuses_try_submit_and_gives_the_request_back() {
     match o.try_submit(compress(zstd(1), text(8192, 7), 7)) {
         Err(SubmitError::Full { request, depth }) => {
             assert_eq!((request.tag, depth), (7, 3));
-            assert_eq!(request.input, text(8192, 7));
+            assert_eq!(*request.input, text(8192, 7)[..]);
         }
         other => panic!("expected Full, got {other:?}"),
     }
@@ -349,7 +349,7 @@ fn the_device_takes_only_what_it_produces_above_its_threshold() {
     ];
     for (req, ran) in cases {
         let (spec, input) = match req.op {
-            Op::Compress { spec, .. } => (spec, req.input.clone()),
+            Op::Compress { spec, .. } => (spec, req.input.to_vec()),
             _ => unreachable!(),
         };
         let done = o.submit(req).expect("room").wait();
@@ -371,7 +371,7 @@ fn the_device_takes_only_what_it_produces_above_its_threshold() {
                 algorithm: Algorithm::Zstd,
                 len: big.len(),
             },
-            input: packed,
+            input: packed.into(),
             output: Vec::new(),
             tag: 5,
         })
@@ -514,7 +514,7 @@ fn corrupt_input_is_the_requests_error_on_every_provider() {
                     algorithm: Algorithm::Zstd,
                     len,
                 },
-                input: vec![0xAB; len / 2],
+                input: vec![0xAB; len / 2].into(),
                 output: Vec::new(),
                 tag: len as u64,
             })
@@ -531,7 +531,7 @@ fn corrupt_input_is_the_requests_error_on_every_provider() {
                 algorithm: Algorithm::Zstd,
                 len: usize::MAX,
             },
-            input: vec![0; 16],
+            input: vec![0; 16].into(),
             output: Vec::new(),
             tag: 0,
         })
@@ -545,4 +545,142 @@ fn corrupt_input_is_the_requests_error_on_every_provider() {
         done.output.is_empty(),
         "no output was allocated for an absurd size"
     );
+}
+
+/// Records completions; panics on the tag it is told to.
+struct Recorder {
+    got: std::sync::Mutex<Vec<(u64, Ran, bool)>>,
+    panic_on: u64,
+}
+
+impl Complete for Recorder {
+    fn complete(&self, done: Done) {
+        if done.tag == self.panic_on {
+            panic!("a handler bug");
+        }
+        let ok = matches!(
+            done.result,
+            Ok(Completed::Compressed(Outcome::Compressed(_)))
+        );
+        self.got
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((done.tag, done.ran, ok));
+    }
+}
+
+#[test]
+fn handlers_get_every_completion_on_cpu_and_device_and_survive_a_panic() {
+    let sim: Arc<dyn Device> = SimDevice::new(SimConfig::pcie_like(), MAX_EXTENT);
+    let o = offload(4, 2, Some(sim));
+    let rec = Arc::new(Recorder {
+        got: std::sync::Mutex::new(Vec::new()),
+        panic_on: 3,
+    });
+    let handler: Arc<dyn Complete> = rec.clone();
+    let shared = Arc::new(text(64 << 10, 9));
+    for tag in 0..12u64 {
+        // Small requests stay on the CPU (below the device's threshold); large ones, shared
+        // and not copied, go to the simulated device.
+        let input: Input = match tag % 2 {
+            0 => text(8 << 10, tag).into(),
+            _ => Input::Shared(Arc::clone(&shared)),
+        };
+        let r = Request {
+            op: Op::Compress {
+                spec: zstd(3),
+                policy: Policy::Force,
+            },
+            input,
+            output: Vec::new(),
+            tag,
+        };
+        o.submit_with(r, &handler).expect("accepted");
+    }
+    o.shutdown();
+    let mut got = rec.got.lock().unwrap().clone();
+    got.sort_by_key(|g| g.0);
+    let tags: Vec<u64> = got.iter().map(|g| g.0).collect();
+    let want: Vec<u64> = (0..12).filter(|&t| t != 3).collect();
+    assert_eq!(
+        tags, want,
+        "every completion once; the panicking one lost alone"
+    );
+    assert!(got.iter().all(|g| g.2), "{got:?}");
+    assert!(got.iter().any(|g| g.1 == Ran::Device), "{got:?}");
+    assert!(got.iter().any(|g| matches!(g.1, Ran::Cpu(_))), "{got:?}");
+    assert_eq!(
+        Arc::strong_count(&shared),
+        1,
+        "shared inputs are given back"
+    );
+    assert_eq!(o.stats().in_flight, 0);
+}
+
+#[test]
+fn a_full_queue_refuses_try_submit_with_and_hands_the_request_back() {
+    let o = offload(1, 1, None);
+    let rec: Arc<dyn Complete> = Arc::new(Recorder {
+        got: std::sync::Mutex::new(Vec::new()),
+        panic_on: u64::MAX,
+    });
+    let r = |tag| Request {
+        op: Op::Compress {
+            spec: zstd(3),
+            policy: Policy::Force,
+        },
+        input: text(64 << 10, tag).into(),
+        output: Vec::new(),
+        tag,
+    };
+    // An uncollected ticket holds the only slot.
+    let ticket = o.submit(r(1)).expect("room for one");
+    match o.try_submit_with(r(2), &rec) {
+        Err(SubmitError::Full { request, depth }) => assert_eq!((request.tag, depth), (2, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ticket.wait().tag, 1);
+    o.try_submit_with(r(3), &rec).expect("room again");
+    o.shutdown();
+}
+
+/// Owns the offload until its first completion, then drops it from inside the handler (a
+/// front end's last owner going away on a worker thread).
+struct DropsTheOffload {
+    offload: std::sync::Mutex<Option<Offload>>,
+    dropped: std::sync::mpsc::Sender<u64>,
+}
+
+impl Complete for DropsTheOffload {
+    fn complete(&self, done: Done) {
+        let o = self
+            .offload
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(o);
+        let _ = self.dropped.send(done.tag);
+    }
+}
+
+#[test]
+fn a_handler_may_drop_the_last_owner_of_the_offload() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handler = Arc::new(DropsTheOffload {
+        offload: std::sync::Mutex::new(Some(offload(2, 2, None))),
+        dropped: tx,
+    });
+    let as_dyn: Arc<dyn Complete> = handler.clone();
+    {
+        let guard = handler.offload.lock().unwrap();
+        let o = guard.as_ref().expect("still there");
+        o.submit_with(compress(zstd(1), text(8192, 1), 1), &as_dyn)
+            .expect("accepted");
+    }
+    // A shutdown that waited for its own thread would never get here.
+    let tag = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the handler returned after dropping the offload");
+    assert_eq!(tag, 1);
+    assert!(handler.offload.lock().unwrap().is_none());
 }

@@ -6,11 +6,31 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::device::DeviceWork;
-use super::queue::{Job, Phase, Shared, State};
+use super::queue::{Job, Notify, Phase, Shared, State};
 use super::stats::{Fallback, OffloadStats};
 use super::Ran;
 use crate::error::Error;
-use crate::sync::{thread, wait};
+use crate::sync::{thread, thread_local, wait};
+
+thread_local! {
+    /// The offload whose provider thread this is (its shared state's address), and whether it
+    /// is a CPU worker (else a device thread); 0 on other threads.
+    static PROVIDER_OF: std::cell::Cell<(usize, bool)> = const { std::cell::Cell::new((0, false)) };
+}
+
+impl Shared {
+    /// Mark the calling thread as one of this offload's provider threads.
+    fn enter(&self, cpu: bool) {
+        PROVIDER_OF.with(|p| p.set((self as *const Shared as usize, cpu)));
+    }
+
+    /// Whether the calling thread is one of this offload's provider threads: a completion
+    /// handler that drops the last owner of the offload shuts it down from inside one, which
+    /// must not wait for itself (nor for threads that wait for it).
+    fn is_own_thread(&self) -> bool {
+        PROVIDER_OF.with(|p| p.get()).0 == self as *const Shared as usize
+    }
+}
 
 /// The provider threads: CPU workers and device submission threads.
 impl Shared {
@@ -48,6 +68,7 @@ impl Shared {
     }
 
     fn cpu_worker(self: Arc<Self>) {
+        self.enter(true);
         let mut st = self.state();
         loop {
             if st.workers_running > st.workers_wanted {
@@ -122,6 +143,7 @@ impl Shared {
         let Some((device, caps)) = self.device.clone() else {
             return;
         };
+        self.enter(false);
         let mut work = Vec::with_capacity(caps.batch);
         while self.take_device(&mut work, caps.batch) {
             let start = Instant::now();
@@ -135,10 +157,10 @@ impl Shared {
                 let (index, job, result) = w.into_parts();
                 let why = match result {
                     Some(Ok(c)) if !late => {
-                        let waker = self.finish(&mut st, index, job, Ok(c), Ran::Device, service);
-                        if let Some(waker) = waker {
+                        let notify = self.finish(&mut st, index, job, Ok(c), Ran::Device, service);
+                        if !matches!(notify, Notify::Nothing) {
                             drop(st);
-                            waker.wake();
+                            notify.run();
                             st = self.state();
                         }
                         continue;
@@ -188,13 +210,17 @@ impl Shared {
     }
 
     /// Refuse new requests, let the threads finish what was accepted, wait for them to exit.
+    /// Called from one of its own provider threads (a completion handler dropping the last
+    /// owner), it waits for nobody: the threads finish what was accepted and exit on their
+    /// own once the handler returns.
     pub(super) fn shutdown(&self) {
+        let own = self.is_own_thread();
         let mut st = self.state();
         st.shutdown = true;
         self.cpu_work.notify_all();
         self.device_work.notify_all();
         self.space.notify_all();
-        while st.workers_running > 0 || st.device_threads > 0 {
+        while !own && (st.workers_running > 0 || st.device_threads > 0) {
             st = wait(&self.done, st);
         }
     }
