@@ -157,9 +157,8 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
     // More request threads than compression streams: a thread waiting for a stream must not
     // hold up lookups, getattrs and reads queued behind it.
     let n_threads = (opts.streams + 4).clamp(4, 16);
-    let writeback = opts.streams.max(1);
     let vol = Arc::new(Volume::open(dir, opts)?);
-    vol.set_writeback(writeback)?;
+    vol.start_writeback();
     vol.start_committer()?;
     let mut config = Config::default();
     config.mount_options = vec![

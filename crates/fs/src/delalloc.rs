@@ -1,12 +1,21 @@
-//! Delayed allocation: a write hands whole extents to writeback threads that compress them on
-//! the engine's streams and commit them, so the FUSE write returns after one copy, as a btrfs
-//! buffered write returns once the page cache holds the data.
+//! Delayed allocation: a write queues whole extents and returns; their compression runs on the
+//! engine's offload API and its completions commit them, so the FUSE write returns after one
+//! copy, as a btrfs buffered write returns once the page cache holds the data.
 //!
-//! Mirrors btrfs's delalloc ranges and async_cow (inode.c: cow_file_range_async runs
-//! compress_file_range on a workqueue; fsync starts and waits for writeback first). Differs in
-//! buffering whole extents, not pages, and in being short-lived: the kernel's page cache above
-//! the mount already absorbs small writes, so this buffer only lets compression overlap with
-//! the writer (a FUSE close waits for every write reply) and is bounded by [`DIRTY_LIMIT`].
+//! Mirrors btrfs's delalloc ranges and async_cow (inode.c: cow_file_range_async queues
+//! compress_file_range on a workqueue, whose ordered completion submits the compressed
+//! extent; fsync starts and waits for writeback first). As in the kernel, the mount has no
+//! writeback threads of its own: a queued extent becomes an offload request (its dirty buffer
+//! shared, not copied), and the request's completion handler — seed 004's acomp callback,
+//! running on the offload's worker — commits it with whatever else has finished and submits
+//! what is still queued. A request the offload cannot take yet (its queue is full) waits in
+//! the queue for the next completion, write, fsync or the committer's tick. Without a handler
+//! (a volume that is not mounted: fsck, tests) writes are written back by the writer.
+//!
+//! Differs in buffering whole extents, not pages, and in being short-lived: the kernel's page
+//! cache above the mount already absorbs small writes, so this buffer only lets compression
+//! overlap with the writer (a FUSE close waits for every write reply) and is bounded by
+//! [`DIRTY_LIMIT`].
 //!
 //! Ordering rules that keep reads and crashes right:
 //! - A dirty extent is visible to reads and read-modify-writes from the moment it is queued
@@ -16,31 +25,27 @@
 //!   longer the dirty one (rewritten, truncated) throws its result away.
 //! - fsync, sync, setattr and truncate wait for (and help with) the inode's writeback first.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
-use crate::encode::{encode_values, Decision, Encoded};
+use wring_engine::offload::{Complete, Done, Input, Request, SubmitError};
+
+use crate::encode::{encode_batch, op_for, shape, value, Decision, Shape};
 use crate::error::{errno, FsError};
 use crate::store::records::{Time, FLAG_NOCOMPRESS};
 use crate::store::{self, INODES};
 use crate::volume::{lock, Volume};
 
-thread_local! {
-    /// Per thread: the extent values being built (header and stored bytes), reused so writeback
-    /// neither allocates nor zeroes per extent.
-    static VALUES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
 pub const DIRTY_LIMIT: usize = 64 << 20;
-/// Consecutive extents of one inode a writeback thread takes at once and commits in one
-/// transaction (btrfs commits many ordered extents per transaction too).
+/// Extents a waiting thread (fsync, a throttled writer) takes from the queue at once to
+/// compress as one batch.
 pub const BATCH: usize = 4;
+/// Output buffers kept for reuse between requests.
+const SPARE_BUFFERS: usize = 64;
 
-/// An encoded extent value (header and stored bytes) and whether it marks NOCOMPRESS.
-type Value<'b> = (&'b mut [u8], bool);
+/// An extent value: its header and stored bytes.
+type Value<'a> = (store::records::ExtentHeader, &'a [u8]);
 
 /// One extent waiting for writeback.
 pub(crate) struct Job {
@@ -53,6 +58,14 @@ pub(crate) struct Job {
     pub time: Time,
 }
 
+/// A job whose compression (if any) has finished: its shape, and the output holding the
+/// compressed bytes.
+struct Ready {
+    job: Job,
+    shape: Result<Shape, FsError>,
+    out: Vec<u8>,
+}
+
 /// Writeback state of one inode with dirty extents.
 #[derive(Default)]
 struct InodeState {
@@ -62,7 +75,7 @@ struct InodeState {
     extent_size: u32,
     /// Time of the last write.
     mtime: Time,
-    /// Jobs queued or running.
+    /// Jobs queued, in flight or ready.
     jobs: usize,
 }
 
@@ -73,14 +86,20 @@ type DirtyMap = HashMap<(u64, u64), (u64, Arc<Vec<u8>>)>;
 struct State {
     dirty: DirtyMap,
     inodes: HashMap<u64, InodeState>,
+    /// Jobs not yet submitted.
     queue: VecDeque<Job>,
+    /// Jobs submitted to the offload, by generation (the request's tag).
+    flight: HashMap<u64, Job>,
+    /// Jobs finished and waiting for their commit.
+    ready: Vec<Ready>,
     /// Writeback errors not yet reported by an fsync of their inode (btrfs: the mapping's
     /// error), each with whether a sync has reported it already (the superblock's errseq).
     errors: HashMap<u64, (FsError, bool)>,
     jobs: usize,
     bytes: usize,
     next_gen: u64,
-    shutdown: bool,
+    /// Output buffers to reuse.
+    spare: Vec<Vec<u8>>,
 }
 
 /// What a file's dirty extents add to its stored inode.
@@ -95,14 +114,40 @@ pub(crate) struct Pending {
 #[derive(Default)]
 pub(crate) struct Delalloc {
     state: Mutex<State>,
-    /// Signalled when a job is queued (workers wait on it).
-    work: Condvar,
-    /// Signalled when a job finishes (fsync, sync and throttled writers wait on it).
+    /// Signalled when a job finishes or becomes ready (fsync, sync and throttled writers
+    /// wait on it).
     done: Condvar,
-    /// Writeback threads running (changed under the state lock).
-    workers: AtomicUsize,
-    /// Writeback threads wanted: the mount's streams. Surplus threads exit after their batch.
-    wanted: AtomicUsize,
+    /// The completion handler once the mount runs writeback asynchronously.
+    handler: OnceLock<Arc<dyn Complete>>,
+}
+
+/// The writeback's completion handler: the acomp callback that commits.
+struct Writeback {
+    da: Weak<Delalloc>,
+    vol: Weak<Volume>,
+}
+
+impl Complete for Writeback {
+    fn complete(&self, done: Done) {
+        let Some(da) = self.da.upgrade() else {
+            return;
+        };
+        let Some(job) = da.state().flight.remove(&done.tag) else {
+            log::error!("writeback: a completion for no request ({})", done.tag);
+            return;
+        };
+        let shape = shape(&job.data, job.decision, Some(done.result));
+        da.push_ready(Ready {
+            job,
+            shape,
+            out: done.output,
+        });
+        // While the volume is being dropped (unmount) its final sync commits what is ready.
+        if let Some(vol) = self.vol.upgrade() {
+            vol.commit_ready();
+            vol.submit_writeback();
+        }
+    }
 }
 
 impl Delalloc {
@@ -110,8 +155,8 @@ impl Delalloc {
         lock(&self.state)
     }
 
-    fn wait<'a>(&self, cv: &Condvar, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        cv.wait(g).unwrap_or_else(|e| e.into_inner())
+    fn wait<'a>(&self, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.done.wait(g).unwrap_or_else(|e| e.into_inner())
     }
 
     /// What dirty extents add to `ino`, if it has any.
@@ -164,8 +209,6 @@ impl Delalloc {
         s.size = s.size.max(size);
         s.extent_size = extent_size;
         s.mtime = time;
-        drop(st);
-        self.work.notify_all();
     }
 
     /// Whether `job` is still the dirty version of its extent.
@@ -176,8 +219,14 @@ impl Delalloc {
             .is_some_and(|d| d.0 == job.gen)
     }
 
-    /// Account for a finished job: drop its dirty entry if it is still current, keep its error.
-    fn finish(&self, job: &Job, err: Option<FsError>) {
+    fn push_ready(&self, ready: Ready) {
+        self.state().ready.push(ready);
+        self.done.notify_all();
+    }
+
+    /// Account for a finished job: drop its dirty entry if it is still current, keep its error,
+    /// keep its output buffer for reuse.
+    fn finish(&self, job: &Job, err: Option<FsError>, out: Vec<u8>) {
         let mut st = self.state();
         if st
             .dirty
@@ -197,27 +246,22 @@ impl Delalloc {
         if let Some(e) = err {
             st.errors.entry(job.ino).or_insert((e, false));
         }
+        if out.capacity() > 0 && st.spare.len() < SPARE_BUFFERS {
+            st.spare.push(out);
+        }
         drop(st);
         self.done.notify_all();
     }
 
-    /// Take a queued job (of `ino`, or any) to run on the calling thread.
-    fn take(st: &mut State, ino: Option<u64>) -> Option<Job> {
-        let pos = st
-            .queue
-            .iter()
-            .position(|j| ino.is_none_or(|i| j.ino == i))?;
-        st.queue.remove(pos)
-    }
-
-    /// Take the first queued job and up to [`BATCH`] - 1 jobs of the same inode queued right
-    /// after it.
-    fn take_batch(st: &mut State) -> Vec<Job> {
-        let mut jobs: Vec<Job> = st.queue.pop_front().into_iter().collect();
-        while jobs.len() < BATCH {
-            match st.queue.front() {
-                Some(j) if j.ino == jobs[0].ino => jobs.extend(st.queue.pop_front()),
-                _ => break,
+    /// Take up to `n` queued jobs (of `ino`, or any), oldest first.
+    fn take(st: &mut State, ino: Option<u64>, n: usize) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let mut i = 0;
+        while jobs.len() < n && i < st.queue.len() {
+            if ino.is_none_or(|x| st.queue[i].ino == x) {
+                jobs.extend(st.queue.remove(i));
+            } else {
+                i += 1;
             }
         }
         jobs
@@ -229,50 +273,238 @@ impl Delalloc {
         (st.bytes, st.jobs)
     }
 
-    /// Writeback threads running.
-    pub fn workers(&self) -> usize {
-        self.workers.load(Ordering::Relaxed)
+    /// Extents submitted to the offload and not yet back.
+    pub fn in_flight(&self) -> usize {
+        self.state().flight.len()
     }
 }
 
 impl Volume {
-    /// Run `n` writeback threads for this mount (with none, writes are written back on the
-    /// writing thread): start the missing ones; surplus ones exit once their batch is
-    /// committed, so a remount to fewer streams gives threads back.
-    pub fn set_writeback(self: &Arc<Self>, n: usize) -> Result<(), FsError> {
-        let start = {
-            let _st = self.da.state();
-            self.da.wanted.store(n, Ordering::Relaxed);
-            let running = self.da.workers();
-            let start = n.saturating_sub(running);
-            self.da.workers.store(running + start, Ordering::Relaxed);
-            start
-        };
-        self.da.work.notify_all();
-        for i in 0..start {
-            let weak = Arc::downgrade(self);
-            let da = self.da.clone();
-            let spawned = std::thread::Builder::new()
-                .name("wring-wb".into())
-                .spawn(move || writeback_thread(da, weak));
-            if let Err(source) = spawned {
-                let _st = self.da.state();
-                self.da.workers.fetch_sub(start - i, Ordering::Relaxed);
-                return Err(FsError::Io {
-                    what: "starting a writeback thread".into(),
-                    source,
-                });
-            }
-        }
-        Ok(())
+    /// Write back asynchronously from now on: a write queues its extents and submits them to
+    /// the offload, whose completions commit them. Without this, writes are written back by
+    /// the writing thread.
+    pub fn start_writeback(self: &Arc<Self>) {
+        let handler: Arc<dyn Complete> = Arc::new(Writeback {
+            da: Arc::downgrade(&self.da),
+            vol: Arc::downgrade(self),
+        });
+        let _ = self.da.handler.set(handler);
     }
 
-    /// Wait until `ino`'s dirty extents (or everyone's) are committed, running queued ones on
-    /// this thread meanwhile. Errors met on the way stay for fsync and sync to report.
+    /// Whether writeback runs on the offload's completions.
+    pub(crate) fn writeback_is_async(&self) -> bool {
+        self.da.handler.get().is_some()
+    }
+
+    /// Submit queued extents to the offload while it takes them (never waiting for a slot: a
+    /// completion handler calls this too); raw and zero extents need no compression and are
+    /// committed here.
+    pub(crate) fn submit_writeback(&self) {
+        let Some(handler) = self.da.handler.get() else {
+            return;
+        };
+        let mut direct = false;
+        loop {
+            let (job, out) = {
+                let mut st = self.da.state();
+                let Some(job) = st.queue.pop_front() else {
+                    break;
+                };
+                let out = st.spare.pop().unwrap_or_default();
+                (job, out)
+            };
+            let Some(op) = op_for(&job.data, job.decision) else {
+                let shape = shape(&job.data, job.decision, None);
+                self.da.push_ready(Ready { job, shape, out });
+                direct = true;
+                continue;
+            };
+            let request = Request {
+                op,
+                input: Input::Shared(Arc::clone(&job.data)),
+                output: out,
+                tag: job.gen,
+            };
+            let gen = job.gen;
+            // In the map before the offload can complete it.
+            self.da.state().flight.insert(gen, job);
+            if let Err(e) = self.offload.try_submit_with(request, handler) {
+                let request = match e {
+                    SubmitError::Full { request, .. } | SubmitError::ShutDown { request } => {
+                        request
+                    }
+                };
+                let mut st = self.da.state();
+                if let Some(job) = st.flight.remove(&gen) {
+                    st.queue.push_front(job);
+                }
+                if st.spare.len() < SPARE_BUFFERS {
+                    st.spare.push(request.output);
+                }
+                break;
+            }
+        }
+        if direct {
+            self.commit_ready();
+        }
+    }
+
+    /// Commit every finished job, one transaction per inode.
+    pub(crate) fn commit_ready(&self) {
+        loop {
+            let mut ready = std::mem::take(&mut self.da.state().ready);
+            if ready.is_empty() {
+                return;
+            }
+            ready.sort_by_key(|r| (r.job.ino, r.job.idx));
+            while !ready.is_empty() {
+                let ino = ready[0].job.ino;
+                let n = ready.iter().take_while(|r| r.job.ino == ino).count();
+                let group: Vec<Ready> = ready.drain(..n).collect();
+                self.commit_group(ino, group);
+            }
+        }
+    }
+
+    /// Commit finished jobs of one inode in one transaction, under its lock.
+    fn commit_group(&self, ino: u64, group: Vec<Ready>) {
+        let g = self.inode_lock(ino);
+        // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and unmount
+        // would wait for them forever. It fails them with EIO instead.
+        let errors = self
+            .unless_panic(ino, || self.commit_current(ino, &group))
+            .unwrap_or_else(|| vec![(0, errno(libc::EIO))]);
+        for (i, e) in &errors {
+            let job = &group[*i].job;
+            log::error!(
+                "writeback of {} offset {} failed: {e}",
+                self.path_of(ino),
+                job.idx * job.extent_size as u64
+            );
+        }
+        // One error for the inode is what its next fsync reports.
+        let mut err = errors.into_iter().map(|e| e.1).next();
+        for r in group {
+            self.da.finish(&r.job, err.take(), r.out);
+        }
+        drop(g);
+    }
+
+    /// `f()`, or `None` (and a log line) when it panicked.
+    fn unless_panic<T>(&self, ino: u64, f: impl FnOnce() -> T) -> Option<T> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        if r.is_err() {
+            log::error!(
+                "writeback of {} panicked; its extents fail with EIO",
+                self.path_of(ino)
+            );
+        }
+        r.ok()
+    }
+
+    /// Commit the jobs of `group` that are still current, in one transaction; returns the
+    /// errors met, by position in the group.
+    fn commit_current(&self, ino: u64, group: &[Ready]) -> Vec<(usize, FsError)> {
+        let mut errors = Vec::new();
+        let mut values = Vec::new();
+        for (i, r) in group.iter().enumerate() {
+            let v = r
+                .shape
+                .as_ref()
+                .map_err(|e| errno(e.errno()))
+                .and_then(|s| Ok((*s, value(*s, r.job.decision, &r.job.data, &r.out)?)));
+            match v {
+                Ok((s, v)) if self.da.is_current(&r.job) => {
+                    values.push((&r.job, v, matches!(s, Shape::Raw { mark: true })));
+                }
+                Ok(_) => {}
+                Err(e) => errors.push((i, e)),
+            }
+        }
+        if !values.is_empty() {
+            if let Err(e) = self.commit_jobs(ino, values) {
+                errors.push((0, e));
+            }
+        }
+        errors
+    }
+
+    /// Commit jobs' extent values of `ino` (`None`: a hole; `true`: marks NOCOMPRESS) with
+    /// the inode's size and times, in one transaction.
+    fn commit_jobs(
+        &self,
+        ino: u64,
+        values: Vec<(&Job, Option<Value<'_>>, bool)>,
+    ) -> Result<(), FsError> {
+        let txn = self.store.write()?;
+        let mut inode = match store::get_inode(&txn.open_table(INODES)?, ino) {
+            Ok(i) => i,
+            // Deleted meanwhile: nothing to keep.
+            Err(FsError::Errno(libc::ENOENT)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for (job, value, mark) in values {
+            let delta = self.put_value(&txn, ino, job.idx, value)?;
+            let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
+            inode.size = inode.size.max(end);
+            if inode.extent_size == 0 {
+                inode.extent_size = job.extent_size;
+            }
+            inode.disk = inode.disk.saturating_add_signed(delta);
+            if mark {
+                inode.flags |= FLAG_NOCOMPRESS;
+            }
+            crate::volume::apply_write_time(&mut inode, job.time);
+        }
+        txn.open_table(INODES)?
+            .insert(ino, inode.to_bytes().as_slice())?;
+        self.store.commit(txn, false)
+    }
+
+    /// Compress queued jobs on the offload as one batch, waiting for it, and commit them: how a
+    /// thread that waits for writeback helps.
+    fn write_back_here(&self, jobs: Vec<Job>) {
+        let mut outs: Vec<Vec<u8>> = {
+            let mut st = self.da.state();
+            jobs.iter()
+                .map(|_| st.spare.pop().unwrap_or_default())
+                .collect()
+        };
+        let extents: Vec<(&[u8], Decision)> = jobs
+            .iter()
+            .map(|j| (j.data.as_slice(), j.decision))
+            .collect();
+        let shapes = encode_batch(&self.offload, &extents, &mut outs);
+        drop(extents);
+        for ((job, shape), out) in jobs.into_iter().zip(shapes).zip(outs) {
+            self.da.push_ready(Ready { job, shape, out });
+        }
+        self.commit_ready();
+    }
+
+    /// Wait until `ino`'s dirty extents (or everyone's) are committed, writing back queued
+    /// ones on this thread meanwhile. Errors met on the way stay for fsync and sync to report.
     pub(crate) fn wait_writeback(&self, ino: Option<u64>) {
+        self.wait_until(ino, |st| Self::left(st, ino) == 0);
+    }
+
+    /// Help with writeback (of `ino`, or anyone's) until `enough`.
+    fn wait_until(&self, ino: Option<u64>, enough: impl Fn(&State) -> bool) {
         let mut st = self.da.state();
-        while Self::left(&st, ino) > 0 {
-            st = self.help_or_wait(st, ino);
+        while !enough(&st) {
+            let jobs = Delalloc::take(&mut st, ino, BATCH);
+            if !jobs.is_empty() {
+                drop(st);
+                self.write_back_here(jobs);
+            } else if !st.ready.is_empty() {
+                // Finished while the volume could not be reached (it is being dropped).
+                drop(st);
+                self.commit_ready();
+            } else {
+                st = self.da.wait(st);
+                continue;
+            }
+            st = self.da.state();
         }
     }
 
@@ -309,26 +541,7 @@ impl Volume {
 
     /// Hold a writer back while the dirty bytes are over the limit, helping with writeback.
     pub(crate) fn throttle(&self) {
-        let mut st = self.da.state();
-        while st.bytes > DIRTY_LIMIT {
-            st = self.help_or_wait(st, None);
-        }
-    }
-
-    /// Run one queued job (of `ino`, or any) on this thread, or wait for one to finish.
-    fn help_or_wait<'a>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        ino: Option<u64>,
-    ) -> MutexGuard<'a, State> {
-        match Delalloc::take(&mut st, ino) {
-            Some(job) => {
-                drop(st);
-                self.writeback(vec![job]);
-                self.da.state()
-            }
-            None => self.da.wait(&self.da.done, st),
-        }
+        self.wait_until(None, |st| st.bytes <= DIRTY_LIMIT);
     }
 
     /// The inode lock of `ino`, taken once no writeback of it is queued or running.
@@ -340,159 +553,6 @@ impl Volume {
                 return g;
             }
         }
-    }
-
-    /// Compress dirty extents of one inode and commit them in one transaction.
-    fn writeback(&self, jobs: Vec<Job>) {
-        let Some(ino) = jobs.first().map(|j| j.ino) else {
-            return;
-        };
-        VALUES.with_borrow_mut(|bufs| {
-            if bufs.len() < jobs.len() {
-                bufs.resize_with(jobs.len(), Vec::new);
-            }
-            // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and unmount
-            // would wait for them forever. It fails them with EIO instead.
-            let encoded = self.unless_panic(ino, || self.encode_jobs(&jobs, bufs));
-            let g = self.inode_lock(ino);
-            let errors = encoded
-                .and_then(|enc| {
-                    self.unless_panic(ino, || self.commit_encoded(ino, &jobs, enc, bufs))
-                })
-                .unwrap_or_else(|| vec![(0, errno(libc::EIO))]);
-            for (i, e) in &errors {
-                let job = &jobs[*i];
-                log::error!(
-                    "writeback of {} offset {} failed: {e}",
-                    self.path_of(ino),
-                    job.idx * job.extent_size as u64
-                );
-            }
-            // One error for the inode is what its next fsync reports.
-            let mut err = errors.into_iter().map(|e| e.1).next();
-            for job in &jobs {
-                self.da.finish(job, err.take());
-            }
-            drop(g);
-        })
-    }
-
-    /// `f()`, or `None` (and a log line) when it panicked.
-    fn unless_panic<T>(&self, ino: u64, f: impl FnOnce() -> T) -> Option<T> {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        if r.is_err() {
-            log::error!(
-                "writeback of {} panicked; its extents fail with EIO",
-                self.path_of(ino)
-            );
-        }
-        r.ok()
-    }
-
-    /// Commit the encoded extents of `jobs` that are still current, in one transaction;
-    /// returns the errors met, by job.
-    fn commit_encoded(
-        &self,
-        ino: u64,
-        jobs: &[Job],
-        encoded: Vec<Result<Option<(usize, bool)>, FsError>>,
-        bufs: &mut [Vec<u8>],
-    ) -> Vec<(usize, FsError)> {
-        let mut errors = Vec::new();
-        let mut values = Vec::new();
-        for (i, ((job, enc), buf)) in jobs.iter().zip(encoded).zip(bufs.iter_mut()).enumerate() {
-            match enc {
-                Ok(enc) if self.da.is_current(job) => {
-                    values.push((job, enc.map(|(len, mark)| (&mut buf[..len], mark))));
-                }
-                Ok(_) => {}
-                Err(e) => errors.push((i, e)),
-            }
-        }
-        if !values.is_empty() {
-            if let Err(e) = self.commit_jobs(ino, values) {
-                errors.push((0, e));
-            }
-        }
-        errors
-    }
-
-    /// Encode jobs' extents into `bufs` (header and stored bytes) with the one encoder.
-    fn encode_jobs(&self, jobs: &[Job], bufs: &mut [Vec<u8>]) -> Vec<Result<Encoded, FsError>> {
-        let extents: Vec<(&[u8], Decision)> = jobs
-            .iter()
-            .map(|j| (j.data.as_slice(), j.decision))
-            .collect();
-        encode_values(&self.offload, &extents, bufs)
-    }
-
-    /// Commit jobs' extent values of `ino` (`None`: a hole) with the inode's size and times,
-    /// in one transaction.
-    fn commit_jobs(&self, ino: u64, values: Vec<(&Job, Option<Value<'_>>)>) -> Result<(), FsError> {
-        let txn = self.store.write()?;
-        let mut inode = match store::get_inode(&txn.open_table(INODES)?, ino) {
-            Ok(i) => i,
-            // Deleted meanwhile: nothing to keep.
-            Err(FsError::Errno(libc::ENOENT)) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for (job, value) in values {
-            let mark = value.as_ref().is_some_and(|v| v.1);
-            let delta = self.put_value(&txn, ino, job.idx, value.map(|v| v.0))?;
-            let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
-            inode.size = inode.size.max(end);
-            if inode.extent_size == 0 {
-                inode.extent_size = job.extent_size;
-            }
-            inode.disk = inode.disk.saturating_add_signed(delta);
-            if mark {
-                inode.flags |= FLAG_NOCOMPRESS;
-            }
-            crate::volume::apply_write_time(&mut inode, job.time);
-        }
-        txn.open_table(INODES)?
-            .insert(ino, inode.to_bytes().as_slice())?;
-        self.store.commit(txn, false)
-    }
-
-    /// Stop the writeback threads (after the last writeback).
-    pub(crate) fn stop_writeback(&self) {
-        self.da.state().shutdown = true;
-        self.da.work.notify_all();
-    }
-}
-
-fn writeback_thread(da: Arc<Delalloc>, vol: Weak<Volume>) {
-    loop {
-        let jobs = {
-            let mut st = da.state();
-            loop {
-                if st.shutdown {
-                    return;
-                }
-                if da.workers() > da.wanted.load(Ordering::Relaxed) {
-                    // A remount lowered the streams: this thread is surplus.
-                    da.workers.fetch_sub(1, Ordering::Relaxed);
-                    return;
-                }
-                let jobs = Delalloc::take_batch(&mut st);
-                if !jobs.is_empty() {
-                    break jobs;
-                }
-                st = da.wait(&da.work, st);
-            }
-        };
-        let Some(v) = vol.upgrade() else {
-            // The mount is going away; its final flush runs what is left.
-            let mut st = da.state();
-            for job in jobs.into_iter().rev() {
-                st.queue.push_front(job);
-            }
-            drop(st);
-            da.done.notify_all();
-            return;
-        };
-        v.writeback(jobs);
     }
 }
 

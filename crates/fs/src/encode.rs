@@ -11,7 +11,7 @@ use wring_engine::offload::{BatchJob, Completed, Offload, Op};
 use wring_engine::{compressed_limit, CompressSpec, Outcome, Policy};
 
 use crate::error::{errno, FsError};
-use crate::store::records::{checksum, Encoding, ExtentHeader, EXTENT_HEADER_LEN};
+use crate::store::records::{checksum, Encoding, ExtentHeader};
 
 /// How new data of an inode is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +28,19 @@ pub(crate) struct Compression {
 /// What to do with an extent's data: compress it so, or (`None`) store it raw.
 pub(crate) type Decision = Option<Compression>;
 
-/// An encoded extent value: its length in its buffer and whether it marks the inode
-/// NOCOMPRESS; `None` for a hole.
-pub(crate) type Encoded = Option<(usize, bool)>;
+/// What an extent's value is once its compression, if any, has finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// All zeros: no value (a hole).
+    Hole,
+    /// The data itself; `mark` when it makes the inode NOCOMPRESS.
+    Raw {
+        /// Whether the inode becomes NOCOMPRESS.
+        mark: bool,
+    },
+    /// The first `n` bytes of the compression output.
+    Compressed(usize),
+}
 
 /// Whether a range is all zeros (it then becomes a hole).
 pub(crate) fn is_zero(buf: &[u8]) -> bool {
@@ -39,87 +49,94 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
         .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
-/// Encode extents — (data, decision) each — into `bufs` (one value buffer per extent, grown as
-/// needed), compressing those their decision compresses in one batch on `offload`.
-pub(crate) fn encode_values(
+/// The compression request an extent needs: `None` when it becomes a hole or is stored raw
+/// (then [`shape`] with no result says which).
+pub(crate) fn op_for(data: &[u8], decision: Decision) -> Option<Op> {
+    let c = decision?;
+    (!is_zero(data)).then_some(Op::Compress {
+        spec: c.spec,
+        policy: c.policy,
+    })
+}
+
+/// The shape of an extent's value: from its compression's `result` when [`op_for`] asked for
+/// one, else a hole or raw.
+pub(crate) fn shape(
+    data: &[u8],
+    decision: Decision,
+    result: Option<Result<Completed, wring_engine::Error>>,
+) -> Result<Shape, FsError> {
+    let Some(result) = result else {
+        return Ok(if is_zero(data) {
+            Shape::Hole
+        } else {
+            Shape::Raw { mark: false }
+        });
+    };
+    let judge = decision.is_some_and(|c| c.judge);
+    Ok(match result? {
+        Completed::Compressed(Outcome::Compressed(n)) => Shape::Compressed(n),
+        Completed::Compressed(Outcome::Incompressible) => Shape::Raw { mark: judge },
+        _ => Shape::Raw { mark: false },
+    })
+}
+
+/// The header and stored bytes of an extent of `data` shaped so, whose compression output is
+/// `out`; `None` for a hole.
+pub(crate) fn value<'a>(
+    shape: Shape,
+    decision: Decision,
+    data: &'a [u8],
+    out: &'a [u8],
+) -> Result<Option<(ExtentHeader, &'a [u8])>, FsError> {
+    let (encoding, stored) = match shape {
+        Shape::Hole => return Ok(None),
+        Shape::Raw { .. } => (Encoding::Raw, data),
+        Shape::Compressed(n) => {
+            let c = decision.ok_or(errno(libc::EIO))?;
+            let alg = c.spec.algorithm.ok_or(errno(libc::EIO))?;
+            let stored = out.get(..n).ok_or(errno(libc::EIO))?;
+            (Encoding::Compressed(alg, c.spec.level), stored)
+        }
+    };
+    let h = ExtentHeader {
+        encoding,
+        ram_len: data.len() as u32,
+        crc: checksum(stored),
+        seq: 0,
+    };
+    Ok(Some((h, stored)))
+}
+
+/// Shape extents — (data, decision) each — compressing those that need it in one batch on
+/// `offload`, into `outs` (one output buffer per extent, grown as needed).
+pub(crate) fn encode_batch(
     offload: &Offload,
     extents: &[(&[u8], Decision)],
-    bufs: &mut [Vec<u8>],
-) -> Vec<Result<Encoded, FsError>> {
-    let mut out: Vec<Result<Encoded, FsError>> = Vec::with_capacity(extents.len());
+    outs: &mut [Vec<u8>],
+) -> Vec<Result<Shape, FsError>> {
     let mut batch = Vec::with_capacity(extents.len());
-    let mut compressed = Vec::with_capacity(extents.len());
-    for (i, (&(data, decision), buf)) in extents.iter().zip(bufs.iter_mut()).enumerate() {
-        if is_zero(data) {
-            out.push(Ok(None));
-            continue;
-        }
-        let need = EXTENT_HEADER_LEN + compressed_limit(data.len()).max(data.len());
-        if buf.len() < need {
-            buf.resize(need, 0);
-        }
-        match decision {
-            None => out.push(Ok(Some(put_raw(buf, data, false)))),
-            Some(c) => {
-                out.push(Ok(None));
-                let limit = compressed_limit(data.len());
-                let dst = &mut buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + limit];
-                let op = Op::Compress {
-                    spec: c.spec,
-                    policy: c.policy,
-                };
-                batch.push(BatchJob::new(op, data, dst));
-                compressed.push(i);
+    let mut which = Vec::with_capacity(extents.len());
+    for (i, (&(data, decision), out)) in extents.iter().zip(outs.iter_mut()).enumerate() {
+        if let Some(op) = op_for(data, decision) {
+            let limit = compressed_limit(data.len());
+            if out.len() < limit {
+                out.resize(limit, 0);
             }
+            batch.push(BatchJob::new(op, data, &mut out[..limit]));
+            which.push(i);
         }
     }
     offload.run_batch(&mut batch);
-    let results: Vec<_> = batch.into_iter().map(|b| b.result).collect();
-    for (result, i) in results.into_iter().zip(compressed) {
-        let (data, decision) = extents[i];
-        out[i] = finish(data, decision, &mut bufs[i], result);
+    let mut results: Vec<_> = (0..extents.len()).map(|_| None).collect();
+    for (job, i) in batch.into_iter().zip(which) {
+        results[i] = Some(job.result.unwrap_or(Err(wring_engine::Error::ShutDown)));
     }
-    out
-}
-
-/// Store `data` raw in `buf` after its header.
-fn put_raw(buf: &mut [u8], data: &[u8], mark: bool) -> (usize, bool) {
-    buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + data.len()].copy_from_slice(data);
-    let h = ExtentHeader {
-        encoding: Encoding::Raw,
-        ram_len: data.len() as u32,
-        crc: checksum(data),
-        seq: 0,
-    };
-    h.put(buf);
-    (EXTENT_HEADER_LEN + data.len(), mark)
-}
-
-/// The value of an extent whose compression request finished with `result`.
-fn finish(
-    data: &[u8],
-    decision: Decision,
-    buf: &mut [u8],
-    result: Option<Result<Completed, wring_engine::Error>>,
-) -> Result<Encoded, FsError> {
-    let Some(c) = decision else {
-        return Ok(Some(put_raw(buf, data, false)));
-    };
-    Ok(Some(match result.ok_or(errno(libc::EIO))?? {
-        Completed::Compressed(Outcome::Compressed(n)) => {
-            let alg = c.spec.algorithm.ok_or(errno(libc::EIO))?;
-            let h = ExtentHeader {
-                encoding: Encoding::Compressed(alg, c.spec.level),
-                ram_len: data.len() as u32,
-                crc: checksum(&buf[EXTENT_HEADER_LEN..EXTENT_HEADER_LEN + n]),
-                seq: 0,
-            };
-            h.put(buf);
-            (EXTENT_HEADER_LEN + n, false)
-        }
-        Completed::Compressed(Outcome::Incompressible) => put_raw(buf, data, c.judge),
-        _ => put_raw(buf, data, false),
-    }))
+    extents
+        .iter()
+        .zip(results)
+        .map(|(&(data, decision), r)| shape(data, decision, r))
+        .collect()
 }
 
 #[cfg(test)]

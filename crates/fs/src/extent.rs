@@ -14,12 +14,12 @@ use std::sync::Arc;
 use redb::{ReadableTable, Table};
 use wring_engine::{CompressSpec, Policy};
 
-use crate::encode::{encode_values, Compression, Decision};
+use crate::encode::{encode_batch, Compression, Decision};
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
 use crate::store::records::{
-    external_item, stored, Encoding, ExtentHeader, Inode, Kind, Time, EXTENT_HEADER_LEN,
-    FLAG_NOCOMPRESS, INLINE_MAX, MAX_FILE_SIZE,
+    external_item_of, stored, Encoding, ExtentHeader, Inode, Kind, Time, FLAG_NOCOMPRESS,
+    INLINE_MAX, MAX_FILE_SIZE,
 };
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
@@ -130,7 +130,7 @@ impl Volume {
                 seq += 1;
                 h.seq = seq;
                 delta += data.len() as i64;
-                self.insert_item(txn, &mut extents, (ino, idx), &h.encode(&data))?;
+                self.insert_item(txn, &mut extents, (ino, idx), &h, &data)?;
             }
         }
         drop(extents);
@@ -141,41 +141,42 @@ impl Volume {
         Ok(delta)
     }
 
-    /// Insert one encoded extent value (`None`: a hole), replacing what was there, with a new
-    /// sequence number; returns the change in stored bytes.
+    /// Insert one extent value — its header and stored bytes, `None` for a hole — replacing
+    /// what was there, with a new sequence number; returns the change in stored bytes.
     pub(crate) fn put_value(
         &self,
         txn: &Txn<'_>,
         ino: u64,
         idx: u64,
-        value: Option<&mut [u8]>,
+        value: Option<(ExtentHeader, &[u8])>,
     ) -> Result<i64, FsError> {
         let mut extents = txn.open_table(EXTENTS)?;
         let mut delta = -self.remove_item(txn, &mut extents, (ino, idx))?;
-        if let Some(v) = value {
-            ExtentHeader::set_seq(v, store::next_counter(txn, "seq")?);
-            delta += v.len().saturating_sub(EXTENT_HEADER_LEN) as i64;
-            self.insert_item(txn, &mut extents, (ino, idx), v)?;
+        if let Some((mut h, stored)) = value {
+            h.seq = store::next_counter(txn, "seq")?;
+            delta += stored.len() as i64;
+            self.insert_item(txn, &mut extents, (ino, idx), &h, stored)?;
         }
         drop(extents);
         store::add_counter(txn, "used", delta)?;
         Ok(delta)
     }
 
-    /// Insert the item for `value` (header and stored bytes); stored bytes larger than
+    /// Insert the item for header `h` and its stored bytes; stored bytes larger than
     /// [`INLINE_MAX`] go to the data file and the item points at them.
     fn insert_item(
         &self,
         txn: &Txn<'_>,
         extents: &mut ExtentTable<'_>,
         key: (u64, u64),
-        value: &[u8],
+        h: &ExtentHeader,
+        stored: &[u8],
     ) -> Result<(), FsError> {
-        if value.len() - EXTENT_HEADER_LEN <= INLINE_MAX {
-            extents.insert(key, value)?;
+        if stored.len() <= INLINE_MAX {
+            extents.insert(key, h.encode(stored).as_slice())?;
         } else {
-            let offset = txn.put_stored(&value[EXTENT_HEADER_LEN..])?;
-            extents.insert(key, external_item(value, offset).as_slice())?;
+            let offset = txn.put_stored(stored)?;
+            extents.insert(key, external_item_of(h, stored.len(), offset).as_slice())?;
         }
         Ok(())
     }
@@ -482,7 +483,9 @@ impl Volume {
         let decision = decide(&opts, &inode, prop);
         self.da.enqueue(ino, e as u32, new_size, decision, chunks);
         drop(g);
-        if self.da.workers() == 0 {
+        if self.writeback_is_async() {
+            self.submit_writeback();
+        } else {
             self.flush_delalloc(ino)?;
         }
         Ok(())
@@ -620,24 +623,24 @@ impl Volume {
                             // The cut extent keeps its encoding (btrfs keeps the extent and
                             // only shortens the reference); it judges nothing.
                             let h = Volume::header(ino, cstart, v.value())?;
-                            let cut = &data[..(size - cstart) as usize];
-                            let mut buf = [Vec::new()];
-                            let [enc] =
-                                &encode_values(&self.offload, &[(cut, same_encoding(h))], &mut buf)
-                                    [..]
+                            let cut = data[..(size - cstart) as usize].to_vec();
+                            let decision = same_encoding(h);
+                            let mut out = [Vec::new()];
+                            let [shape] =
+                                &encode_batch(&self.offload, &[(&cut, decision)], &mut out)[..]
                             else {
                                 return Err(errno(libc::EIO));
                             };
-                            let len = enc.as_ref().map_err(|e| errno(e.errno()))?.map(|e| e.0);
-                            cut_value = Some((idx, buf, len));
+                            let shape = shape.as_ref().map_err(|e| errno(e.errno()))?;
+                            cut_value = Some((idx, *shape, decision, cut, out));
                         }
                     }
                 }
             }
             self.removals.fetch_add(1, Ordering::SeqCst);
             let mut delta = self.put_extents(txn, ino, encoded)?;
-            if let Some((idx, [mut buf], len)) = cut_value {
-                let value = len.map(|n| &mut buf[..n]);
+            if let Some((idx, shape, decision, cut, [out])) = cut_value {
+                let value = crate::encode::value(shape, decision, &cut, &out)?;
                 delta += self.put_value(txn, ino, idx, value)?;
             }
             inode.disk = inode.disk.saturating_add_signed(delta);

@@ -564,11 +564,7 @@ impl fuser::Filesystem for WringFs {
             let _one = crate::volume::lock(&self.remount);
             self.vol
                 .remount(&String::from_utf8_lossy(value))
-                .and_then(|o| {
-                    log::info!("remounted: {o}");
-                    // The writeback threads follow the streams, both ways.
-                    self.vol.set_writeback(o.streams)
-                })
+                .map(|o| log::info!("remounted: {o}"))
         } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
             self.vol.set_acl(ino.0, name, value, flags, caller(req))
         } else if name.starts_with(b"wring.") {

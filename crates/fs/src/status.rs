@@ -19,9 +19,9 @@ pub fn status_text(vol: &Volume) -> String {
     s += &offload_line(&vol.offload.stats());
     let (dirty, jobs) = vol.delalloc_totals();
     s += &format!(
-        "delalloc: dirty={} extents={jobs} writeback_threads={}\n",
+        "delalloc: dirty={} extents={jobs} in_flight={}\n",
         human(dirty as u64),
-        vol.da.workers()
+        vol.da.in_flight()
     );
     if let Ok((blocks, free, files)) = vol.statfs() {
         let used = blocks.saturating_sub(free).saturating_mul(4096);

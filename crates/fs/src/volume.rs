@@ -108,6 +108,8 @@ impl Volume {
                 let Some(vol) = weak.upgrade() else {
                     return;
                 };
+                // Extents the offload could not take when they were queued.
+                vol.submit_writeback();
                 if let Err(e) = vol.store.commit_if_due() {
                     log::error!("periodic commit failed: {e}");
                 }
@@ -536,7 +538,6 @@ impl Drop for Volume {
         if let Err(e) = self.sync() {
             log::error!("final commit failed: {e}");
         }
-        self.stop_writeback();
     }
 }
 

@@ -86,7 +86,7 @@ fn threads_against_a_model_then_reopen() {
     let dir = scratch("model");
     let opts = "compress-force=zstd:1,max_extent=64K,streams=2";
     let vol = Arc::new(Volume::open(&dir, Options::parse(opts).unwrap()).unwrap());
-    vol.set_writeback(2).unwrap();
+    vol.start_writeback();
     let inos: Vec<u64> = (0..4).map(|t| file(&vol, &format!("f{t}"))).collect();
     let models: Vec<Vec<u8>> = std::thread::scope(|s| {
         let hs: Vec<_> = inos
@@ -104,7 +104,7 @@ fn threads_against_a_model_then_reopen() {
         }
         let runs: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         let left_dirty: usize = runs.iter().map(|r| r.1).sum();
-        assert!(left_dirty > 0, "no write was left to the writeback threads");
+        assert!(left_dirty > 0, "no write was left to writeback");
         runs.into_iter().map(|r| r.0).collect()
     });
     drop(vol);
@@ -121,7 +121,7 @@ fn threads_against_a_model_then_reopen() {
 }
 
 #[test]
-fn without_writeback_threads_writes_are_synchronous() {
+fn without_asynchronous_writeback_writes_are_synchronous() {
     let dir = scratch("sync");
     let vol = Volume::open(&dir, Options::parse("compress-force=lzo").unwrap()).unwrap();
     let ino = file(&vol, "a");
@@ -142,7 +142,7 @@ fn reads_racing_rewrites_and_truncates_see_one_state() {
     let dir = scratch("race");
     let opts = "compress-force=lzo,max_extent=64K,streams=2";
     let vol = Arc::new(Volume::open(&dir, Options::parse(opts).unwrap()).unwrap());
-    vol.set_writeback(2).unwrap();
+    vol.start_writeback();
     let ino = file(&vol, "r");
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {

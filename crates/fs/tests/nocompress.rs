@@ -3,7 +3,7 @@
 //! less is stored raw unjudged (compress_file_range bails out before compressing); a change of
 //! the `compression` property clears the mark (prop_compression_apply); a truncate keeps the
 //! cut extent's encoding and judges nothing. Run with synchronous
-//! writes and with writeback threads, which judge extents on two different paths.
+//! writes and with writeback on the offload, which judge extents on two different paths.
 mod common;
 use common::{text, Rng};
 
@@ -32,13 +32,18 @@ fn random32(rng: &mut Rng, len: usize) -> Vec<u8> {
     (0..len).map(|_| b'A' + (rng.next() % 32) as u8).collect()
 }
 
-fn scenario(threads: usize) {
+/// The scenario with writes written back by the writer (`false`) or on the offload's
+/// completions, as a mount does (`true`).
+fn scenario(on_offload: bool) {
+    let threads = if on_offload { "offload" } else { "writer" };
     let dir =
         std::env::temp_dir().join(format!("wring-nocompress-{threads}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     Store::mkfs(&dir).unwrap();
     let vol = Arc::new(Volume::open(&dir, Options::parse("compress=lzo").unwrap()).unwrap());
-    vol.set_writeback(threads).unwrap();
+    if on_offload {
+        vol.start_writeback();
+    }
     let file = |name: &str| {
         vol.create(ROOT, name.as_bytes(), NewInode::file(0o644))
             .unwrap()
@@ -49,17 +54,21 @@ fn scenario(threads: usize) {
     // A small file and a short tail extent: stored raw, the inode not judged.
     let a = file("small");
     vol.write(a, 0, &text(&mut rng, 3000), None).unwrap();
-    assert_eq!(kinds(&vol, a), ["none"], "{threads} threads");
+    assert_eq!(kinds(&vol, a), ["none"], "written back by the {threads}");
     assert!(
         !marked(&vol, a),
-        "{threads} threads: a 3000-byte file marked the inode"
+        "written back by the {threads}: a 3000-byte file marked the inode"
     );
     vol.write(a, 3000, &text(&mut rng, 2 * E as usize + 1000 - 3000), None)
         .unwrap();
-    assert_eq!(kinds(&vol, a), ["lzo", "none"], "{threads} threads");
+    assert_eq!(
+        kinds(&vol, a),
+        ["lzo", "none"],
+        "written back by the {threads}"
+    );
     assert!(
         !marked(&vol, a),
-        "{threads} threads: a 1000-byte tail marked the inode"
+        "written back by the {threads}: a 1000-byte tail marked the inode"
     );
 
     // Truncating to just past an extent boundary leaves a one-block extent: not judged.
@@ -73,14 +82,14 @@ fn scenario(threads: usize) {
     .unwrap();
     assert!(
         !marked(&vol, a),
-        "{threads} threads: a truncate marked the inode"
+        "written back by the {threads}: a truncate marked the inode"
     );
 
     // A truncate keeps the cut extent's encoding, whatever the file's rules are now.
     let c = file("cut");
     vol.write(c, 0, &text(&mut rng, 2 * E as usize), None)
         .unwrap();
-    assert_eq!(kinds(&vol, c), ["lzo"], "{threads} threads");
+    assert_eq!(kinds(&vol, c), ["lzo"], "written back by the {threads}");
     vol.setxattr(c, PROP_XATTR.as_bytes(), b"none", 0).unwrap();
     let cut = SetAttr {
         size: Some(E + 60_000),
@@ -90,7 +99,7 @@ fn scenario(threads: usize) {
     assert_eq!(
         kinds(&vol, c),
         ["lzo"],
-        "{threads} threads: the cut extent was re-encoded"
+        "written back by the {threads}: the cut extent was re-encoded"
     );
 
     // Data the heuristic lets through is tried, saves nothing, and marks; later text is then
@@ -98,36 +107,40 @@ fn scenario(threads: usize) {
     let b = file("random");
     vol.write(b, 0, &random32(&mut rng, E as usize), None)
         .unwrap();
-    assert_eq!(kinds(&vol, b), ["none"], "{threads} threads");
+    assert_eq!(kinds(&vol, b), ["none"], "written back by the {threads}");
     assert!(
         marked(&vol, b),
-        "{threads} threads: incompressible data did not mark"
+        "written back by the {threads}: incompressible data did not mark"
     );
     vol.write(b, E, &text(&mut rng, E as usize), None).unwrap();
-    assert_eq!(kinds(&vol, b), ["none"], "{threads} threads");
+    assert_eq!(kinds(&vol, b), ["none"], "written back by the {threads}");
 
     // Setting the property clears the mark, and removing it does not bring the mark back.
     vol.setxattr(b, PROP_XATTR.as_bytes(), b"zstd:3", 0)
         .unwrap();
     assert!(
         !marked(&vol, b),
-        "{threads} threads: the property kept the mark"
+        "written back by the {threads}: the property kept the mark"
     );
     vol.removexattr(b, PROP_XATTR.as_bytes()).unwrap();
-    assert!(!marked(&vol, b), "{threads} threads");
+    assert!(!marked(&vol, b), "written back by the {threads}");
     vol.write(b, 2 * E, &text(&mut rng, E as usize), None)
         .unwrap();
-    assert_eq!(kinds(&vol, b), ["lzo", "none"], "{threads} threads");
+    assert_eq!(
+        kinds(&vol, b),
+        ["lzo", "none"],
+        "written back by the {threads}"
+    );
     drop(vol);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn synchronous_writes() {
-    scenario(0);
+    scenario(false);
 }
 
 #[test]
-fn writeback_threads() {
-    scenario(2);
+fn writeback_on_the_offload() {
+    scenario(true);
 }

@@ -352,6 +352,16 @@ pub fn external_item(inline: &[u8], offset: u64) -> [u8; EXTERNAL_ITEM_LEN] {
     item
 }
 
+/// The item for `len` stored bytes under header `h`, in the data file at `offset`.
+pub fn external_item_of(h: &ExtentHeader, len: usize, offset: u64) -> [u8; EXTERNAL_ITEM_LEN] {
+    let mut item = [0u8; EXTERNAL_ITEM_LEN];
+    h.put(&mut item);
+    item[0] = EXTERNAL;
+    item[20..28].copy_from_slice(&offset.to_le_bytes());
+    item[28..32].copy_from_slice(&(len as u32).to_le_bytes());
+    item
+}
+
 fn alg_code(a: Algorithm) -> u8 {
     match a {
         Algorithm::Zlib => 1,
