@@ -2,19 +2,27 @@
 //! 1, 2, … up to the machine's parallelism, and the speed-up over one stream.
 //!
 //! As in the seed (four `dd` writers, each writing the same 200 MB file to zram), every writer
-//! compresses the whole corpus, extent by extent, through one shared engine whose stream limit
-//! (zram's max_comp_streams) is changed between runs. Writer `j` starts at its own offset in
-//! the corpus so that writers do not move in lockstep.
+//! compresses the whole corpus, extent by extent, through one shared offload — the API every
+//! front end compresses through — whose stream limit (zram's max_comp_streams: its CPU workers
+//! and the engine's workspaces) is changed between runs. A writer keeps [`IN_FLIGHT`] extents
+//! in flight as one borrowed batch, as a front end's write does. Writer `j` starts at its own
+//! offset in the corpus so that writers do not move in lockstep.
 
 use std::time::Instant;
 
 use serde::Serialize;
-use wring_engine::{compressed_limit, CompressSpec, Engine, EngineConfig, Outcome};
+use std::sync::Arc;
+
+use wring_engine::offload::{BatchJob, Completed, Offload, OffloadConfig, Op};
+use wring_engine::{compressed_limit, CompressSpec, Engine, EngineConfig, Outcome, Policy};
 
 use crate::corpus::Corpus;
 use crate::metrics::{mb_per_s, speedup, Stored};
 use crate::progress::Progress;
 use crate::{interrupt, BenchError};
+
+/// Extents a writer has in flight at once (one batch).
+pub const IN_FLIGHT: usize = 4;
 
 /// Specs `wring bench streams` measures by default: zram's lzo and btrfs's default zstd:3.
 pub const DEFAULT_SPECS: &str = "lzo,zstd:3";
@@ -93,10 +101,12 @@ pub fn run(
     progress: &Progress,
 ) -> Result<Vec<StreamsRow>, BenchError> {
     let max_streams = cfg.limits.iter().copied().max().unwrap_or(1);
-    let engine = Engine::new(EngineConfig {
+    let engine = Arc::new(Engine::new(EngineConfig {
         streams: max_streams,
         ..Default::default()
-    });
+    }));
+    let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))
+        .map_err(BenchError::Workers)?;
     let extents = corpus.extents(engine.max_extent());
     progress.add_steps((cfg.specs.len() * cfg.writers.len() * cfg.limits.len()) as u64);
     let mut rows = Vec::new();
@@ -111,12 +121,12 @@ pub fn run(
             for &limit in &cfg.limits {
                 interrupt::check()?;
                 progress.step(format!("{spec}: {writers} writers, {limit} streams"));
-                engine.set_streams(limit);
+                offload.set_streams(limit).map_err(BenchError::Workers)?;
                 let waits_before = engine.manager(alg).stats().waits;
                 let mut best: Option<(f64, Stored)> = None;
                 for _ in 0..cfg.repeat.max(1) {
                     interrupt::check()?;
-                    let run = write_all(&engine, spec, &extents, writers.max(1))?;
+                    let run = write_all(&offload, spec, &extents, writers.max(1))?;
                     if best.as_ref().is_none_or(|b| run.0 < b.0) {
                         best = Some(run);
                     }
@@ -144,39 +154,27 @@ pub fn run(
     Ok(rows)
 }
 
-/// `writers` threads each compress every extent once; wall-clock seconds and what was stored.
+/// `writers` threads each compress every extent once through `offload`; wall-clock seconds
+/// and what was stored.
 fn write_all(
-    engine: &Engine,
+    offload: &Offload,
     spec: CompressSpec,
     extents: &[&[u8]],
     writers: usize,
 ) -> Result<(f64, Stored), BenchError> {
-    let n = extents.len();
     let ready = std::sync::Barrier::new(writers + 1);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..writers)
             .map(|j| {
                 let ready = &ready;
                 s.spawn(move || {
-                    let mut dst = vec![0u8; engine.max_extent()];
-                    let mut stored = Stored::default();
+                    let max = offload.engine().max_extent();
+                    let mut dst = vec![vec![0u8; compressed_limit(max)]; IN_FLIGHT];
+                    let order = writer_order(extents.len(), j, writers);
                     ready.wait();
-                    for k in 0..n {
-                        let index = (k + j * n / writers) % n;
-                        let src = extents[index];
-                        let limit = compressed_limit(src.len());
-                        let outcome = engine
-                            .compress(spec, src, &mut dst[..limit.max(1)])
-                            .map_err(|source| BenchError::Engine {
-                                spec: spec.to_string(),
-                                index,
-                                source,
-                            })?;
-                        let len = match outcome {
-                            Outcome::Compressed(c) => Some(c),
-                            Outcome::Incompressible | Outcome::Skipped => None,
-                        };
-                        stored.add(src.len(), len);
+                    let mut stored = Stored::default();
+                    for batch in order.chunks(IN_FLIGHT) {
+                        write_batch(offload, spec, extents, batch, &mut dst, &mut stored)?;
                     }
                     Ok::<Stored, BenchError>(stored)
                 })
@@ -203,4 +201,50 @@ fn write_all(
             None => Ok((secs, total)),
         }
     })
+}
+
+/// The extents writer `j` of `writers` compresses, in its order: all of them, from its own
+/// offset.
+fn writer_order(n: usize, j: usize, writers: usize) -> Vec<usize> {
+    (0..n).map(|k| (k + j * n / writers) % n).collect()
+}
+
+/// Compress the extents at `batch` as one borrowed batch on the offload.
+fn write_batch(
+    offload: &Offload,
+    spec: CompressSpec,
+    extents: &[&[u8]],
+    batch: &[usize],
+    dst: &mut [Vec<u8>],
+    stored: &mut Stored,
+) -> Result<(), BenchError> {
+    let op = Op::Compress {
+        spec,
+        policy: Policy::Force,
+    };
+    let mut jobs: Vec<BatchJob<'_>> = batch
+        .iter()
+        .zip(dst.iter_mut())
+        .map(|(&i, d)| {
+            let src = extents[i];
+            BatchJob::new(op, src, &mut d[..compressed_limit(src.len())])
+        })
+        .collect();
+    offload.run_batch(&mut jobs);
+    for (job, &index) in jobs.iter().zip(batch) {
+        let len = match &job.result {
+            Some(Ok(Completed::Compressed(Outcome::Compressed(c)))) => Some(*c),
+            Some(Ok(_)) => None,
+            Some(Err(e)) => {
+                return Err(BenchError::Engine {
+                    spec: spec.to_string(),
+                    index,
+                    source: e.clone(),
+                })
+            }
+            None => return Err(BenchError::Workers(wring_engine::Error::ShutDown)),
+        };
+        stored.add(extents[index].len(), len);
+    }
+    Ok(())
 }
