@@ -151,8 +151,9 @@ struct Class {
     info: ClassInfo,
     zspages: Vec<Option<Zspage>>,
     free_zspages: Vec<u32>,
-    /// Zspages with at least one free object.
-    partial: BTreeSet<u32>,
+    /// Zspages with at least one free object, as (free objects, id): the first is the fullest
+    /// (zsmalloc's fullness lists, kept ordered so a pick is O(log n)).
+    partial: BTreeSet<(usize, u32)>,
     handles: Vec<Option<Loc>>,
     free_handles: Vec<u32>,
 }
@@ -199,39 +200,44 @@ impl Class {
                 (self.zspages.len() - 1) as u32
             }
         };
-        self.partial.insert(id);
+        self.partial.insert((objs, id));
         id
+    }
+
+    /// Take a free object of zspage `id` for handle entry `entry`, keeping `partial` in order.
+    fn pop_free(&mut self, id: u32, entry: u32) -> Option<Loc> {
+        let z = self.zspage(id);
+        let before = z.free.len();
+        let obj = z.free.pop()?;
+        z.owner[obj as usize] = Some(entry);
+        self.partial.remove(&(before, id));
+        if before > 1 {
+            self.partial.insert((before - 1, id));
+        }
+        Some(Loc { zspage: id, obj })
     }
 
     /// Take a free object, fullest partial zspage first (zsmalloc fills almost-full ones).
     fn take_obj(&mut self, entry: u32) -> Option<Loc> {
-        let id = self.partial.iter().copied().min_by_key(|&id| {
-            self.zspages[id as usize]
-                .as_ref()
-                .map_or(0, |z| z.free.len())
-        })?;
-        let z = self.zspage(id);
-        let obj = z.free.pop()?;
-        z.owner[obj as usize] = Some(entry);
-        if z.free.is_empty() {
-            self.partial.remove(&id);
-        }
-        Some(Loc { zspage: id, obj })
+        let &(_, id) = self.partial.first()?;
+        self.pop_free(id, entry)
     }
 
     /// Give an object back; returns the pages freed if its zspage became empty.
     fn put_obj(&mut self, loc: Loc) -> usize {
         let pages = self.info.pages;
         let z = self.zspage(loc.zspage);
+        let before = z.free.len();
         z.owner[loc.obj as usize] = None;
         z.free.push(loc.obj);
-        if z.inuse() == 0 {
+        let empty = z.inuse() == 0;
+        self.partial.remove(&(before, loc.zspage));
+        if empty {
             self.zspages[loc.zspage as usize] = None;
             self.free_zspages.push(loc.zspage);
-            self.partial.remove(&loc.zspage);
             pages
         } else {
-            self.partial.insert(loc.zspage);
+            self.partial.insert((before + 1, loc.zspage));
             0
         }
     }
@@ -260,15 +266,11 @@ impl Class {
     fn compact(&mut self) -> usize {
         let mut freed = 0;
         loop {
+            let objs = self.info.objs;
             let mut partial: Vec<(usize, u32)> = self
                 .partial
                 .iter()
-                .map(|&id| {
-                    (
-                        self.zspages[id as usize].as_ref().map_or(0, Zspage::inuse),
-                        id,
-                    )
-                })
+                .map(|&(free, id)| (objs - free, id))
                 .collect();
             if partial.len() < 2 {
                 return freed;
@@ -284,42 +286,31 @@ impl Class {
                 // The sparsest zspage cannot be emptied: nothing more to gain.
                 return freed;
             }
-            freed += self.migrate_one(src, dst);
+            match self.migrate_one(src, dst) {
+                Some(pages) => freed += pages,
+                None => return freed,
+            }
         }
     }
 
-    /// Move one object from `src` to `dst`; returns pages freed.
-    fn migrate_one(&mut self, src: u32, dst: u32) -> usize {
+    /// Move one object from `src` to `dst`; returns pages freed, `None` if nothing moved.
+    fn migrate_one(&mut self, src: u32, dst: u32) -> Option<usize> {
         let size = self.info.size;
-        let Some((obj, entry)) = self
+        let (obj, entry) = self
             .zspage(src)
             .owner
             .iter()
             .enumerate()
-            .find_map(|(i, o)| o.map(|e| (i as u16, e)))
-        else {
-            return 0;
-        };
+            .find_map(|(i, o)| o.map(|e| (i as u16, e)))?;
         let from = Loc { zspage: src, obj };
         let mut bytes = [0u8; PAGE_SIZE];
         let r = self.range(from);
         bytes[..size].copy_from_slice(&self.zspage(src).data[r]);
-        let dz = self.zspage(dst);
-        let Some(dobj) = dz.free.pop() else {
-            return 0;
-        };
-        dz.owner[dobj as usize] = Some(entry);
-        let to = Loc {
-            zspage: dst,
-            obj: dobj,
-        };
-        if dz.free.is_empty() {
-            self.partial.remove(&dst);
-        }
+        let to = self.pop_free(dst, entry)?;
         let r = self.range(to);
         self.zspage(dst).data[r].copy_from_slice(&bytes[..size]);
         self.handles[entry as usize] = Some(to);
-        self.put_obj(from)
+        Some(self.put_obj(from))
     }
 }
 
