@@ -92,6 +92,8 @@ struct State {
     flight: HashMap<u64, Job>,
     /// Jobs finished and waiting for their commit.
     ready: Vec<Ready>,
+    /// A thread is committing ready jobs (and takes whatever becomes ready meanwhile).
+    committing: bool,
     /// Writeback errors not yet reported by an fsync of their inode (btrfs: the mapping's
     /// error), each with whether a sync has reported it already (the superblock's errseq).
     errors: HashMap<u64, (FsError, bool)>,
@@ -349,13 +351,30 @@ impl Volume {
         }
     }
 
-    /// Commit every finished job, one transaction per inode.
+    /// Commit every finished job, one transaction per inode — unless another thread is
+    /// committing, which then takes them too (a group commit: a compression worker never
+    /// waits for the store's write lock behind another, and one transaction holds every
+    /// extent of an inode that finished meanwhile).
     pub(crate) fn commit_ready(&self) {
-        loop {
-            let mut ready = std::mem::take(&mut self.da.state().ready);
-            if ready.is_empty() {
+        {
+            let mut st = self.da.state();
+            if st.committing {
                 return;
             }
+            st.committing = true;
+        }
+        loop {
+            let mut ready = {
+                let mut st = self.da.state();
+                if st.ready.is_empty() {
+                    st.committing = false;
+                    drop(st);
+                    // Waiters that left ready jobs to this committer look again.
+                    self.da.done.notify_all();
+                    return;
+                }
+                std::mem::take(&mut st.ready)
+            };
             ready.sort_by_key(|r| (r.job.ino, r.job.idx));
             while !ready.is_empty() {
                 let ino = ready[0].job.ino;
@@ -496,7 +515,7 @@ impl Volume {
             if !jobs.is_empty() {
                 drop(st);
                 self.write_back_here(jobs);
-            } else if !st.ready.is_empty() {
+            } else if !st.ready.is_empty() && !st.committing {
                 // Finished while the volume could not be reached (it is being dropped).
                 drop(st);
                 self.commit_ready();
