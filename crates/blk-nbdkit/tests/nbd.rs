@@ -585,3 +585,71 @@ fn a_client_killed_mid_write_loses_nothing_already_written() {
         .expect("read on a new connection");
     assert_eq!((e, data), (0, page));
 }
+
+#[test]
+fn live_actions_under_load_lose_nothing() {
+    let s = Server::start("16M", &["comp_algorithm=lz4", "streams=2"]);
+    let sock = s.dir.join("nbd.sock");
+    // The last 4 MiB: text written first, then every other page discarded during the load,
+    // so that compaction has objects to move while nbdcopy writes the first 12 MiB.
+    let tail_at = 12usize << 20;
+    let tail: Vec<u8> = mixed(4 << 20, 11).iter().map(|b| b | 0x40).collect();
+    let mut c = Raw::connect(&sock);
+    for (i, chunk) in tail.chunks(256 << 10).enumerate() {
+        let off = (tail_at + i * (256 << 10)) as u64;
+        assert_eq!(
+            c.request(1, off, chunk.len() as u32, chunk)
+                .expect("fill")
+                .0,
+            0
+        );
+    }
+    let input = mixed(12 << 20, 7);
+    let src = s.file("in.img");
+    std::fs::write(&src, &input).expect("write the source");
+    let (from, to) = (src.to_str().expect("utf-8").to_string(), s.uri());
+    let copier = std::thread::spawn(move || nbdcopy(&from, &to));
+    let discarder = std::thread::spawn(move || {
+        for p in (0..(4 << 20) / PAGE).filter(|p| p % 2 == 1) {
+            let off = (tail_at + p * PAGE) as u64;
+            assert_eq!(c.request(4, off, PAGE as u32, &[]).expect("trim").0, 0);
+        }
+    });
+    let ctl = s.control();
+    let mut rounds = 0u32;
+    // At least a few rounds, and on until the load is done.
+    while rounds < 5 || !copier.is_finished() || !discarder.is_finished() {
+        let streams = 1 + (rounds as usize % 3);
+        control::request(&ctl, Request::Streams(streams)).expect("streams");
+        control::request(&ctl, Request::Compact).expect("compact");
+        control::request(&ctl, Request::MemLimit(0)).expect("mem_limit");
+        control::stat(&ctl).expect("stat");
+        rounds += 1;
+    }
+    copier.join().expect("nbdcopy");
+    discarder.join().expect("the discarding client");
+    control::request(&ctl, Request::Compact).expect("compact");
+    assert!(
+        s.stat().mm_stat.pages_compacted > 0,
+        "compaction moved nothing"
+    );
+    let back = device_bytes(&s);
+    if let Some(i) = first_difference(&back[..input.len()], &input) {
+        panic!("the device differs from its input at byte {i} after {rounds} rounds of actions");
+    }
+    for p in 0..(4 << 20) / PAGE {
+        let got = &back[tail_at + p * PAGE..tail_at + (p + 1) * PAGE];
+        if p % 2 == 0 {
+            assert!(
+                got == &tail[p * PAGE..(p + 1) * PAGE],
+                "kept page {p} changed"
+            );
+        } else {
+            assert!(
+                got.iter().all(|&b| b == 0),
+                "discarded page {p} is not zero"
+            );
+        }
+    }
+    assert_eq!(s.stat().io_stat.failed_writes, 0);
+}
