@@ -6,7 +6,9 @@
 
 use crate::engine::{compressed_limit, Outcome, Policy};
 use crate::error::Error;
-use crate::offload::{BatchJob, Completed, Offload, Op};
+use std::sync::Arc;
+
+use crate::offload::{BatchJob, Completed, Input, Offload, Op, Request, SubmitError};
 use crate::spec::CompressSpec;
 
 /// One extent's result from a batch.
@@ -71,6 +73,56 @@ pub fn compress_batch(
         );
     }
     out
+}
+
+/// Compress every extent of `inputs` (shared, not copied) with `spec` under `policy` on
+/// `offload`'s providers, keeping the offload full through a completion queue and copying
+/// each result out as it completes, while the workers go on with the next extents. Results in
+/// input order. Unlike [`compress_batch`], the copy-out overlaps the compression instead of
+/// running between windows.
+pub fn compress_shared(
+    offload: &Offload,
+    spec: CompressSpec,
+    policy: Policy,
+    inputs: &[Arc<Vec<u8>>],
+) -> Vec<Result<Extent, Error>> {
+    let op = Op::Compress { spec, policy };
+    let queue = offload.completion_queue();
+    let mut out: Vec<Option<Result<Extent, Error>>> = (0..inputs.len()).map(|_| None).collect();
+    let mut spare: Vec<Vec<u8>> = Vec::with_capacity(offload.depth());
+    let mut next = 0;
+    while next < inputs.len() || queue.outstanding() > 0 {
+        while next < inputs.len() && queue.outstanding() < offload.depth() {
+            let request = Request {
+                op,
+                input: Input::Shared(Arc::clone(&inputs[next])),
+                // Grown by the worker to the compressed limit the first time only.
+                output: spare.pop().unwrap_or_default(),
+                tag: next as u64,
+            };
+            match queue.try_submit(request) {
+                Ok(()) => next += 1,
+                Err(SubmitError::Full { request, .. }) => {
+                    spare.push(request.output);
+                    break;
+                }
+                Err(SubmitError::ShutDown { .. }) => {
+                    out[next] = Some(Err(Error::ShutDown));
+                    next += 1;
+                }
+            }
+        }
+        if let Some(done) = queue.wait(None) {
+            let slot = out.get_mut(done.tag as usize);
+            if let Some(slot) = slot {
+                *slot = Some(extent(spec, Some(done.result), &done.output));
+            }
+            spare.push(done.output);
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or(Err(Error::ShutDown)))
+        .collect()
 }
 
 /// One job's result as a batch returns it, the compressed bytes copied out of `dst`.

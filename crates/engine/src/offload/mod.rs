@@ -342,6 +342,11 @@ impl Offload {
         self.shared.set_workers(streams)
     }
 
+    /// Requests in flight at most.
+    pub fn depth(&self) -> usize {
+        self.shared.depth()
+    }
+
     /// CPU worker threads running now.
     pub fn workers(&self) -> usize {
         self.shared.workers()
