@@ -686,3 +686,38 @@ fn extents_larger_than_btrfs_allows_round_trip() {
         }
     }
 }
+
+/// `compress_shared` keeps the offload full through a completion queue: with far more inputs
+/// than the queue's depth, it gives exactly what `compress_batch` gives, in input order,
+/// including an oversized input's error.
+#[test]
+fn shared_inputs_compress_as_a_batch_does() {
+    let inputs: Vec<Vec<u8>> = (0..9u64)
+        .map(|i| match i {
+            4 => generate(Kind::Words, i, 2 * MAX_EXTENT),
+            7 => generate(Kind::Random, i, MAX_EXTENT),
+            _ => generate(Kind::Words, i, MAX_EXTENT / (1 + i as usize % 3)),
+        })
+        .collect();
+    let refs: Vec<&[u8]> = inputs.iter().map(|v| v.as_slice()).collect();
+    let shared: Vec<std::sync::Arc<Vec<u8>>> =
+        inputs.iter().cloned().map(std::sync::Arc::new).collect();
+    let spec = CompressSpec::new(Algorithm::Zstd, 3);
+    let o = offload(2);
+    let batch = compress_batch(&o, spec, Policy::Force, &refs);
+    let streamed = wring_engine::stream::compress_shared(&o, spec, Policy::Force, &shared);
+    assert_eq!(batch.len(), streamed.len());
+    for (i, (b, s)) in batch.iter().zip(&streamed).enumerate() {
+        match (b, s) {
+            (Ok(b), Ok(s)) => assert_eq!(b, s, "extent {i}"),
+            (Err(b), Err(s)) => assert_eq!(b.to_string(), s.to_string(), "extent {i}"),
+            _ => panic!("extent {i}: {b:?} against {s:?}"),
+        }
+    }
+    assert!(
+        matches!(streamed[7], Ok(Extent::Incompressible)),
+        "{:?}",
+        streamed[7]
+    );
+    assert!(streamed[4].is_err());
+}
