@@ -35,6 +35,14 @@ use wring_blk::{IoStat, MmStat, Options, Stat};
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Start a device in the background; prints its NBD URI once it serves
+    #[command(
+        after_help = "A block device without the kernel's nbd driver: nbdfuse exposes the \
+export as a file, losetup turns the file into /dev/loopN:\n  \
+mkdir -p /mnt/fuse && nbdfuse /mnt/fuse URI &\n  \
+losetup -f --show /mnt/fuse/nbd\n\
+(then mkfs, mount, ...; umount, losetup -d, fusermount3 -u /mnt/fuse before `wring blk stop`). \
+Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN instead."
+    )]
     Start(StartArgs),
     /// Stop a device (its data is gone)
     Stop {
