@@ -13,7 +13,8 @@
 //! | `streams N` | the streams now | `max_comp_streams` |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
-//! most 256 bytes; one connection is served at a time.
+//! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
+//! is dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -123,6 +124,8 @@ pub fn bind(path: &Path) -> Result<UnixListener, BlkError> {
 }
 
 fn serve_one(store: &Store, stream: UnixStream) -> std::io::Result<()> {
+    // A client that connects and says nothing must not hold the channel (one at a time).
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
     let mut line = String::new();
     BufReader::new(stream.try_clone()?.take(MAX_LINE)).read_line(&mut line)?;
     let reply = match Request::parse(&line).and_then(|r| handle(store, r)) {
@@ -169,4 +172,69 @@ pub fn request(path: &Path, req: Request) -> Result<Value, BlkError> {
 pub fn stat(path: &Path) -> Result<Stat, BlkError> {
     let v = request(path, Request::Stat)?;
     serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad stat reply: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::streams::ToyStreams;
+
+    #[test]
+    fn requests_round_trip_and_bad_ones_are_refused() {
+        for r in [
+            Request::Stat,
+            Request::Compact,
+            Request::Reset,
+            Request::MemLimit(1 << 20),
+            Request::Streams(3),
+        ] {
+            assert_eq!(Request::parse(&r.line()).unwrap(), r);
+        }
+        assert_eq!(
+            Request::parse("mem_limit 1M\n").unwrap(),
+            Request::MemLimit(1 << 20)
+        );
+        for bad in [
+            "",
+            "stats",
+            "streams",
+            "streams 0",
+            "mem_limit x",
+            "compact now",
+        ] {
+            assert!(Request::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_served_socket_answers_and_is_private() {
+        let dir = std::env::temp_dir().join(format!("wring-blk-control-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("control.sock");
+        let store = Arc::new(Store::new(1 << 20, 0, Box::new(ToyStreams)).unwrap());
+        let l = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        serve(l, Arc::clone(&store));
+        store.write(0, &[1u8; 4096]).unwrap();
+        assert_eq!(stat(&path).unwrap().mm_stat.orig_data_size, 4096);
+        assert_eq!(
+            request(&path, Request::MemLimit(8192)).unwrap(),
+            json!(8192)
+        );
+        assert_eq!(store.stat().mm_stat.mem_limit, 8192);
+        request(&path, Request::Reset).unwrap();
+        assert_eq!(store.stat().mm_stat.orig_data_size, 0);
+        // A raw bad line gets an error reply naming what is accepted.
+        let mut s = UnixStream::connect(&path).unwrap();
+        writeln!(s, "defrag").unwrap();
+        let mut reply = String::new();
+        BufReader::new(s).read_line(&mut reply).unwrap();
+        assert!(
+            reply.contains("error") && reply.contains("compact"),
+            "{reply}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
