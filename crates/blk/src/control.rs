@@ -208,10 +208,18 @@ mod tests {
 
     #[test]
     fn a_served_socket_answers_and_is_private() {
-        let dir = std::env::temp_dir().join(format!("wring-blk-control-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("control.sock");
+        /// Removes the directory also when an assertion fails.
+        struct TempDir(std::path::PathBuf);
+        impl Drop for TempDir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let dir =
+            TempDir(std::env::temp_dir().join(format!("wring-blk-control-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&dir.0);
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let path = dir.0.join("control.sock");
         let store = Arc::new(Store::new(1 << 20, 0, Box::new(ToyStreams)).unwrap());
         let l = bind(&path).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
