@@ -243,6 +243,5 @@ mod tests {
             reply.contains("error") && reply.contains("compact"),
             "{reply}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
