@@ -34,6 +34,7 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p wring-engine --features shuttle --tests -- -D warnings
+cargo clippy -p wring-blk --features shuttle --tests -- -D warnings
 # fuzz/ is its own workspace (cargo-fuzz): the same rules apply to it.
 (cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings)
 
@@ -48,5 +49,6 @@ step "tests"
 cargo test --workspace
 step "model checking (shuttle)"
 cargo test -p wring-engine --features shuttle --test model
+cargo test -p wring-blk --features shuttle --test model
 step "fuzz smoke"
 scripts/fuzz-smoke.sh
