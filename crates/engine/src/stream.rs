@@ -6,10 +6,14 @@
 
 use crate::engine::{compressed_limit, Outcome, Policy};
 use crate::error::Error;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
-use crate::offload::{BatchJob, Completed, Input, Offload, Op, Request, SubmitError};
+use crate::offload::{
+    BatchJob, Complete, Completed, Done, Input, Offload, Op, Request, SubmitError, Submitter,
+};
 use crate::spec::CompressSpec;
+use crate::sync::{lock, wait, Condvar, Mutex};
 
 /// One extent's result from a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,53 +80,138 @@ pub fn compress_batch(
 }
 
 /// Compress every extent of `inputs` (shared, not copied) with `spec` under `policy` on
-/// `offload`'s providers, keeping the offload full through a completion queue and copying
-/// each result out as it completes, while the workers go on with the next extents. Results in
-/// input order. Unlike [`compress_batch`], the copy-out overlaps the compression instead of
-/// running between windows.
+/// `offload`'s providers. Results in input order.
+///
+/// Unlike [`compress_batch`], nothing waits between extents: the calling thread fills the
+/// offload once, and from then on each completion's handler copies its result out and submits
+/// the next extent on the worker that finished it, reusing the output buffer — the calling
+/// thread is not woken per extent (on two cores a third thread woken for every completion
+/// preempts a worker), and the copy-out runs on the workers in parallel, as a bare loop would.
 pub fn compress_shared(
     offload: &Offload,
     spec: CompressSpec,
     policy: Policy,
     inputs: &[Arc<Vec<u8>>],
 ) -> Vec<Result<Extent, Error>> {
-    let op = Op::Compress { spec, policy };
-    let queue = offload.completion_queue();
-    let mut out: Vec<Option<Result<Extent, Error>>> = (0..inputs.len()).map(|_| None).collect();
-    let mut spare: Vec<Vec<u8>> = Vec::with_capacity(offload.depth());
-    let mut next = 0;
-    while next < inputs.len() || queue.outstanding() > 0 {
-        while next < inputs.len() && queue.outstanding() < offload.depth() {
-            let request = Request {
-                op,
-                input: Input::Shared(Arc::clone(&inputs[next])),
-                // Grown by the worker to the compressed limit the first time only.
-                output: spare.pop().unwrap_or_default(),
-                tag: next as u64,
-            };
-            match queue.try_submit(request) {
-                Ok(()) => next += 1,
-                Err(SubmitError::Full { request, .. }) => {
-                    spare.push(request.output);
-                    break;
-                }
-                Err(SubmitError::ShutDown { .. }) => {
-                    out[next] = Some(Err(Error::ShutDown));
-                    next += 1;
-                }
+    let chain = Arc::new_cyclic(|me| Chain {
+        me: me.clone(),
+        inputs: inputs.to_vec(),
+        op: Op::Compress { spec, policy },
+        spec,
+        submitter: offload.submitter(),
+        next: AtomicUsize::new(0),
+        state: Mutex::new(ChainState {
+            out: (0..inputs.len()).map(|_| None).collect(),
+            left: inputs.len(),
+            parked: Vec::new(),
+        }),
+        changed: Condvar::new(),
+    });
+    let handler: Arc<dyn Complete> = chain.clone();
+    let mut parked: Vec<(usize, Vec<u8>)> = (0..offload.depth())
+        .map_while(|_| chain.take_next().map(|i| (i, Vec::new())))
+        .collect();
+    loop {
+        // Requests the handlers could not submit (the offload was full of others' requests),
+        // and the first fill: this thread may wait for a slot.
+        for (i, output) in parked.drain(..) {
+            if let Err(e) = offload.submit_with(chain.request(i, output), &handler) {
+                chain.refused(i, e);
             }
         }
-        if let Some(done) = queue.wait(None) {
-            let slot = out.get_mut(done.tag as usize);
-            if let Some(slot) = slot {
-                *slot = Some(extent(spec, Some(done.result), &done.output));
-            }
-            spare.push(done.output);
+        let mut st = lock(&chain.state);
+        while st.left > 0 && st.parked.is_empty() {
+            st = wait(&chain.changed, st);
+        }
+        if st.left == 0 {
+            let out = std::mem::take(&mut st.out);
+            return out
+                .into_iter()
+                .map(|r| r.unwrap_or(Err(Error::ShutDown)))
+                .collect();
+        }
+        parked = std::mem::take(&mut st.parked);
+    }
+}
+
+/// The state of one [`compress_shared`] call, shared with its completion handlers.
+struct Chain {
+    me: Weak<Chain>,
+    inputs: Vec<Arc<Vec<u8>>>,
+    op: Op,
+    spec: CompressSpec,
+    submitter: Submitter,
+    /// The next extent to submit.
+    next: AtomicUsize,
+    state: Mutex<ChainState>,
+    /// Signalled when the last result arrives or a request is parked.
+    changed: Condvar,
+}
+
+struct ChainState {
+    out: Vec<Option<Result<Extent, Error>>>,
+    /// Results still to come.
+    left: usize,
+    /// Extents (with their output buffers) a handler could not submit.
+    parked: Vec<(usize, Vec<u8>)>,
+}
+
+impl Chain {
+    fn take_next(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < self.inputs.len()).then_some(i)
+    }
+
+    fn request(&self, i: usize, output: Vec<u8>) -> Request {
+        Request {
+            op: self.op,
+            input: Input::Shared(Arc::clone(&self.inputs[i])),
+            // Grown by the worker to the compressed limit the first time only.
+            output,
+            tag: i as u64,
         }
     }
-    out.into_iter()
-        .map(|r| r.unwrap_or(Err(Error::ShutDown)))
-        .collect()
+
+    /// Record the result of extent `i`.
+    fn set(&self, i: usize, result: Result<Extent, Error>) {
+        let mut st = lock(&self.state);
+        if let Some(slot) = st.out.get_mut(i) {
+            *slot = Some(result);
+        }
+        st.left -= 1;
+        if st.left == 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// A request the offload refused: a full queue parks it for the calling thread, a shut
+    /// down one is that extent's error.
+    fn refused(&self, i: usize, e: SubmitError) {
+        match e {
+            SubmitError::Full { request, .. } => {
+                lock(&self.state).parked.push((i, request.output));
+                self.changed.notify_all();
+            }
+            SubmitError::ShutDown { .. } => self.set(i, Err(Error::ShutDown)),
+        }
+    }
+}
+
+impl Complete for Chain {
+    fn complete(&self, done: Done) {
+        let i = done.tag as usize;
+        self.set(i, extent(self.spec, Some(done.result), &done.output));
+        let (Some(next), Some(me)) = (self.take_next(), self.me.upgrade()) else {
+            return;
+        };
+        let me: Arc<dyn Complete> = me;
+        if let Err(e) = self
+            .submitter
+            .try_submit_with(self.request(next, done.output), &me)
+        {
+            self.refused(next, e);
+        }
+    }
 }
 
 /// One job's result as a batch returns it, the compressed bytes copied out of `dst`.

@@ -342,6 +342,13 @@ impl Offload {
         self.shared.set_workers(streams)
     }
 
+    /// A handle for submitting from inside completion handlers (see [`Submitter`]).
+    pub fn submitter(&self) -> Submitter {
+        Submitter {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// Requests in flight at most.
     pub fn depth(&self) -> usize {
         self.shared.depth()
@@ -366,6 +373,27 @@ impl Offload {
 impl Drop for Offload {
     fn drop(&mut self) {
         self.shared.shutdown();
+    }
+}
+
+/// A handle that submits to an offload from inside a completion handler — a chain, where each
+/// completion submits the next request on the worker that finished the last one, with no other
+/// thread woken in between. It never waits for a slot (see [`Complete`]); once the offload is
+/// dropped, what it submits is refused as shut down.
+#[derive(Debug, Clone)]
+pub struct Submitter {
+    shared: Arc<Shared>,
+}
+
+impl Submitter {
+    /// As [`Offload::try_submit_with`].
+    pub fn try_submit_with(
+        &self,
+        request: Request,
+        handler: &Arc<dyn Complete>,
+    ) -> Result<(), SubmitError> {
+        let target = Target::Handler(Arc::clone(handler));
+        self.shared.submit(request, target, false).map(|_| ())
     }
 }
 
