@@ -304,8 +304,7 @@ impl Offload {
         request: Request,
         handler: &Arc<dyn Complete>,
     ) -> Result<(), SubmitError> {
-        let target = Target::Handler(Arc::clone(handler));
-        self.shared.submit(request, target, true).map(|_| ())
+        self.shared.submit_with(request, handler, true)
     }
 
     /// As [`Offload::submit_with`], but hands the request back when the queue is full.
@@ -314,8 +313,7 @@ impl Offload {
         request: Request,
         handler: &Arc<dyn Complete>,
     ) -> Result<(), SubmitError> {
-        let target = Target::Handler(Arc::clone(handler));
-        self.shared.submit(request, target, false).map(|_| ())
+        self.shared.submit_with(request, handler, false)
     }
 
     /// A completion queue: requests submitted to it are collected with
@@ -392,8 +390,7 @@ impl Submitter {
         request: Request,
         handler: &Arc<dyn Complete>,
     ) -> Result<(), SubmitError> {
-        let target = Target::Handler(Arc::clone(handler));
-        self.shared.submit(request, target, false).map(|_| ())
+        self.shared.submit_with(request, handler, false)
     }
 }
 

@@ -395,6 +395,17 @@ impl Shared {
             })
     }
 
+    /// Accept an owned request whose completion goes to `handler`.
+    pub(super) fn submit_with(
+        &self,
+        request: Request,
+        handler: &Arc<dyn Complete>,
+        block: bool,
+    ) -> Result<(), SubmitError> {
+        let target = Target::Handler(Arc::clone(handler));
+        self.submit(request, target, block).map(|_| ())
+    }
+
     /// Accept a job: take a free slot (waiting for one if `block`), route it, queue it.
     /// Refused: the job back, and `true` if the queue was full (else shut down).
     pub(super) fn submit_job(
