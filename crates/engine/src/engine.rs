@@ -337,6 +337,11 @@ impl Engine {
             .for_each(|m| m.set_reclaim(interval));
     }
 
+    /// The decompression page pool, for front ends that decode into its pages.
+    pub fn page_pool(&self) -> &std::sync::Arc<PagePool> {
+        &self.pool
+    }
+
     /// Resize the decompression page pool (0 turns it off).
     pub fn set_page_pool(&self, pages: usize) {
         lock(&self.config).page_pool = pages;

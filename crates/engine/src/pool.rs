@@ -7,20 +7,30 @@
 //! The pool holds `size` reserved 4 KiB pages, allocated when the size is set (the knob
 //! defaults to 0: off). [`PagePool::alloc`] takes the pages for one decompressed extent from
 //! the pool — a *hit* per page — and falls back to the allocator for the rest — a *miss* per
-//! page, timed. Dropping the [`PageBuf`] gives its pool pages back; pages the pool has no
-//! room for (allocator pages, or pages beyond a shrunk size) are freed.
+//! page, timed, and a *fallback* per buffer the pool (on) could not fill. Never a failure,
+//! never a wait. Dropping the [`PageBuf`] gives its pool pages back; allocator pages, and pool
+//! pages beyond a shrunk size, are freed.
+//!
+//! Reserved pages live in anonymous mappings of up to [`GROW_CHUNK`] pages, populated when
+//! mapped and locked with mlock(2) as a whole (the kernel's pool pages cannot be reclaimed
+//! either). When RLIMIT_MEMLOCK (or anything else) refuses the lock, a log line says so and
+//! the pages stay reserved but unlocked. A reserved page freed by a shrink is unlocked and
+//! handed back to the kernel at once (madvise DONTNEED); its mapping goes with its last page.
+//! Mapping and locking happen outside the pool's lock, so a resize never stalls reads.
+//!
+//! The pool hands out pages, not contiguous buffers: a 128 KiB extent is 32 pages. Front ends
+//! that decode into one contiguous slice decode into a reused staging buffer and scatter it
+//! into the pages ([`PageBuf::copy_from`]); readers gather ranges back ([`PageBuf::read_at`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::sync::{lock, Arc, Mutex};
 
 /// Size of one pool page.
 pub const PAGE_SIZE: usize = 4096;
-
-/// One page of a decompression destination.
-pub type Page = Box<[u8; PAGE_SIZE]>;
 
 /// Counters of a [`PagePool`] at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,12 +41,145 @@ pub struct PoolStats {
     pub free: usize,
     /// Reserved pages lent out to live [`PageBuf`]s (allocator pages are not counted).
     pub in_use: usize,
+    /// Reserved pages (free or lent) locked in memory.
+    pub locked: usize,
     /// Pages served from the pool.
     pub hits: u64,
     /// Pages that had to come from the allocator.
     pub misses: u64,
+    /// Buffers the pool, while on, could not fill from its reserve alone.
+    pub fallbacks: u64,
     /// Time spent allocating the missed pages, in nanoseconds.
     pub alloc_nanos: u64,
+}
+
+/// One anonymous mapping holding reserved pages; unmapped when its last page is dropped.
+struct Chunk {
+    base: NonNull<u8>,
+    pages: usize,
+    locked: bool,
+}
+
+// SAFETY: a Chunk only owns its mapping (nothing thread-bound); the bytes are reached through
+// `Page`s, each owning a disjoint page of it.
+unsafe impl Send for Chunk {}
+// SAFETY: as above; `&Chunk` gives no access to the bytes.
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    /// Map `pages` populated pages, and try to lock them; `Err` when there is no memory.
+    fn map(pages: usize) -> std::io::Result<(std::sync::Arc<Chunk>, Option<std::io::Error>)> {
+        let len = pages * PAGE_SIZE;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let Some(base) = NonNull::new(ptr.cast::<u8>()) else {
+            return Err(std::io::Error::other("mmap returned a null mapping"));
+        };
+        // SAFETY: `base..base+len` is the mapping just made, owned here.
+        let lock_error =
+            (unsafe { libc::mlock(ptr, len) } != 0).then(std::io::Error::last_os_error);
+        let chunk = Chunk {
+            base,
+            pages,
+            locked: lock_error.is_none(),
+        };
+        Ok((std::sync::Arc::new(chunk), lock_error))
+    }
+
+    /// The chunk's pages, each owning its part of the mapping.
+    fn split(chunk: &std::sync::Arc<Chunk>) -> impl Iterator<Item = Page> + '_ {
+        (0..chunk.pages).map(move |i| {
+            // SAFETY: `i < pages`, so the offset stays inside the mapping.
+            let at = unsafe { NonNull::new_unchecked(chunk.base.as_ptr().add(i * PAGE_SIZE)) };
+            Page(Mem::Mapped {
+                chunk: std::sync::Arc::clone(chunk),
+                at,
+            })
+        })
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`; every page referring to it is gone (they hold the
+        // Arc). munmap also unlocks it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.pages * PAGE_SIZE) };
+    }
+}
+
+/// Where a page's bytes live.
+enum Mem {
+    /// A reserved page inside a pool mapping.
+    Mapped {
+        chunk: std::sync::Arc<Chunk>,
+        at: NonNull<u8>,
+    },
+    /// An allocator page (a miss).
+    Heap(Box<[u8; PAGE_SIZE]>),
+}
+
+/// One page of a decompression destination.
+pub struct Page(Mem);
+
+// SAFETY: a Page owns its 4 KiB exclusively (reserved pages are handed out once per offset
+// of their mapping); the mapping lives as long as the Arc it holds.
+unsafe impl Send for Page {}
+// SAFETY: `&Page` only reads its bytes.
+unsafe impl Sync for Page {}
+
+impl Page {
+    fn bytes(&self) -> &[u8; PAGE_SIZE] {
+        match &self.0 {
+            // SAFETY: `at` is a page-aligned, page-long part of a live mapping that only this
+            // Page reaches; the borrow of `self` bounds the reference.
+            Mem::Mapped { at, .. } => unsafe { &*at.as_ptr().cast::<[u8; PAGE_SIZE]>() },
+            Mem::Heap(b) => b,
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
+        match &mut self.0 {
+            // SAFETY: as in `bytes`, and `&mut self` makes this the only reference.
+            Mem::Mapped { at, .. } => unsafe { &mut *at.as_ptr().cast::<[u8; PAGE_SIZE]>() },
+            Mem::Heap(b) => b,
+        }
+    }
+
+    fn is_reserved(&self) -> bool {
+        matches!(self.0, Mem::Mapped { .. })
+    }
+
+    fn is_locked(&self) -> bool {
+        matches!(&self.0, Mem::Mapped { chunk, .. } if chunk.locked)
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        if let Mem::Mapped { chunk, at } = &self.0 {
+            // The pool gave this reserved page up: unlock it and hand it to the kernel now
+            // rather than when the whole mapping goes. (Failures only keep the memory.)
+            // SAFETY: `at` is this page's own part of the live mapping; nobody reads it again.
+            unsafe {
+                if chunk.locked {
+                    libc::munlock(at.as_ptr().cast(), PAGE_SIZE);
+                }
+                libc::madvise(at.as_ptr().cast(), PAGE_SIZE, libc::MADV_DONTNEED);
+            }
+        }
+    }
 }
 
 /// The reserved pages and their bookkeeping, under the pool's lock.
@@ -60,32 +203,22 @@ impl Reserve {
 /// A pool of reserved 4 KiB pages for decompression destinations, shared as `Arc<PagePool>`.
 pub struct PagePool {
     reserve: Mutex<Reserve>,
+    /// Reserved pages (free or lent) in locked mappings.
+    locked: AtomicUsize,
     hits: AtomicU64,
     misses: AtomicU64,
+    fallbacks: AtomicU64,
     alloc_nanos: AtomicU64,
 }
 
 /// A zeroed page from the allocator.
 fn new_page() -> Page {
-    Box::new([0; PAGE_SIZE])
+    Page(Mem::Heap(Box::new([0; PAGE_SIZE])))
 }
 
-/// A zeroed page from the allocator, or `None` when there is no memory for it.
-fn try_new_page() -> Option<Page> {
-    let layout = std::alloc::Layout::new::<[u8; PAGE_SIZE]>();
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<[u8; PAGE_SIZE]>();
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: `ptr` was just allocated by the global allocator with the layout of the boxed
-    // type, is non-null and zeroed (a valid `[u8; PAGE_SIZE]`); the box takes sole ownership.
-    Some(unsafe { Box::from_raw(ptr) })
-}
-
-/// Pages a resize allocates (outside any lock) before adding them to the pool: 1 MiB, so a
+/// Pages a resize maps (outside any lock) before adding them to the pool: 1 MiB, so a
 /// large resize never holds memory it cannot use yet nor keeps the pool's lock for long.
-const GROW_CHUNK: usize = 256;
+pub const GROW_CHUNK: usize = 256;
 
 /// A hook run before each chunk of a resize is allocated, with the number of pages the
 /// resize reserves in all (tests use it to hold a resize mid-way).
@@ -104,21 +237,34 @@ pub fn set_grow_hook(hook: Option<GrowHook>) {
     *grow_hook() = hook;
 }
 
+/// RLIMIT_MEMLOCK's soft limit in bytes, for the log line (`None`: unlimited or unknown).
+fn memlock_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
 impl PagePool {
     /// A pool reserving `pages` pages up front; 0 turns it off.
     pub fn new(pages: usize) -> Arc<PagePool> {
         let pool = Arc::new(PagePool {
             reserve: Mutex::new(Reserve::default()),
+            locked: AtomicUsize::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
             alloc_nanos: AtomicU64::new(0),
         });
         pool.set_size(pages);
         pool
     }
 
-    /// Set the number of reserved pages. Growing allocates the new pages now; shrinking frees
-    /// idle pages now, and pages given back later beyond the size are freed then.
+    /// Set the number of reserved pages. Growing maps (and locks) the new pages now; shrinking
+    /// frees idle pages now, and pages given back later beyond the size are freed then.
     pub fn set_size(&self, pages: usize) {
         let (missing, excess) = {
             let mut reserve = lock(&self.reserve);
@@ -134,19 +280,27 @@ impl PagePool {
             "page pool: size {pages}, reserving {missing} more, freeing {}",
             excess.len()
         );
-        drop(excess);
+        self.discard(excess);
         if missing > 0 {
             self.reserve_more(missing);
         }
     }
 
-    /// Allocate `count` pages, [`GROW_CHUNK`] at a time outside the lock, each chunk added
-    /// while there is still room for it (another resize may run meanwhile). Fallible: when
-    /// memory runs out the pool stays smaller than its size, with a log line, and reads fall
-    /// back to the allocator as on a miss.
+    /// Free reserved pages the pool no longer keeps (outside its lock).
+    fn discard(&self, pages: Vec<Page>) {
+        let locked = pages.iter().filter(|p| p.is_locked()).count();
+        self.locked.fetch_sub(locked, Ordering::Relaxed);
+        drop(pages);
+    }
+
+    /// Map `count` pages, [`GROW_CHUNK`] at a time outside the lock, each chunk added while
+    /// there is still room for it (another resize may run meanwhile). Fallible: when memory
+    /// runs out the pool stays smaller than its size, with a log line, and reads fall back to
+    /// the allocator as on a miss.
     fn reserve_more(&self, count: usize) {
         let hook = grow_hook().clone();
         let mut added = 0;
+        let mut warned = false;
         while added < count {
             if let Some(h) = &hook {
                 h(count);
@@ -157,32 +311,46 @@ impl PagePool {
             if want == 0 {
                 return;
             }
-            let mut fresh = Vec::new();
-            if fresh.try_reserve_exact(want).is_err() {
-                return self.grow_failed(added, count);
-            }
-            for _ in 0..want {
-                match try_new_page() {
-                    Some(p) => fresh.push(p),
-                    None => break,
+            let chunk = match Chunk::map(want) {
+                Ok((chunk, lock_error)) => {
+                    if let Some(e) = lock_error.filter(|_| !warned) {
+                        warned = true;
+                        self.lock_failed(count, &e);
+                    }
+                    chunk
                 }
+                Err(e) => return self.grow_failed(added, count, &e),
+            };
+            let mut fresh: Vec<Page> = Vec::new();
+            if fresh.try_reserve_exact(want).is_err() {
+                return self.grow_failed(added, count, &std::io::Error::other("no memory"));
             }
-            let got = fresh.len();
+            fresh.extend(Chunk::split(&chunk));
             let mut reserve = lock(&self.reserve);
-            let take = reserve.room().min(got);
+            let take = reserve.room().min(want);
+            if chunk.locked {
+                self.locked.fetch_add(take, Ordering::Relaxed);
+            }
             reserve.free.extend(fresh.drain(..take));
             drop(reserve);
             drop(fresh);
             added += take;
-            if got < want {
-                return self.grow_failed(added, count);
-            }
         }
     }
 
-    fn grow_failed(&self, added: usize, count: usize) {
+    fn lock_failed(&self, count: usize, e: &std::io::Error) {
+        let limit = memlock_limit()
+            .map_or_else(|| "unlimited".to_string(), |n| format!("{} KiB", n / 1024));
         log::warn!(
-            "page pool: out of memory after reserving {added} of {count} more pages; \
+            "page pool: cannot lock {count} pages in memory ({e}; RLIMIT_MEMLOCK is {limit}): \
+             the pages stay reserved but may be swapped out; raise the limit (ulimit -l, or \
+             LimitMEMLOCK= in a systemd unit) or run with CAP_IPC_LOCK"
+        );
+    }
+
+    fn grow_failed(&self, added: usize, count: usize, e: &std::io::Error) {
+        log::warn!(
+            "page pool: out of memory after reserving {added} of {count} more pages ({e}); \
              lower page_pool or free memory"
         );
     }
@@ -197,13 +365,13 @@ impl PagePool {
     pub fn alloc(self: &Arc<Self>, bytes: usize) -> PageBuf {
         let count = bytes.div_ceil(PAGE_SIZE);
         let mut pages = Vec::with_capacity(count);
-        let pooled = {
+        let (pooled, on) = {
             let mut reserve = lock(&self.reserve);
             let take = count.min(reserve.free.len());
             let from = reserve.free.len() - take;
             pages.extend(reserve.free.drain(from..));
             reserve.in_use += take;
-            take
+            (take, reserve.size > 0)
         };
         let missed = count - pooled;
         if missed > 0 {
@@ -211,6 +379,9 @@ impl PagePool {
             pages.extend((0..missed).map(|_| new_page()));
             let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             self.alloc_nanos.fetch_add(nanos, Ordering::Relaxed);
+            if on {
+                self.fallbacks.fetch_add(1, Ordering::Relaxed);
+            }
         }
         self.hits.fetch_add(pooled as u64, Ordering::Relaxed);
         self.misses.fetch_add(missed as u64, Ordering::Relaxed);
@@ -223,8 +394,10 @@ impl PagePool {
     }
 
     /// Take back the pages of a dropped buffer, `pooled` of which were lent by the pool: keep
-    /// as many as the size allows, free the rest.
+    /// the reserved ones the size allows, free the rest.
     fn give_back(&self, mut pages: Vec<Page>, pooled: usize) {
+        // Allocator pages never join the reserve: it holds mapped (lockable) pages only.
+        pages.retain(Page::is_reserved);
         {
             let mut reserve = lock(&self.reserve);
             reserve.in_use = reserve.in_use.saturating_sub(pooled);
@@ -232,7 +405,7 @@ impl PagePool {
             let from = pages.len() - keep;
             reserve.free.extend(pages.drain(from..));
         }
-        drop(pages);
+        self.discard(pages);
     }
 
     /// The counters now.
@@ -245,8 +418,10 @@ impl PagePool {
             size,
             free,
             in_use,
+            locked: self.locked.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            fallbacks: self.fallbacks.load(Ordering::Relaxed),
             alloc_nanos: self.alloc_nanos.load(Ordering::Relaxed),
         }
     }
@@ -295,7 +470,7 @@ impl PageBuf {
         self.pages
             .iter()
             .enumerate()
-            .map(|(i, page)| &page[..self.page_len(i)])
+            .map(|(i, page)| &page.bytes()[..self.page_len(i)])
     }
 
     /// The pages in order for writing, each trimmed to the buffer's length.
@@ -303,7 +478,7 @@ impl PageBuf {
         let len = self.len;
         self.pages.iter_mut().enumerate().map(move |(i, page)| {
             let n = len.saturating_sub(i * PAGE_SIZE).min(PAGE_SIZE);
-            &mut page[..n]
+            &mut page.bytes_mut()[..n]
         })
     }
 
@@ -322,16 +497,28 @@ impl PageBuf {
 
     /// Gather the bytes into `out`; copies `min(out.len(), len())` bytes.
     pub fn copy_to(&self, out: &mut [u8]) {
-        let mut rest = out;
-        for page in self.pages() {
-            let n = page.len().min(rest.len());
-            let (head, tail) = rest.split_at_mut(n);
-            head.copy_from_slice(&page[..n]);
-            rest = tail;
-            if rest.is_empty() {
+        self.read_at(0, out);
+    }
+
+    /// Gather the bytes from `offset` on into `out`; returns how many were copied
+    /// (`min(out.len(), len() - offset)`, 0 past the end).
+    pub fn read_at(&self, offset: usize, out: &mut [u8]) -> usize {
+        let n = self.len.saturating_sub(offset).min(out.len());
+        let mut rest = &mut out[..n];
+        let copied = rest.len();
+        let mut at = offset;
+        while !rest.is_empty() {
+            let (index, within) = (at / PAGE_SIZE, at % PAGE_SIZE);
+            let Some(page) = self.pages.get(index) else {
                 break;
-            }
+            };
+            let n = (PAGE_SIZE - within).min(rest.len());
+            let (head, tail) = rest.split_at_mut(n);
+            head.copy_from_slice(&page.bytes()[within..within + n]);
+            rest = tail;
+            at += n;
         }
+        copied
     }
 
     /// The bytes as one vector.
@@ -615,6 +802,60 @@ mod tests {
         buf.copy_to(&mut long);
         assert_eq!(&long[..5000], &[7; 5000][..]);
         assert_eq!(&long[5000..], &[9; 1000][..]);
+    }
+
+    /// A buffer the pool (on) cannot fill alone is one fallback; with the pool off, misses
+    /// are not fallbacks.
+    #[test]
+    fn fallbacks_count_buffers_the_pool_could_not_fill() {
+        let pool = PagePool::new(3);
+        let a = pool.alloc(2 * PAGE_SIZE);
+        let b = pool.alloc(2 * PAGE_SIZE); // 1 hit, 1 miss: a fallback
+        let c = pool.alloc(PAGE_SIZE); // all missed: a fallback
+        let s = pool.stats();
+        assert_eq!((s.hits, s.misses, s.fallbacks), (3, 2, 2), "{s:?}");
+        drop((a, b, c));
+        let off = PagePool::new(0);
+        drop(off.alloc(PAGE_SIZE));
+        assert_eq!((off.stats().misses, off.stats().fallbacks), (1, 0));
+    }
+
+    /// The reserve is locked in memory (we run as root or within RLIMIT_MEMLOCK), and a
+    /// shrink unlocks what it frees.
+    #[test]
+    fn reserved_pages_are_locked() {
+        let pool = PagePool::new(16);
+        let s = pool.stats();
+        assert_eq!((s.free, s.locked), (16, 16), "{s:?}");
+        let held = pool.alloc(4 * PAGE_SIZE);
+        assert_eq!(pool.stats().locked, 16);
+        pool.set_size(2);
+        assert_eq!(pool.stats().locked, 4, "{:?}", pool.stats());
+        drop(held);
+        assert_eq!(pool.stats().locked, 2, "{:?}", pool.stats());
+        pool.set_size(0);
+        assert_eq!(pool.stats().locked, 0);
+    }
+
+    #[test]
+    fn read_at_gathers_any_range() {
+        let pool = PagePool::new(8);
+        let data: Vec<u8> = (0..3 * PAGE_SIZE + 100).map(|i| (i % 253) as u8).collect();
+        let mut buf = pool.alloc(data.len());
+        buf.copy_from(&data);
+        for (from, len) in [
+            (0, 10),
+            (4090, 20),
+            (PAGE_SIZE, PAGE_SIZE),
+            (3 * PAGE_SIZE, 500),
+        ] {
+            let mut out = vec![0xEE; len];
+            let n = buf.read_at(from, &mut out);
+            let end = (from + len).min(data.len());
+            assert_eq!(n, end - from);
+            assert_eq!(&out[..n], &data[from..end], "{from}+{len}");
+        }
+        assert_eq!(buf.read_at(data.len() + 5, &mut [0; 4]), 0);
     }
 
     #[test]

@@ -50,7 +50,9 @@ fn offload_line(o: &OffloadStats) -> String {
     )
 }
 
-/// One line per algorithm's workspace manager, then the page pool's.
+/// One line per algorithm's workspace manager, then the page pool's: reads of part of an
+/// extent decode it into pool pages (hits) or allocator pages (misses; a fallback per extent
+/// the pool could not fill while on), `alloc_ms` the time spent allocating those.
 fn engine_lines(stats: &EngineStats) -> String {
     let mut s = String::new();
     for (alg, m) in &stats.managers {
@@ -83,12 +85,14 @@ fn manager_fields(m: &ManagerStats) -> String {
 
 fn pool_fields(p: &PoolStats) -> String {
     format!(
-        "size={} free={} in_use={} hits={} misses={} alloc_ms={:.1}",
+        "size={} free={} in_use={} locked={} hits={} misses={} fallbacks={} alloc_ms={:.1}",
         p.size,
         p.free,
         p.in_use,
+        p.locked,
         p.hits,
         p.misses,
+        p.fallbacks,
         p.alloc_nanos as f64 / 1e6
     )
 }
@@ -116,8 +120,10 @@ mod tests {
             size: 64,
             free: 60,
             in_use: 4,
+            locked: 64,
             hits: 9,
             misses: 1,
+            fallbacks: 1,
             alloc_nanos: 2_500_000,
         };
         let text = engine_lines(&EngineStats {
@@ -128,7 +134,8 @@ mod tests {
             text,
             "workspaces zstd: count=2 busy=1 streams=2 mem=3.0M peak_mem=6.0M hits=11 scans_up=2 \
              allocations=3 alloc_failures=0 waits=1 reclaims=0 frees=0\n\
-             page_pool: size=64 free=60 in_use=4 hits=9 misses=1 alloc_ms=2.5\n"
+             page_pool: size=64 free=60 in_use=4 locked=64 hits=9 misses=1 fallbacks=1 \
+             alloc_ms=2.5\n"
         );
     }
 }
