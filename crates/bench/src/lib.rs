@@ -12,12 +12,15 @@
 //!   against the kernel's btrfs;
 //! * [`offload`] — seed 004's table: per request size, the CPU provider of the engine's offload
 //!   API against the simulated device (a test double) at a few latencies, threshold and fallback;
+//! * [`blk`] — the block device: wring's zram in userspace through nbdcopy beside nbdkit's
+//!   zstd memory disk and the kernel's zram;
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
 //!   compression speed.
 //!
 //! Every figure comes from the run that prints it. Sizes are in bytes, speeds in MB/s with
 //! MB = 10^6 bytes (as lzbench and the seeds' tables), over wall-clock time.
 
+pub mod blk;
 pub mod corpus;
 mod error;
 pub mod fs;

@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use wring_bench::blk::{self, BlkConfig, BlkReport};
 use wring_bench::corpus::Corpus;
 use wring_bench::kernel::{self, KernelConfig, ReadMethod};
 use wring_bench::levels::{self, LevelsConfig};
@@ -37,6 +38,10 @@ pub enum Command {
     /// Seed 004's table: per request size, the offload API's CPU provider against a SIMULATED
     /// device (a test double) at a few latencies, with its threshold and with injected failures
     Offload(OffloadArgs),
+    /// The block-device table: wring blk (zram in userspace, over NBD) beside nbdkit's
+    /// `memory allocator=zstd` and the kernel's /dev/zram0, written and read back with nbdcopy
+    /// (needs root for zram; resets /dev/zram0 afterwards)
+    Blk(BlkArgs),
 }
 
 /// Options every benchmark takes.
@@ -162,6 +167,39 @@ pub struct OffloadArgs {
     no_plot: bool,
 }
 
+/// Options of `wring bench blk`.
+#[derive(clap::Args)]
+pub struct BlkArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The corpus files the mixed input is made of, comma-separated, under --corpus (default:
+    /// $WRING_CORPUS or /tmp/wring-corpus); empty (`--files ''`) takes every file
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "executables.tar,dictionary.txt,packages.txt"
+    )]
+    files: Vec<String>,
+    /// wring's algorithms (zram's names, levels as zstd:3), comma-separated
+    #[arg(long, default_value = blk::DEFAULT_WRING)]
+    wring: String,
+    /// zram algorithms, comma-separated (`none`: no zram rows)
+    #[arg(long, default_value = blk::DEFAULT_ZRAM)]
+    zram_algorithms: String,
+    /// No nbdkit memory allocator=zstd row
+    #[arg(long)]
+    no_nbdkit: bool,
+    /// wring's streams, zram's threads (default: available parallelism)
+    #[arg(long)]
+    streams: Option<usize>,
+    /// Reset /dev/zram0 even if it was already initialised (never when it is swap or mounted)
+    #[arg(long)]
+    zram_force: bool,
+    /// Directory for the input and read-back files and the sockets
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    work_dir: PathBuf,
+}
+
 /// How `wring bench kernel` reads the filesystem back.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ReadArg {
@@ -235,6 +273,10 @@ pub fn run(c: Command) -> Result<()> {
         Command::Offload(a) => {
             install_ctrlc();
             run_offload(a)
+        }
+        Command::Blk(a) => {
+            install_ctrlc();
+            run_blk(a)
         }
     }
 }
@@ -425,6 +467,59 @@ fn run_offload(a: OffloadArgs) -> Result<()> {
         bail!("{bad} requests did not decompress to their input: the offload path corrupts data");
     }
     Ok(())
+}
+
+fn run_blk(a: BlkArgs) -> Result<()> {
+    let dir = a.common.corpus.clone().unwrap_or_else(|| {
+        std::env::var_os(wring_bench::corpus::CORPUS_ENV)
+            .map_or_else(|| PathBuf::from("/tmp/wring-corpus"), PathBuf::from)
+    });
+    let files: Vec<String> = a.files.iter().filter(|f| !f.is_empty()).cloned().collect();
+    let mut corpus = blk::load_corpus(&dir, &files)?;
+    if let Some(max) = a.common.max_bytes {
+        corpus = corpus.truncated(max);
+    }
+    if corpus.bytes() == 0 {
+        bail!("the corpus is empty");
+    }
+    let streams = a.streams.unwrap_or_else(available_parallelism).max(1);
+    let mut cfg = BlkConfig::new(super::blk::plugin()?, streams);
+    cfg.wring = list(&a.wring);
+    cfg.zram = list(&a.zram_algorithms);
+    cfg.nbdkit_zstd = !a.no_nbdkit;
+    cfg.zram_force = a.zram_force;
+    cfg.work_dir = a.work_dir.clone();
+    if !cfg.zram.is_empty() {
+        kernel::require_root(
+            "wring bench blk",
+            "the kernel's zram (or pass --zram-algorithms none)",
+        )?;
+    }
+    let progress = Progress::new(!a.common.quiet && std::io::stdout().is_terminal());
+    let rows = blk::run(&corpus, &cfg, &progress)?;
+    progress.finish();
+    let report = BlkReport::new(Machine::detect(), corpus.info(), streams, rows);
+    let dash = Path::new("-");
+    let mut stdout_taken = false;
+    if let Some(path) = &a.common.json {
+        stdout_taken |= emit(path, dash, &report.json()?)?;
+    }
+    if let Some(path) = &a.common.csv {
+        stdout_taken |= emit(path, dash, &report.csv()?)?;
+    }
+    if !stdout_taken {
+        print!("{}", report.markdown());
+    }
+    Ok(())
+}
+
+/// A comma-separated list; `none` or nothing is the empty list.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "none")
+        .map(String::from)
+        .collect()
 }
 
 /// Print the markdown (unless JSON or CSV goes to stdout), write the files, draw the plot.

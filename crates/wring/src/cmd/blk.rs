@@ -207,7 +207,7 @@ fn device(name: &str) -> Result<PathBuf> {
 }
 
 /// The plugin nbdkit loads.
-fn plugin() -> Result<PathBuf> {
+pub(crate) fn plugin() -> Result<PathBuf> {
     const LIB: &str = "libwring_blk_nbdkit.so";
     if let Some(p) = std::env::var_os("WRING_BLK_PLUGIN") {
         return Ok(PathBuf::from(p));

@@ -1,0 +1,685 @@
+//! `wring bench blk`: the block-device table — wring's zram in userspace (crates/blk,
+//! served by nbdkit with crates/blk-nbdkit) beside nbdkit's own compressed RAM disk
+//! (`nbdkit memory allocator=zstd`: 32 KiB pages, zstd's default level 3, one global lock) and
+//! the kernel's zram (drivers/block/zram/, /dev/zram0).
+//!
+//! The input (the corpus concatenated, zero-padded to whole 4 KiB pages) is written to a file
+//! under the work directory (tmpfs by default). For each NBD target a fresh nbdkit serves an
+//! export exactly that large on a Unix socket; `nbdcopy FILE URI` writes it and
+//! `nbdcopy URI FILE` reads it back, each timed by the wall clock, and the copy read back
+//! must equal the input byte for byte. zram is configured with the algorithm and the size,
+//! written and read back with O_DIRECT on `streams` threads ([`crate::zram::ZramDevice`],
+//! which resets the device when dropped, also on error or Ctrl-C).
+//!
+//! Memory: wring's and zram's `mem_used_total` come from their `mm_stat`; nbdkit's memory
+//! plugin has no statistics, so its figure is the growth of its resident set (VmRSS) over the
+//! write, and its ratio is the input over that growth (its stored pages plus malloc's
+//! overhead, which is what it costs). wring's resident growth is reported too.
+
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::corpus::{Corpus, CorpusInfo};
+use crate::machine::Machine;
+use crate::metrics::{mb_per_s, quotient, ratio};
+use crate::progress::Progress;
+use crate::report::csv_text;
+use crate::zram::{AlignedBuf, ZramDevice, PAGE};
+use crate::{interrupt, BenchError};
+
+/// wring's algorithms by default (zram's names; lzo-rle is not in wring yet).
+pub const DEFAULT_WRING: &str = "lz4,lzo,zstd:1,zstd:3";
+/// zram's algorithms by default.
+pub const DEFAULT_ZRAM: &str = "lz4,lzo-rle";
+/// The shared corpus's files the mixed input is made of (~120 MB).
+pub const DEFAULT_FILES: [&str; 3] = ["executables.tar", "dictionary.txt", "packages.txt"];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BlkConfig {
+    /// wring's nbdkit plugin (`libwring_blk_nbdkit.so`).
+    pub plugin: PathBuf,
+    /// wring's `comp_algorithm` values, one row each.
+    pub wring: Vec<String>,
+    /// Whether to run `nbdkit memory allocator=zstd`.
+    pub nbdkit_zstd: bool,
+    /// zram algorithms, one row each (none: no zram rows).
+    pub zram: Vec<String>,
+    /// wring's streams, and zram's writer and reader threads.
+    pub streams: usize,
+    /// The zram device and its sysfs directory.
+    pub zram_device: PathBuf,
+    /// `/sys/block/zramN`.
+    pub zram_sysfs: PathBuf,
+    /// Reset the zram device even if someone else initialised it.
+    pub zram_force: bool,
+    /// Where the input and read-back files and the sockets go (a directory made here).
+    pub work_dir: PathBuf,
+}
+
+impl BlkConfig {
+    /// The defaults with `plugin` and `streams`.
+    pub fn new(plugin: PathBuf, streams: usize) -> BlkConfig {
+        BlkConfig {
+            plugin,
+            wring: split(DEFAULT_WRING),
+            nbdkit_zstd: true,
+            zram: split(DEFAULT_ZRAM),
+            streams: streams.max(1),
+            zram_device: PathBuf::from("/dev/zram0"),
+            zram_sysfs: PathBuf::from("/sys/block/zram0"),
+            zram_force: false,
+            work_dir: std::env::temp_dir(),
+        }
+    }
+}
+
+fn split(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Which device a row measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// wring's plugin in nbdkit.
+    Wring,
+    /// `nbdkit memory allocator=zstd`.
+    NbdkitZstd,
+    /// The kernel's zram.
+    Zram,
+}
+
+impl Target {
+    /// How the table names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Target::Wring => "wring",
+            Target::NbdkitZstd => "nbdkit memory",
+            Target::Zram => "kernel zram",
+        }
+    }
+}
+
+/// One row's figures over another's (1.0 = the same; above 1 = more).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Over {
+    /// Which row it is compared with (its method).
+    pub method: &'static str,
+    /// Write MB/s over the other's.
+    pub write: Option<f64>,
+    /// Read MB/s over the other's.
+    pub read: Option<f64>,
+    /// Ratio over the other's.
+    pub ratio: Option<f64>,
+    /// mem_used_total over the other's (below 1 = less memory).
+    pub mem: Option<f64>,
+}
+
+/// One device's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlkRow {
+    /// Which device.
+    pub target: Target,
+    /// Its algorithm (`zstd:3`, `lz4`, `zstd` for nbdkit).
+    pub method: String,
+    /// Bytes written and read back.
+    pub bytes: u64,
+    /// Write MB/s (10^6 bytes per second, wall clock).
+    pub write_mbps: f64,
+    /// Read MB/s.
+    pub read_mbps: f64,
+    /// `compr_data_size` (none for nbdkit).
+    pub compr_data_size: Option<u64>,
+    /// `mem_used_total` (nbdkit: its resident growth over the write).
+    pub mem_used_total: u64,
+    /// Input bytes over `mem_used_total`.
+    pub ratio: f64,
+    /// The server's resident growth over the write (NBD targets).
+    pub rss_growth: Option<u64>,
+    /// Against the kernel's zram (the same algorithm when it has it, else its first row).
+    pub vs_zram: Option<Over>,
+    /// Against nbdkit's zstd allocator.
+    pub vs_nbdkit: Option<Over>,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlkReport {
+    /// `wring-bench VERSION`.
+    pub tool: String,
+    /// Where it ran.
+    pub machine: Machine,
+    /// On what.
+    pub corpus: CorpusInfo,
+    /// wring's streams, zram's threads.
+    pub streams: usize,
+    /// The rows, wring's first.
+    pub rows: Vec<BlkRow>,
+    /// How each figure was obtained.
+    pub notes: Vec<String>,
+}
+
+/// Header of the CSV rendering.
+pub const CSV_HEADER: &str = "target,method,bytes,write_mbps,read_mbps,compr_data_size,mem_used_total,ratio,rss_growth,zram_method,write_vs_zram,read_vs_zram,ratio_vs_zram,mem_vs_zram,write_vs_nbdkit,read_vs_nbdkit,ratio_vs_nbdkit,mem_vs_nbdkit";
+
+/// Run every configured target on `corpus`'s pages.
+pub fn run(
+    corpus: &Corpus,
+    cfg: &BlkConfig,
+    progress: &Progress,
+) -> Result<Vec<BlkRow>, BenchError> {
+    let data = corpus.concatenated(PAGE);
+    let work = WorkDir::make(&cfg.work_dir)?;
+    let input = work.path.join("input.raw");
+    fs::write(&input, &data)
+        .map_err(|e| BenchError::io(format!("writing {}", input.display()), e))?;
+    let bytes = data.len() as u64;
+    let mut rows = Vec::new();
+    for method in &cfg.wring {
+        interrupt::check()?;
+        progress.step(format!("blk: wring {method}"));
+        let server = Nbdkit::start(&work.path, wring_args(cfg, method, bytes))?;
+        rows.push(nbd_row(
+            &server,
+            &work.path,
+            &input,
+            &data,
+            Target::Wring,
+            method,
+        )?);
+    }
+    if cfg.nbdkit_zstd {
+        interrupt::check()?;
+        progress.step("blk: nbdkit memory allocator=zstd");
+        let args = vec![
+            "memory".to_string(),
+            format!("size={bytes}"),
+            "allocator=zstd".to_string(),
+        ];
+        let server = Nbdkit::start(&work.path, args)?;
+        rows.push(nbd_row(
+            &server,
+            &work.path,
+            &input,
+            &data,
+            Target::NbdkitZstd,
+            "zstd",
+        )?);
+    }
+    drop(fs::remove_file(&input));
+    if !cfg.zram.is_empty() {
+        rows.extend(zram_rows(cfg, &data, progress)?);
+    }
+    compare(&mut rows);
+    Ok(rows)
+}
+
+fn wring_args(cfg: &BlkConfig, method: &str, bytes: u64) -> Vec<String> {
+    vec![
+        cfg.plugin.display().to_string(),
+        format!("size={bytes}"),
+        format!("comp_algorithm={method}"),
+        format!("streams={}", cfg.streams),
+    ]
+}
+
+/// Write and read back through nbdcopy; the row's figures.
+fn nbd_row(
+    server: &Nbdkit,
+    dir: &Path,
+    input: &Path,
+    data: &[u8],
+    target: Target,
+    method: &str,
+) -> Result<BlkRow, BenchError> {
+    let uri = server.uri();
+    let before = server.rss()?;
+    let write = nbdcopy(input.as_os_str(), uri.as_ref())?;
+    let after = server.rss()?;
+    let stat = match target {
+        Target::Wring => Some(
+            wring_blk::control::stat(&server.control())
+                .map_err(|e| failed(format!("asking wring's device for its stat: {e}")))?,
+        ),
+        _ => None,
+    };
+    interrupt::check()?;
+    let output = dir.join("output.raw");
+    let read = nbdcopy(uri.as_ref(), output.as_os_str())?;
+    let same = same_content(&output, data);
+    drop(fs::remove_file(&output));
+    if !same? {
+        return Err(failed(format!(
+            "{} {method}: the data read back differs from what was written",
+            target.label()
+        )));
+    }
+    let bytes = data.len() as u64;
+    let growth = after.saturating_sub(before);
+    let (compr, mem) = match &stat {
+        Some(s) => (Some(s.mm_stat.compr_data_size), s.mm_stat.mem_used_total),
+        None => (None, growth),
+    };
+    Ok(BlkRow {
+        target,
+        method: method.to_string(),
+        bytes,
+        write_mbps: mb_per_s(bytes, write),
+        read_mbps: mb_per_s(bytes, read),
+        compr_data_size: compr,
+        mem_used_total: mem,
+        ratio: ratio(bytes, mem),
+        rss_growth: Some(growth),
+        vs_zram: None,
+        vs_nbdkit: None,
+    })
+}
+
+/// zram's rows: configure, write and read back with O_DIRECT, mm_stat; reset when done.
+fn zram_rows(cfg: &BlkConfig, data: &[u8], progress: &Progress) -> Result<Vec<BlkRow>, BenchError> {
+    let device = ZramDevice::take(&cfg.zram_device, &cfg.zram_sysfs, cfg.zram_force)?;
+    let offered = device.algorithms();
+    let aligned = AlignedBuf::from_slice(data);
+    let bytes = data.len() as u64;
+    let mut rows = Vec::new();
+    for alg in &cfg.zram {
+        interrupt::check()?;
+        if !offered.iter().any(|a| a == alg) {
+            return Err(BenchError::Zram(format!(
+                "{} offers {} but not {alg}; choose from those with --zram-algorithms",
+                cfg.zram_device.display(),
+                offered.join(" ")
+            )));
+        }
+        progress.step(format!("blk: kernel zram {alg}"));
+        device.configure(alg, bytes)?;
+        let (write, read) = device.write_read(&aligned, cfg.streams)?;
+        let mm = device.mm_stat()?;
+        rows.push(BlkRow {
+            target: Target::Zram,
+            method: alg.clone(),
+            bytes,
+            write_mbps: mb_per_s(bytes, write),
+            read_mbps: mb_per_s(bytes, read),
+            compr_data_size: Some(mm.compr),
+            mem_used_total: mm.mem_used,
+            ratio: ratio(bytes, mm.mem_used),
+            rss_growth: None,
+            vs_zram: None,
+            vs_nbdkit: None,
+        });
+        device.reset()?;
+    }
+    Ok(rows)
+}
+
+/// The zram algorithm a wring algorithm is compared with.
+fn zram_counterpart(method: &str) -> &'static [&'static str] {
+    match method.split(':').next().unwrap_or(method) {
+        "lz4" => &["lz4"],
+        "lzo" | "lzo-rle" => &["lzo-rle", "lzo"],
+        "lz4hc" => &["lz4hc"],
+        "zstd" => &["zstd"],
+        _ => &[],
+    }
+}
+
+/// Fill in each wring row's comparisons (and nbdkit's against zram).
+fn compare(rows: &mut [BlkRow]) {
+    let zram: Vec<BlkRow> = rows
+        .iter()
+        .filter(|r| r.target == Target::Zram)
+        .cloned()
+        .collect();
+    let nbdkit = rows
+        .iter()
+        .find(|r| r.target == Target::NbdkitZstd)
+        .cloned();
+    for row in rows.iter_mut().filter(|r| r.target != Target::Zram) {
+        let base = zram_counterpart(&row.method)
+            .iter()
+            .find_map(|m| zram.iter().find(|z| z.method == *m))
+            .or_else(|| zram.first());
+        row.vs_zram = base.map(|b| over(row, b));
+        if row.target == Target::Wring {
+            row.vs_nbdkit = nbdkit.as_ref().map(|b| over(row, b));
+        }
+    }
+}
+
+fn over(row: &BlkRow, base: &BlkRow) -> Over {
+    let method: &'static str = match base.target {
+        Target::NbdkitZstd => "nbdkit zstd",
+        Target::Zram => match base.method.as_str() {
+            "lz4" => "zram lz4",
+            "lzo-rle" => "zram lzo-rle",
+            "lzo" => "zram lzo",
+            _ => "zram",
+        },
+        Target::Wring => "wring",
+    };
+    Over {
+        method,
+        write: quotient(row.write_mbps, base.write_mbps),
+        read: quotient(row.read_mbps, base.read_mbps),
+        ratio: quotient(row.ratio, base.ratio),
+        mem: quotient(row.mem_used_total as f64, base.mem_used_total as f64),
+    }
+}
+
+fn failed(message: String) -> BenchError {
+    BenchError::io("wring bench blk", std::io::Error::other(message))
+}
+
+/// Run nbdcopy from `src` to `dst`; its wall-clock seconds.
+fn nbdcopy(src: &std::ffi::OsStr, dst: &std::ffi::OsStr) -> Result<f64, BenchError> {
+    let start = Instant::now();
+    let out = Command::new("nbdcopy")
+        .arg(src)
+        .arg(dst)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            BenchError::io("running nbdcopy (install the Debian package libnbd-bin)", e)
+        })?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(failed(format!(
+            "nbdcopy {} {} failed ({}): {}",
+            src.to_string_lossy(),
+            dst.to_string_lossy(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(secs)
+}
+
+/// Whether the file holds exactly `data`.
+fn same_content(path: &Path, data: &[u8]) -> Result<bool, BenchError> {
+    let mut file =
+        File::open(path).map_err(|e| BenchError::io(format!("opening {}", path.display()), e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0usize;
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
+        if n == 0 {
+            return Ok(at == data.len());
+        }
+        if data.get(at..at + n) != Some(&buf[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
+}
+
+/// A directory of this run's files, removed when dropped.
+struct WorkDir {
+    path: PathBuf,
+}
+
+impl WorkDir {
+    fn make(parent: &Path) -> Result<WorkDir, BenchError> {
+        let path = parent.join(format!("wring-bench-blk-{}", std::process::id()));
+        drop(fs::remove_dir_all(&path));
+        fs::create_dir_all(&path)
+            .map_err(|e| BenchError::io(format!("making {}", path.display()), e))?;
+        Ok(WorkDir { path })
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        drop(fs::remove_dir_all(&self.path));
+    }
+}
+
+/// An nbdkit in the foreground serving one export on `nbd.sock`; killed when dropped.
+struct Nbdkit {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Nbdkit {
+    /// Start `nbdkit -f -U DIR/nbd.sock -P DIR/nbdkit.pid ARGS… control=DIR/control.sock`
+    /// (the control key only for wring's plugin) and wait until it serves.
+    fn start(dir: &Path, args: Vec<String>) -> Result<Nbdkit, BenchError> {
+        let sock = dir.join("nbd.sock");
+        let pid = dir.join("nbdkit.pid");
+        let control = dir.join("control.sock");
+        for p in [&sock, &pid, &control] {
+            drop(fs::remove_file(p));
+        }
+        let wring = args.first().is_some_and(|a| a != "memory");
+        let mut cmd = Command::new("nbdkit");
+        cmd.arg("-f")
+            .arg("-U")
+            .arg(&sock)
+            .arg("-P")
+            .arg(&pid)
+            .args(&args);
+        if wring {
+            cmd.arg(format!("control={}", control.display()));
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| BenchError::io("running nbdkit (install the Debian package nbdkit)", e))?;
+        let mut server = Nbdkit {
+            child,
+            dir: dir.to_path_buf(),
+        };
+        server.wait_ready(wring)?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, control: bool) -> Result<(), BenchError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let pid = fs::metadata(self.dir.join("nbdkit.pid")).is_ok_and(|m| m.len() > 0);
+            if pid && (!control || self.control().exists()) {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    drop(e.read_to_string(&mut err));
+                }
+                return Err(failed(format!(
+                    "nbdkit exited ({status}) before serving: {}",
+                    err.trim()
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(failed("nbdkit did not start serving within 60 s".into()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn uri(&self) -> String {
+        format!(
+            "nbd+unix:///?socket={}",
+            self.dir.join("nbd.sock").display()
+        )
+    }
+
+    fn control(&self) -> PathBuf {
+        self.dir.join("control.sock")
+    }
+
+    /// Its resident set in bytes (VmRSS).
+    fn rss(&self) -> Result<u64, BenchError> {
+        let path = format!("/proc/{}/status", self.child.id());
+        let text =
+            fs::read_to_string(&path).map_err(|e| BenchError::io(format!("reading {path}"), e))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .ok_or_else(|| failed(format!("no VmRSS in {path}")))
+    }
+}
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        drop(self.child.kill());
+        drop(self.child.wait());
+        for name in ["nbd.sock", "nbdkit.pid", "control.sock"] {
+            drop(fs::remove_file(self.dir.join(name)));
+        }
+    }
+}
+
+impl BlkReport {
+    /// A report of `rows`.
+    pub fn new(
+        machine: Machine,
+        corpus: CorpusInfo,
+        streams: usize,
+        rows: Vec<BlkRow>,
+    ) -> BlkReport {
+        BlkReport {
+            tool: format!("wring-bench {}", env!("CARGO_PKG_VERSION")),
+            machine,
+            corpus,
+            streams,
+            rows,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Pretty-printed JSON of everything.
+    pub fn json(&self) -> Result<String, BenchError> {
+        Ok(serde_json::to_string_pretty(self)?)
+    }
+
+    /// Markdown: what was measured, then the table.
+    pub fn markdown(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "## wring bench blk\n");
+        let _ = writeln!(s, "- machine: {}", self.machine.summary());
+        let c = &self.corpus;
+        let _ = writeln!(
+            s,
+            "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
+            c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
+        );
+        let _ = writeln!(s, "- wring and nbdkit memory: `nbdcopy FILE nbd+unix://…` then `nbdcopy nbd+unix://… FILE` (tmpfs files, nbdcopy's defaults), one run each; kernel zram: O_DIRECT 1 MiB writes and reads on {} threads; every copy read back equals the input", self.streams);
+        let _ = writeln!(s, "- wring: {} streams; ratio = input / mem_used_total (mm_stat); nbdkit memory allocator=zstd (zstd level 3, 32 KiB pages, one lock): it has no mm_stat, so its mem_used_total is its VmRSS growth over the write", self.streams);
+        let _ = writeln!(s, "- × zram / × nbdkit: the row's figure over that row's (for mem, below 1 is less memory); wring lzo is compared with zram lzo-rle");
+        for n in &self.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        s.push('\n');
+        s.push_str("| device | method | write MB/s | read MB/s | ratio | mem_used_total | vs | write × | read × | ratio × | mem × |\n");
+        s.push_str("|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|\n");
+        for r in &self.rows {
+            let head = format!(
+                "| {} | {} | {:.0} | {:.0} | {:.2} | {} ",
+                r.target.label(),
+                r.method,
+                r.write_mbps,
+                r.read_mbps,
+                r.ratio,
+                r.mem_used_total
+            );
+            let overs: Vec<&Over> = r.vs_zram.iter().chain(r.vs_nbdkit.iter()).collect();
+            if overs.is_empty() {
+                let _ = writeln!(s, "{head}| | | | | |");
+            }
+            for (i, o) in overs.iter().enumerate() {
+                let lead = if i == 0 {
+                    head.clone()
+                } else {
+                    "| | | | | | | ".to_string()
+                };
+                let _ = writeln!(
+                    s,
+                    "{lead}| {} | {} | {} | {} | {} |",
+                    o.method,
+                    times(o.write),
+                    times(o.read),
+                    times(o.ratio),
+                    times(o.mem)
+                );
+            }
+        }
+        s
+    }
+
+    /// One CSV line per row, with [`CSV_HEADER`].
+    pub fn csv(&self) -> Result<String, BenchError> {
+        let f = |x: Option<f64>| x.map(|v| format!("{v:.4}")).unwrap_or_default();
+        let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_default();
+        let lines = self.rows.iter().map(|r| {
+            let z = r.vs_zram;
+            let k = r.vs_nbdkit;
+            vec![
+                r.target.label().to_string(),
+                r.method.clone(),
+                r.bytes.to_string(),
+                format!("{:.1}", r.write_mbps),
+                format!("{:.1}", r.read_mbps),
+                n(r.compr_data_size),
+                r.mem_used_total.to_string(),
+                format!("{:.4}", r.ratio),
+                n(r.rss_growth),
+                z.map(|o| o.method.to_string()).unwrap_or_default(),
+                f(z.and_then(|o| o.write)),
+                f(z.and_then(|o| o.read)),
+                f(z.and_then(|o| o.ratio)),
+                f(z.and_then(|o| o.mem)),
+                f(k.and_then(|o| o.write)),
+                f(k.and_then(|o| o.read)),
+                f(k.and_then(|o| o.ratio)),
+                f(k.and_then(|o| o.mem)),
+            ]
+        });
+        csv_text(CSV_HEADER, lines)
+    }
+}
+
+fn times(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// The mixed input: `files` (names under `dir`) in that order, or every file when empty.
+pub fn load_corpus(dir: &Path, files: &[String]) -> Result<Corpus, BenchError> {
+    if files.is_empty() {
+        return Corpus::load(dir);
+    }
+    let mut out = Vec::with_capacity(files.len());
+    for name in files {
+        let path = dir.join(name);
+        let data = fs::read(&path).map_err(|e| {
+            BenchError::io(
+                format!(
+                    "reading {} (build the shared corpus with ../shared/corpus/build.sh, or name other files with --files)",
+                    path.display()
+                ),
+                e,
+            )
+        })?;
+        out.push(crate::corpus::CorpusFile {
+            name: name.clone(),
+            data,
+        });
+    }
+    Ok(Corpus::from_files(dir.display().to_string(), out))
+}

@@ -1,0 +1,88 @@
+//! `wring bench blk` on a tiny input: wring's device (two algorithms), nbdkit's zstd memory disk
+//! and the kernel's zram (needs root and zram: fails without them unless `WRING_SKIP_ROOT=1` or
+//! `WRING_SKIP_ZRAM=1` opts out). Checks that every row comes out, read back equal, with its
+//! comparisons, and that zram is reset afterwards; never a timing.
+
+mod common;
+
+use std::path::PathBuf;
+
+use wring_bench::blk::{self, BlkConfig, BlkReport, Target};
+use wring_bench::machine::Machine;
+use wring_bench::progress::Progress;
+use wring_testing::{require, Need};
+
+/// The cdylib cargo built beside this test (the dev-dependency on wring-blk-nbdkit).
+fn plugin_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        let p = dir.join("libwring_blk_nbdkit.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
+        exe.display()
+    );
+}
+
+#[test]
+fn bench_blk_on_a_tiny_input() {
+    let zram = require(
+        "bench_blk_on_a_tiny_input (its zram rows)",
+        &[Need::Root, Need::Zram],
+    );
+    let corpus = common::corpus();
+    let mut cfg = BlkConfig::new(plugin_path(), 2);
+    cfg.wring = vec!["lz4".into(), "zstd:1".into()];
+    cfg.zram = if zram { vec!["lz4".into()] } else { Vec::new() };
+    let rows = blk::run(&corpus, &cfg, &Progress::hidden()).expect("bench blk runs");
+
+    let expect = if zram { 4 } else { 3 };
+    assert_eq!(rows.len(), expect, "{rows:#?}");
+    let bytes = (corpus.bytes() as usize).next_multiple_of(4096) as u64;
+    for r in &rows {
+        assert_eq!(r.bytes, bytes, "{r:?}");
+        assert!(r.write_mbps > 0.0 && r.read_mbps > 0.0, "{r:?}");
+        assert!(r.mem_used_total > 0 && r.ratio > 0.0, "{r:?}");
+    }
+    let wring: Vec<_> = rows.iter().filter(|r| r.target == Target::Wring).collect();
+    assert_eq!(wring.len(), 2);
+    for w in &wring {
+        // The tiny corpus is mostly text: wring stores it in less than it is.
+        assert!(w.ratio > 1.0, "{w:?}");
+        assert!(
+            w.compr_data_size.is_some_and(|c| c > 0 && c < bytes),
+            "{w:?}"
+        );
+        let k = w.vs_nbdkit.expect("wring rows are compared with nbdkit");
+        assert!(k.write.is_some() && k.ratio.is_some(), "{k:?}");
+        assert_eq!(w.vs_zram.is_some(), zram, "{w:?}");
+    }
+    assert!(rows.iter().any(|r| r.target == Target::NbdkitZstd));
+    if zram {
+        let z = rows
+            .iter()
+            .find(|r| r.target == Target::Zram)
+            .expect("zram row");
+        assert!(z.compr_data_size.is_some_and(|c| c > 0), "{z:?}");
+        assert_eq!(wring[0].vs_zram.map(|o| o.method), Some("zram lz4"));
+        let initstate = std::fs::read_to_string("/sys/block/zram0/initstate").unwrap_or_default();
+        assert_eq!(initstate.trim(), "0", "zram0 was not reset after the run");
+    }
+
+    let report = BlkReport::new(Machine::detect(), corpus.info(), 2, rows);
+    let md = report.markdown();
+    assert!(
+        md.contains("| wring | lz4 |") && md.contains("| nbdkit memory | zstd |"),
+        "{md}"
+    );
+    let csv = report.csv().expect("csv");
+    assert_eq!(csv.lines().count(), expect + 1, "{csv}");
+    assert!(csv.starts_with(blk::CSV_HEADER));
+    let json: serde_json::Value =
+        serde_json::from_str(&report.json().expect("json")).expect("parses");
+    assert_eq!(json["rows"].as_array().map(Vec::len), Some(expect));
+}
