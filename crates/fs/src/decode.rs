@@ -6,10 +6,19 @@
 //! with file-item.c's checksum check: a mismatch or a decoder error is EIO and a log line
 //! naming the file and offset. Differs in decoding a read's extents in parallel (btrfs decodes
 //! each bio's extent in its end_io worker).
+//!
+//! Destinations: an extent a read covers whole decodes straight into the reply. One it covers
+//! in part is decoded whole for the cache of decoded extents, into pages of the engine's page
+//! pool ([`Volume::decode_pages`], EROFS's reserved pages for the parts of a pcluster no page
+//! cache page asks for): the offload decodes into a contiguous per-thread staging buffer that
+//! is kept between reads, which is then scattered into the pages (one memcpy, no allocation
+//! once the pool holds the pages). The pages go back to the pool when the cache drops the
+//! extent; an empty or disabled pool falls back to the allocator, counted as misses.
 
 use std::cell::RefCell;
 
 use wring_engine::offload::{BatchJob, Op};
+use wring_engine::pool::PageBuf;
 use wring_engine::{compressed_limit, Algorithm};
 
 use crate::error::{errno, FsError};
@@ -20,6 +29,8 @@ use crate::volume::{lock, Volume};
 thread_local! {
     /// Stored bytes read from the data file, kept between extents so reads do not allocate.
     static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// A decoded extent on its way into pool pages, kept between extents.
+    static DECODED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Staging buffers kept for batched reads' stored bytes (beyond these, a read allocates).
@@ -106,6 +117,27 @@ impl Volume {
                 }
             }
             Ok(())
+        })
+    }
+
+    /// Verify and decode an extent value whole into pages of the page pool (the allocator's
+    /// when the pool is off or empty), through this thread's staging buffer.
+    pub(crate) fn decode_pages(
+        &self,
+        ino: u64,
+        offset: u64,
+        value: &[u8],
+    ) -> Result<PageBuf, FsError> {
+        let len = Volume::header(ino, offset, value)?.ram_len as usize;
+        DECODED.with_borrow_mut(|staged| {
+            if staged.len() < len {
+                staged.resize(len, 0);
+            }
+            let staged = &mut staged[..len];
+            self.decode_into(ino, offset, value, staged)?;
+            let mut pages = self.engine.page_pool().alloc(len);
+            pages.copy_from(staged);
+            Ok(pages)
         })
     }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use redb::{ReadableTable, Table};
+use wring_engine::pool::PageBuf;
 use wring_engine::{CompressSpec, Policy};
 
 use crate::encode::{encode_batch, Compression, Decision};
@@ -218,7 +219,7 @@ impl Volume {
         idx: u64,
         offset: u64,
         value: &[u8],
-    ) -> Result<Arc<Vec<u8>>, FsError> {
+    ) -> Result<Arc<PageBuf>, FsError> {
         let h = Volume::header(ino, offset, value)?;
         if let Some(d) = self.cache_get(ino, idx, h.seq) {
             return Ok(d);
@@ -227,9 +228,7 @@ impl Volume {
         if let Some(d) = self.cache_get(ino, idx, h.seq) {
             return Ok(d);
         }
-        let mut data = vec![0u8; h.ram_len as usize];
-        self.decode_into(ino, offset, value, &mut data)?;
-        let data = Arc::new(data);
+        let data = Arc::new(self.decode_pages(ino, offset, value)?);
         self.cache_put(ino, idx, h.seq, data.clone());
         Ok(data)
     }
@@ -397,8 +396,7 @@ impl Volume {
                 Source::Stored(v) if it.whole => whole.push((it.cstart, v, it.dst)),
                 Source::Stored(v) => {
                     let d = self.decode_extent(ino, it.idx, it.cstart, v)?;
-                    let n = it.dst.len();
-                    it.dst.copy_from_slice(&d[it.skip..it.skip + n]);
+                    d.read_at(it.skip, it.dst);
                 }
             }
         }
@@ -457,9 +455,7 @@ impl Volume {
                         None => match extents.get((ino, idx))? {
                             Some(v) => {
                                 self.ram_len(ino, cstart, v.value(), e)?;
-                                self.decode_extent(ino, idx, cstart, v.value())?
-                                    .as_ref()
-                                    .clone()
+                                self.decode_extent(ino, idx, cstart, v.value())?.to_vec()
                             }
                             None => Vec::new(),
                         },
@@ -623,7 +619,8 @@ impl Volume {
                             // The cut extent keeps its encoding (btrfs keeps the extent and
                             // only shortens the reference); it judges nothing.
                             let h = Volume::header(ino, cstart, v.value())?;
-                            let cut = data[..(size - cstart) as usize].to_vec();
+                            let mut cut = vec![0; (size - cstart) as usize];
+                            data.read_at(0, &mut cut);
                             let decision = same_encoding(h);
                             let mut out = [Vec::new()];
                             let [shape] =

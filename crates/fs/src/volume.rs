@@ -1,6 +1,7 @@
 //! The filesystem core shared by every FUSE thread: the store, the engine, the live options and
 //! the in-memory state btrfs keeps in its in-core inodes (open counts, per-inode locks, a small
-//! cache of decompressed extents).
+//! cache of decompressed extents, held in pages of the engine's page pool: `page_pool=N`
+//! reserves them, and evicting an extent gives its pages back).
 //!
 //! Mirrors struct btrfs_fs_info: one per mount.
 
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::ReadableTable;
 use wring_engine::offload::{Offload, OffloadConfig};
+use wring_engine::pool::PageBuf;
 use wring_engine::{Engine, EngineConfig};
 
 use crate::delalloc::Pending;
@@ -27,7 +29,8 @@ pub(crate) struct Cached {
     pub ino: u64,
     pub idx: u64,
     pub seq: u64,
-    pub data: Arc<Vec<u8>>,
+    /// The decoded bytes, in page pool pages (given back when the cache drops them).
+    pub data: Arc<PageBuf>,
 }
 
 /// One mounted store.
@@ -418,7 +421,7 @@ impl Volume {
         lock(&self.cache).retain(|c| c.ino != ino || from.is_some_and(|f| c.idx < f));
     }
 
-    pub(crate) fn cache_get(&self, ino: u64, idx: u64, seq: u64) -> Option<Arc<Vec<u8>>> {
+    pub(crate) fn cache_get(&self, ino: u64, idx: u64, seq: u64) -> Option<Arc<PageBuf>> {
         let cache = lock(&self.cache);
         cache
             .iter()
@@ -426,7 +429,7 @@ impl Volume {
             .map(|c| c.data.clone())
     }
 
-    pub(crate) fn cache_put(&self, ino: u64, idx: u64, seq: u64, data: Arc<Vec<u8>>) {
+    pub(crate) fn cache_put(&self, ino: u64, idx: u64, seq: u64, data: Arc<PageBuf>) {
         let mut cache = lock(&self.cache);
         cache.retain(|c| !(c.ino == ino && c.idx == idx));
         cache.push_back(Cached {
