@@ -4,7 +4,9 @@
 //! fs/btrfs/compression.c's btrfs_decompress_bio() on the read path) and compare with a normal
 //! read of the same file range. A compressed extent decodes to `unencoded_len` bytes, of which
 //! the file range is `[unencoded_offset, unencoded_offset + len)`; short output is zero-filled,
-//! as the kernel does.
+//! as the kernel does. The whole extent is decoded into pages of the engine's page pool
+//! (EROFS's reserved decompression pages; the allocator's when the pool is off or empty), and
+//! only the file range is copied out.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -233,13 +235,24 @@ pub fn decode_range(engine: &Engine, extent: &Extent) -> Result<Vec<u8>, Verdict
             .ok_or(Verdict::BadGeometry);
     }
     let algorithm = extent.compression.algorithm().ok_or(Verdict::Unsupported)?;
-    let mut decoded = vec![0u8; extent.unencoded_len as usize];
-    engine
-        .decompress(algorithm, &extent.data, &mut decoded)
+    let len = extent.unencoded_len as usize;
+    if len > engine.config().max_extent {
+        // Beyond the engine's extents (its workspaces' buffers): one buffer for this extent.
+        let mut decoded = vec![0u8; len];
+        engine
+            .decompress(algorithm, &extent.data, &mut decoded)
+            .map_err(Verdict::DecodeFailed)?;
+        decoded.truncate(end);
+        decoded.drain(..start);
+        return Ok(decoded);
+    }
+    // The whole extent into the page pool's pages (given back on return), the file range out.
+    let pages = engine
+        .decompress_pages(algorithm, &extent.data, len)
         .map_err(Verdict::DecodeFailed)?;
-    decoded.truncate(end);
-    decoded.drain(..start);
-    Ok(decoded)
+    let mut range = vec![0u8; end - start];
+    pages.read_at(start, &mut range);
+    Ok(range)
 }
 
 fn compare_with_read(file: &File, offset: u64, decoded: &[u8]) -> Result<Verdict, BtrfsError> {
@@ -312,6 +325,28 @@ mod tests {
         let data = text(MAX_UNCOMPRESSED);
         let extent = zstd_extent(&data, 8192, 20000);
         assert_eq!(decode_range(&engine, &extent).unwrap(), &data[8192..28192]);
+    }
+
+    /// The decoded extent goes into the page pool's pages (EROFS's reserved pages), not a
+    /// buffer of its own: with the pool set, every page is a hit.
+    #[test]
+    fn decode_range_decodes_into_the_page_pool() {
+        let engine = Engine::new(EngineConfig {
+            page_pool: 64,
+            ..EngineConfig::default()
+        });
+        let data = text(MAX_UNCOMPRESSED);
+        let extent = zstd_extent(&data, 4096, 8000);
+        for _ in 0..3 {
+            assert_eq!(decode_range(&engine, &extent).unwrap(), &data[4096..12096]);
+        }
+        let pool = engine.stats().pool;
+        let pages = (3 * MAX_UNCOMPRESSED / 4096) as u64;
+        assert_eq!(
+            (pool.hits, pool.misses, pool.free),
+            (pages, 0, 64),
+            "{pool:?}"
+        );
     }
 
     #[test]
