@@ -607,7 +607,7 @@ impl BlkReport {
                 let lead = if i == 0 {
                     head.clone()
                 } else {
-                    "| | | | | | | ".to_string()
+                    "| | | | | | ".to_string()
                 };
                 let _ = writeln!(
                     s,

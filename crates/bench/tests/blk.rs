@@ -79,6 +79,10 @@ fn bench_blk_on_a_tiny_input() {
         md.contains("| wring | lz4 |") && md.contains("| nbdkit memory | zstd |"),
         "{md}"
     );
+    // Every line of the table has as many cells as its header.
+    let cells = |l: &str| l.matches('|').count();
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(table.iter().all(|l| cells(l) == cells(table[0])), "{md}");
     let csv = report.csv().expect("csv");
     assert_eq!(csv.lines().count(), expect + 1, "{csv}");
     assert!(csv.starts_with(blk::CSV_HEADER));
