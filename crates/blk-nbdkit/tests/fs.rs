@@ -1,0 +1,249 @@
+//! A real filesystem on wring's block device, the way `wring blk start --help` tells users to
+//! get a block device where the kernel has no nbd driver: nbdkit serves the plugin, nbdfuse
+//! exposes the export as a file, `losetup` makes that a block device, then mkfs.ext4, mount,
+//! `cp -a` of a corpus slice, `diff -r`, umount, `e2fsck -fn`.
+//!
+//! Needs root (loop devices, mount; fails without it unless `WRING_SKIP_ROOT=1`) and the
+//! Debian packages nbdkit, libnbd-bin (nbdfuse), fuse3 and e2fsprogs (fails naming the
+//! package). Every step is undone by a Drop guard — unmount, detach the loop device, unmount
+//! nbdfuse, kill nbdkit, remove the temporary directory — also when an assertion fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The cdylib cargo built beside this test (target/<profile>/libwring_blk_nbdkit.so).
+fn plugin_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        let p = dir.join("libwring_blk_nbdkit.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
+        exe.display()
+    );
+}
+
+/// Run a program to completion; its output, or a panic naming the package when it is missing.
+fn run(program: &str, args: &[&str], package: &str) -> Output {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{program} could not run ({e}): install the Debian package {package}")
+        })
+}
+
+/// [`run`], failing the test with the program's stderr unless it succeeds.
+fn ok(program: &str, args: &[&str], package: &str) -> String {
+    let out = run(program, args, package);
+    assert!(
+        out.status.success(),
+        "{program} {} failed ({}): {}{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Wait until `path` is a non-empty file (a pid file written once serving), or the child died.
+fn wait_for(child: &mut Child, path: &Path, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited ({status}) before it was ready");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} was not ready within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The temporary directory; removed last.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// nbdkit with the plugin in the foreground; killed on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// nbdfuse serving the export as `DIR/nbd`; unmounted (which ends it) on drop, killed if it
+/// does not end.
+struct Fuse {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Fuse {
+    fn drop(&mut self) {
+        let dir = self.dir.display().to_string();
+        let _ = run("fusermount3", &["-u", &dir], "fuse3");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = run("umount", &["-l", &dir], "mount");
+    }
+}
+
+/// A loop device; detached on drop.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = run("losetup", &["-d", &self.0], "mount");
+    }
+}
+
+/// A mounted filesystem; unmounted on drop (lazily if it is still busy).
+struct Mounted(Option<String>);
+
+impl Mounted {
+    fn umount(&mut self) {
+        if let Some(dir) = self.0.take() {
+            ok("umount", &[&dir], "mount");
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            if !run("umount", &[&dir], "mount").status.success() {
+                let _ = run("umount", &["-l", &dir], "mount");
+            }
+        }
+    }
+}
+
+/// The corpus slice copied in: wring-testing's samples (the shared corpus when
+/// `WRING_CORPUS` names it, else system files; a zero and a random file), in two directories
+/// with a symbolic link and a file mode that `cp -a` must keep.
+fn make_source(dir: &Path) {
+    let nested = dir.join("a/b");
+    std::fs::create_dir_all(&nested).expect("making the source tree");
+    for (i, s) in wring_testing::samples(6 << 20).iter().enumerate() {
+        let at = if i % 2 == 0 { dir } else { nested.as_path() };
+        std::fs::write(at.join(&s.name), &s.data).expect("writing a sample");
+    }
+    std::os::unix::fs::symlink("a/b", dir.join("link")).expect("a symbolic link");
+    std::fs::write(dir.join("script.sh"), b"#!/bin/sh\necho hi\n").expect("a script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("script.sh"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .expect("chmod");
+}
+
+#[test]
+fn ext4_through_nbdfuse_and_a_loop_device() {
+    if !wring_testing::require_root("ext4_through_nbdfuse_and_a_loop_device") {
+        return;
+    }
+    let tmp = TempDir(std::env::temp_dir().join(format!("wring-blk-fs-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    for d in ["fuse", "mnt", "src"] {
+        std::fs::create_dir_all(tmp.0.join(d)).expect("a temporary directory");
+    }
+    let sock = tmp.0.join("nbd.sock");
+    let server = Command::new("nbdkit")
+        .arg("-f")
+        .arg("-U")
+        .arg(&sock)
+        .arg("-P")
+        .arg(tmp.0.join("nbdkit.pid"))
+        .arg(plugin_path())
+        .args(["size=64M", "comp_algorithm=lz4", "streams=2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nbdkit runs (install the Debian package nbdkit)");
+    let mut server = Server(server);
+    wait_for(&mut server.0, &tmp.0.join("nbdkit.pid"), "nbdkit");
+
+    let fuse_dir = tmp.0.join("fuse");
+    let child = Command::new("nbdfuse")
+        .arg("-P")
+        .arg(tmp.0.join("nbdfuse.pid"))
+        .arg(&fuse_dir)
+        .arg("--unix")
+        .arg(&sock)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nbdfuse runs (install the Debian package libnbd-bin)");
+    let mut fuse = Fuse {
+        child,
+        dir: fuse_dir.clone(),
+    };
+    wait_for(&mut fuse.child, &tmp.0.join("nbdfuse.pid"), "nbdfuse");
+    let image = fuse_dir.join("nbd");
+    assert_eq!(
+        std::fs::metadata(&image).expect("nbdfuse's file").len(),
+        64 << 20,
+        "nbdfuse's file is not the device's size"
+    );
+
+    let image_arg = image.display().to_string();
+    let dev = Loop(ok("losetup", &["-f", "--show", &image_arg], "mount"));
+    assert!(dev.0.starts_with("/dev/loop"), "losetup printed {}", dev.0);
+    ok("mkfs.ext4", &["-q", "-F", &dev.0], "e2fsprogs");
+    let mnt = tmp.0.join("mnt").display().to_string();
+    ok("mount", &[&dev.0, &mnt], "mount");
+    let mut mounted = Mounted(Some(mnt.clone()));
+
+    let src = tmp.0.join("src");
+    make_source(&src);
+    let copy = format!("{mnt}/copy");
+    ok(
+        "cp",
+        &["-a", &src.display().to_string(), &copy],
+        "coreutils",
+    );
+    // What was written is read back from the device, not the page cache.
+    ok("sync", &[], "coreutils");
+    ok("sh", &["-c", "echo 3 > /proc/sys/vm/drop_caches"], "dash");
+    ok(
+        "diff",
+        &["-r", "--no-dereference", &src.display().to_string(), &copy],
+        "diffutils",
+    );
+    let mode = std::fs::metadata(format!("{copy}/script.sh"))
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+        .expect("the copied script");
+    assert_eq!(mode, 0o750, "cp -a did not keep the mode");
+    mounted.umount();
+
+    ok("e2fsck", &["-fn", &dev.0], "e2fsprogs");
+    // Guards drop in reverse: the loop device, nbdfuse, nbdkit, the directory.
+    drop(dev);
+    drop(fuse);
+    drop(server);
+    drop(tmp);
+}
