@@ -37,6 +37,7 @@ fn bench_blk_on_a_tiny_input() {
     let corpus = common::corpus();
     let mut cfg = BlkConfig::new(plugin_path(), 2);
     cfg.wring = vec!["lz4".into(), "zstd:1".into()];
+    cfg.repeat = 2;
     cfg.zram = if zram { vec!["lz4".into()] } else { Vec::new() };
     let rows = blk::run(&corpus, &cfg, &Progress::hidden()).expect("bench blk runs");
 

@@ -42,6 +42,39 @@ pub enum Command {
     /// `memory allocator=zstd` and the kernel's /dev/zram0, written and read back with nbdcopy
     /// (needs root for zram; resets /dev/zram0 afterwards)
     Blk(BlkArgs),
+    /// Seed 003's page pool: random 4 KiB and 128 KiB reads through a wring-fs mount, pool off
+    /// and on, without and with memory pressure (a v1 memory cgroup with a limit and a memory
+    /// hog); p50/p99/p99.9, MB/s and the daemon's page faults, as ratios (needs root)
+    Pool(PoolArgs),
+}
+
+/// `wring bench pool`.
+#[derive(clap::Args)]
+pub struct PoolArgs {
+    /// Uncompressed bytes of the files read (K, M, G suffixes)
+    #[arg(long, value_parser = parse_size, default_value = "512M")]
+    bytes: u64,
+    /// Files they are spread over
+    #[arg(long, default_value_t = 8)]
+    files: usize,
+    /// Compression method (btrfs spelling)
+    #[arg(long, default_value = "zstd:1")]
+    method: String,
+    /// Pages of the pool when on (default: the cache of decoded extents, 32 MiB, plus two extents)
+    #[arg(long, default_value_t = 8256)]
+    pool_pages: usize,
+    /// The memory cgroup's limit under pressure
+    #[arg(long, value_parser = parse_size, default_value = "160M")]
+    limit: u64,
+    /// Memory the hog touches over and over beside the daemon
+    #[arg(long, value_parser = parse_size, default_value = "64M")]
+    hog: u64,
+    /// Random reads per read size and case
+    #[arg(long, default_value_t = 4000)]
+    reads: usize,
+    /// Scratch directory (default: a new one under the temporary directory)
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 /// Options every benchmark takes.
@@ -278,6 +311,7 @@ pub fn run(c: Command) -> Result<()> {
             install_ctrlc();
             run_blk(a)
         }
+        Command::Pool(a) => run_pool(a),
     }
 }
 
@@ -489,6 +523,7 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     cfg.nbdkit_zstd = !a.no_nbdkit;
     cfg.zram_force = a.zram_force;
     cfg.work_dir = a.work_dir.clone();
+    cfg.repeat = a.common.repeat.max(1);
     if !cfg.zram.is_empty() {
         kernel::require_root(
             "wring bench blk",
@@ -498,7 +533,13 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     let progress = Progress::new(!a.common.quiet && std::io::stdout().is_terminal());
     let rows = blk::run(&corpus, &cfg, &progress)?;
     progress.finish();
-    let report = BlkReport::new(Machine::detect(), corpus.info(), streams, rows);
+    let mut report = BlkReport::new(Machine::detect(), corpus.info(), streams, rows);
+    if cfg.repeat > 1 {
+        report.notes.push(format!(
+            "every timing is the fastest of {} write + read rounds over the same device",
+            cfg.repeat
+        ));
+    }
     let dash = Path::new("-");
     let mut stdout_taken = false;
     if let Some(path) = &a.common.json {
@@ -510,6 +551,28 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     if !stdout_taken {
         print!("{}", report.markdown());
     }
+    Ok(())
+}
+
+fn run_pool(a: PoolArgs) -> Result<()> {
+    let cfg = wring_bench::pool::PoolConfig {
+        launcher: wring_bench::fs::Launcher::Cli(
+            std::env::current_exe().context("finding the wring executable")?,
+        ),
+        work: a.work_dir.unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("wring-bench-pool-{}", std::process::id()))
+        }),
+        bytes: a.bytes,
+        files: a.files.max(1),
+        method: a.method,
+        pool_pages: a.pool_pages,
+        limit: a.limit,
+        hog: a.hog,
+        reads: a.reads.max(1),
+    };
+    let report = wring_bench::pool::run(&cfg);
+    let _ = std::fs::remove_dir_all(&cfg.work);
+    print!("{}", report?.render());
     Ok(())
 }
 
