@@ -12,6 +12,8 @@
 //!   against the kernel's btrfs;
 //! * [`offload`] — seed 004's table: per request size, the CPU provider of the engine's offload
 //!   API against the simulated device (a test double) at a few latencies, threshold and fallback;
+//! * [`pool`] — seed 003's page pool for decompression destinations: random reads through a
+//!   mount, pool off and on, with and without memory pressure (a v1 memory cgroup and a hog);
 //! * [`blk`] — the block device: wring's zram in userspace through nbdcopy beside nbdkit's
 //!   zstd memory disk and the kernel's zram;
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
@@ -31,6 +33,7 @@ pub mod machine;
 pub mod metrics;
 pub mod offload;
 pub mod plot;
+pub mod pool;
 pub mod progress;
 pub mod recompress;
 pub mod report;
