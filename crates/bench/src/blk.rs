@@ -48,6 +48,9 @@ pub struct BlkConfig {
     pub wring: Vec<String>,
     /// Whether to run `nbdkit memory allocator=zstd`.
     pub nbdkit_zstd: bool,
+    /// Whether to run `nbdkit memory` (the sparse allocator, no compression): what nbdcopy
+    /// and the socket alone cost on this machine.
+    pub nbdkit_sparse: bool,
     /// zram algorithms, one row each (none: no zram rows).
     pub zram: Vec<String>,
     /// wring's streams, and zram's writer and reader threads.
@@ -72,6 +75,7 @@ impl BlkConfig {
             plugin,
             wring: split(DEFAULT_WRING),
             nbdkit_zstd: true,
+            nbdkit_sparse: true,
             zram: split(DEFAULT_ZRAM),
             streams: streams.max(1),
             zram_device: PathBuf::from("/dev/zram0"),
@@ -99,6 +103,8 @@ pub enum Target {
     Wring,
     /// `nbdkit memory allocator=zstd`.
     NbdkitZstd,
+    /// `nbdkit memory` with its sparse allocator: no compression, the transport alone.
+    NbdkitSparse,
     /// The kernel's zram.
     Zram,
 }
@@ -109,6 +115,7 @@ impl Target {
         match self {
             Target::Wring => "wring",
             Target::NbdkitZstd => "nbdkit memory",
+            Target::NbdkitSparse => "nbdkit memory (no compression)",
             Target::Zram => "kernel zram",
         }
     }
@@ -220,6 +227,21 @@ pub fn run(
             &data,
             Target::NbdkitZstd,
             "zstd",
+        )?);
+    }
+    if cfg.nbdkit_sparse {
+        interrupt::check()?;
+        progress.step("blk: nbdkit memory (sparse)");
+        let args = vec!["memory".to_string(), format!("size={bytes}")];
+        let server = Nbdkit::start(&work.path, args)?;
+        rows.push(nbd_row(
+            &server,
+            cfg,
+            &work.path,
+            &input,
+            &data,
+            Target::NbdkitSparse,
+            "none",
         )?);
     }
     drop(fs::remove_file(&input));
@@ -365,7 +387,8 @@ fn compare(rows: &mut [BlkRow]) {
         .iter()
         .find(|r| r.target == Target::NbdkitZstd)
         .cloned();
-    for row in rows.iter_mut().filter(|r| r.target != Target::Zram) {
+    let compressing = |r: &&mut BlkRow| !matches!(r.target, Target::Zram | Target::NbdkitSparse);
+    for row in rows.iter_mut().filter(compressing) {
         let base = zram_counterpart(&row.method)
             .iter()
             .find_map(|m| zram.iter().find(|z| z.method == *m))
@@ -380,6 +403,7 @@ fn compare(rows: &mut [BlkRow]) {
 fn over(row: &BlkRow, base: &BlkRow) -> Over {
     let method: &'static str = match base.target {
         Target::NbdkitZstd => "nbdkit zstd",
+        Target::NbdkitSparse => "nbdkit sparse",
         Target::Zram => match base.method.as_str() {
             "lz4" => "zram lz4",
             "lzo-rle" => "zram lzo-rle",
@@ -602,6 +626,7 @@ impl BlkReport {
         );
         let _ = writeln!(s, "- wring and nbdkit memory: `nbdcopy FILE nbd+unix://…` then `nbdcopy nbd+unix://… FILE` (tmpfs files, nbdcopy's defaults), one run each; kernel zram: O_DIRECT 1 MiB writes and reads on {} threads; every copy read back equals the input", self.streams);
         let _ = writeln!(s, "- wring: {} streams; ratio = input / mem_used_total (mm_stat); nbdkit memory allocator=zstd (zstd level 3, 32 KiB pages, one lock): it has no mm_stat, so its mem_used_total is its VmRSS growth over the write", self.streams);
+        let _ = writeln!(s, "- nbdkit memory (no compression): its sparse allocator through the same nbdcopy commands — what the socket hop and nbdcopy cost on this machine, the ceiling of any NBD row");
         let _ = writeln!(s, "- × zram / × nbdkit: the row's figure over that row's (for mem, below 1 is less memory); wring lzo is compared with zram lzo-rle");
         for n in &self.notes {
             let _ = writeln!(s, "- {n}");

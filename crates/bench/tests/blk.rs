@@ -41,7 +41,7 @@ fn bench_blk_on_a_tiny_input() {
     cfg.zram = if zram { vec!["lz4".into()] } else { Vec::new() };
     let rows = blk::run(&corpus, &cfg, &Progress::hidden()).expect("bench blk runs");
 
-    let expect = if zram { 4 } else { 3 };
+    let expect = if zram { 5 } else { 4 };
     assert_eq!(rows.len(), expect, "{rows:#?}");
     let bytes = (corpus.bytes() as usize).next_multiple_of(4096) as u64;
     for r in &rows {
@@ -63,6 +63,14 @@ fn bench_blk_on_a_tiny_input() {
         assert_eq!(w.vs_zram.is_some(), zram, "{w:?}");
     }
     assert!(rows.iter().any(|r| r.target == Target::NbdkitZstd));
+    let sparse = rows
+        .iter()
+        .find(|r| r.target == Target::NbdkitSparse)
+        .expect("the sparse row");
+    assert!(
+        sparse.vs_zram.is_none() && sparse.vs_nbdkit.is_none(),
+        "{sparse:?}"
+    );
     if zram {
         let z = rows
             .iter()

@@ -219,7 +219,7 @@ pub struct BlkArgs {
     /// zram algorithms, comma-separated (`none`: no zram rows)
     #[arg(long, default_value = blk::DEFAULT_ZRAM)]
     zram_algorithms: String,
-    /// No nbdkit memory allocator=zstd row
+    /// No nbdkit memory rows (allocator=zstd, and the sparse allocator's transport ceiling)
     #[arg(long)]
     no_nbdkit: bool,
     /// wring's streams, zram's threads (default: available parallelism)
@@ -521,6 +521,7 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     cfg.wring = list(&a.wring);
     cfg.zram = list(&a.zram_algorithms);
     cfg.nbdkit_zstd = !a.no_nbdkit;
+    cfg.nbdkit_sparse = !a.no_nbdkit;
     cfg.zram_force = a.zram_force;
     cfg.work_dir = a.work_dir.clone();
     cfg.repeat = a.common.repeat.max(1);
