@@ -1,9 +1,9 @@
 //! `wring bench pool`: seed 003's question — does EROFS's page pool for decompression
 //! destinations pay in userspace? Random 4 KiB and 128 KiB reads over compressed files larger
 //! than the memory the daemon may use, through a wring-fs mount, with the page pool off and on,
-//! each without and with memory pressure: the daemon moved into a v1 memory cgroup
-//! (/sys/fs/cgroup/memory/wring-bench-pool, its charges moved along) with a tight limit and a
-//! memory hog (a forked child touching memory in a loop) in the same cgroup. Each case on a
+//! each without and with memory pressure: the daemon started inside a v1 memory cgroup
+//! (/sys/fs/cgroup/memory/wring-bench-pool, so its page pool is charged there too) with a
+//! tight limit and a memory hog (a forked child touching memory in a loop) in the same cgroup. Each case on a
 //! fresh daemon with cold caches; every read's file range is dropped from the page cache after
 //! it (untimed), so each one reaches the daemon. One run, printed with pool-on/pool-off ratios.
 //!
@@ -209,13 +209,20 @@ impl Drop for Mount {
     }
 }
 
-/// The memory cgroup with a limit, the daemon and the hog in it; removed on drop.
+/// The memory cgroup with its limit; the daemon is started from inside it (this process
+/// steps in for the mount and out again), so everything the daemon allocates — the page pool
+/// too — is charged to it. The hog joins it; killed on drop.
 struct Pressure {
-    hog: libc::pid_t,
+    hog: Option<libc::pid_t>,
+}
+
+fn cgroup_write(file: &Path, value: &str) -> Result<(), BenchError> {
+    std::fs::write(file, value).map_err(|e| io(format!("writing {value} to {}", file.display()), e))
 }
 
 impl Pressure {
-    fn start(daemon_pid: u32, limit: u64, hog: u64) -> Result<Pressure, BenchError> {
+    /// Make the cgroup with `limit` and move this process into it.
+    fn enter(limit: u64) -> Result<Pressure, BenchError> {
         let dir = Path::new(CGROUP);
         if !dir.exists() {
             std::fs::create_dir(dir).map_err(|e| {
@@ -225,26 +232,31 @@ impl Pressure {
                 )
             })?;
         }
-        let set = |file: &str, value: String| {
-            std::fs::write(dir.join(file), &value)
-                .map_err(|e| io(format!("writing {value} to {CGROUP}/{file}"), e))
-        };
-        set("memory.move_charge_at_immigrate", "3".into())?;
-        set("memory.limit_in_bytes", limit.to_string())?;
-        set("cgroup.procs", daemon_pid.to_string())?;
-        let hog = spawn_hog(hog)?;
-        let p = Pressure { hog };
-        set("cgroup.procs", hog.to_string())?;
-        Ok(p)
+        cgroup_write(&dir.join("memory.limit_in_bytes"), &limit.to_string())?;
+        cgroup_write(&dir.join("cgroup.procs"), &std::process::id().to_string())?;
+        Ok(Pressure { hog: None })
+    }
+
+    /// Step this process back out (the daemon stays) and start the hog inside.
+    fn leave_and_hog(&mut self, hog: u64) -> Result<(), BenchError> {
+        let root = Path::new(CGROUP).with_file_name("cgroup.procs");
+        cgroup_write(&root, &std::process::id().to_string())?;
+        let pid = spawn_hog(hog)?;
+        self.hog = Some(pid);
+        cgroup_write(&Path::new(CGROUP).join("cgroup.procs"), &pid.to_string())
     }
 }
 
 impl Drop for Pressure {
     fn drop(&mut self) {
-        // SAFETY: signalling and reaping our own child.
-        unsafe {
-            libc::kill(self.hog, libc::SIGKILL);
-            libc::waitpid(self.hog, std::ptr::null_mut(), 0);
+        let root = Path::new(CGROUP).with_file_name("cgroup.procs");
+        let _ = std::fs::write(root, std::process::id().to_string());
+        if let Some(hog) = self.hog {
+            // SAFETY: signalling and reaping our own child.
+            unsafe {
+                libc::kill(hog, libc::SIGKILL);
+                libc::waitpid(hog, std::ptr::null_mut(), 0);
+            }
         }
     }
 }
@@ -432,11 +444,15 @@ fn case(
     ));
     drop_caches()?;
     let opts = format!("compress-force={},page_pool={pool}", cfg.method);
-    let m = Mount::start(cfg, dir, mnt, &opts)?;
-    let p = match pressure {
-        true => Some(Pressure::start(m.pid, cfg.limit, cfg.hog)?),
+    let mut p = match pressure {
+        true => Some(Pressure::enter(cfg.limit)?),
         false => None,
     };
+    let m = Mount::start(cfg, dir, mnt, &opts);
+    if let Some(p) = &mut p {
+        p.leave_and_hog(cfg.hog)?;
+    }
+    let m = m?;
     let mut sizes = Vec::new();
     for size in [4096, EXTENT as usize] {
         sizes.push((size, reads(cfg, mnt, size, m.pid)?));
