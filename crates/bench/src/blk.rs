@@ -422,7 +422,7 @@ fn over(row: &BlkRow, base: &BlkRow) -> Over {
 }
 
 fn failed(message: String) -> BenchError {
-    BenchError::io("wring bench blk", std::io::Error::other(message))
+    BenchError::io("bench blk", std::io::Error::other(message))
 }
 
 /// Run nbdcopy from `src` to `dst`; its wall-clock seconds.
@@ -624,7 +624,7 @@ impl BlkReport {
             "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
             c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
         );
-        let _ = writeln!(s, "- wring and nbdkit memory: `nbdcopy FILE nbd+unix://…` then `nbdcopy nbd+unix://… FILE` (tmpfs files, nbdcopy's defaults), one run each; kernel zram: O_DIRECT 1 MiB writes and reads on {} threads; every copy read back equals the input", self.streams);
+        let _ = writeln!(s, "- wring and nbdkit memory: `nbdcopy FILE nbd+unix://…` then `nbdcopy nbd+unix://… FILE` (tmpfs files, nbdcopy's defaults); kernel zram: O_DIRECT 1 MiB writes and reads on {} threads; every copy read back equals the input", self.streams);
         let _ = writeln!(s, "- wring: {} streams; ratio = input / mem_used_total (mm_stat); nbdkit memory allocator=zstd (zstd level 3, 32 KiB pages, one lock): it has no mm_stat, so its mem_used_total is its VmRSS growth over the write", self.streams);
         let _ = writeln!(s, "- nbdkit memory (no compression): its sparse allocator through the same nbdcopy commands — what the socket hop and nbdcopy cost on this machine, the ceiling of any NBD row");
         let _ = writeln!(s, "- × zram / × nbdkit: the row's figure over that row's (for mem, below 1 is less memory); wring lzo is compared with zram lzo-rle");
