@@ -39,7 +39,8 @@ pub enum Launcher {
 }
 
 impl Launcher {
-    fn args(&self, dir: &Path, mnt: &Path, opts: &str) -> (PathBuf, Vec<OsString>) {
+    /// The program and arguments that mount `dir` on `mnt` with `opts` in the foreground.
+    pub(crate) fn args(&self, dir: &Path, mnt: &Path, opts: &str) -> (PathBuf, Vec<OsString>) {
         match self {
             Launcher::Cli(exe) => (
                 exe.clone(),

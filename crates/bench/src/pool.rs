@@ -13,7 +13,6 @@
 //!
 //! MB here are 10^6 bytes.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -169,20 +168,7 @@ struct Mount {
 
 impl Mount {
     fn start(cfg: &PoolConfig, dir: &Path, mnt: &Path, opts: &str) -> Result<Mount, BenchError> {
-        let (exe, args): (PathBuf, Vec<OsString>) = match &cfg.launcher {
-            Launcher::Cli(exe) => (
-                exe.clone(),
-                vec![
-                    "mount".into(),
-                    "-f".into(),
-                    "-o".into(),
-                    opts.into(),
-                    dir.into(),
-                    mnt.into(),
-                ],
-            ),
-            Launcher::Fsd(exe) => (exe.clone(), vec![dir.into(), mnt.into(), opts.into()]),
-        };
+        let (exe, args) = cfg.launcher.args(dir, mnt, opts);
         let pid =
             daemon::mount_background(&exe, &args).map_err(|source| BenchError::WringMount {
                 what: format!("mounting {} with -o {opts}", dir.display()),

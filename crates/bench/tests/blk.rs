@@ -5,28 +5,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use wring_bench::blk::{self, BlkConfig, BlkReport, Target};
 use wring_bench::machine::Machine;
 use wring_bench::progress::Progress;
 use wring_testing::{require, Need};
 
-/// The cdylib cargo built beside this test (the dev-dependency on wring-blk-nbdkit).
-fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        let p = dir.join("libwring_blk_nbdkit.so");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
-        exe.display()
-    );
-}
+use wring_testing::blk_plugin as plugin_path;
 
 #[test]
 fn bench_blk_on_a_tiny_input() {

@@ -12,21 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The cdylib cargo built beside this test (target/<profile>/libwring_blk_nbdkit.so).
-fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        let p = dir.join("libwring_blk_nbdkit.so");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
-        exe.display()
-    );
-}
+use wring_testing::blk_plugin as plugin_path;
 
 /// Run a program to completion; its output, or a panic naming the package when it is missing.
 fn run(program: &str, args: &[&str], package: &str) -> Output {

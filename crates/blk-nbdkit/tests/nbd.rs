@@ -14,21 +14,7 @@ use wring_blk::control::{self, Request};
 
 const PAGE: usize = 4096;
 
-/// The cdylib cargo built beside this test (target/<profile>/libwring_blk_nbdkit.so).
-fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        let p = dir.join("libwring_blk_nbdkit.so");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
-        exe.display()
-    );
-}
+use wring_testing::blk_plugin as plugin_path;
 
 fn need(program: &str, package: &str) {
     let ok = Command::new(program)

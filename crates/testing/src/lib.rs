@@ -183,6 +183,24 @@ pub fn require_root(test: &str) -> bool {
     require(test, &[Need::Root])
 }
 
+/// The block device's nbdkit plugin that cargo built beside the calling test binary
+/// (`target/<profile>/deps` or its parent), for tests of crates that list wring-blk-nbdkit as
+/// a dependency. Panics with the build command when it is not there.
+pub fn blk_plugin() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    for dir in [deps, deps.parent().unwrap_or(deps)] {
+        let p = dir.join("libwring_blk_nbdkit.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libwring_blk_nbdkit.so is not beside {}; build it with `cargo build -p wring-blk-nbdkit`",
+        exe.display()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
