@@ -618,12 +618,7 @@ impl BlkReport {
         let mut s = String::new();
         let _ = writeln!(s, "## wring bench blk\n");
         let _ = writeln!(s, "- machine: {}", self.machine.summary());
-        let c = &self.corpus;
-        let _ = writeln!(
-            s,
-            "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
-            c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
-        );
+        let _ = writeln!(s, "- corpus: {}", self.corpus.summary());
         let _ = writeln!(s, "- wring and nbdkit memory: `nbdcopy FILE nbd+unix://…` then `nbdcopy nbd+unix://… FILE` (tmpfs files, nbdcopy's defaults); kernel zram: O_DIRECT 1 MiB writes and reads on {} threads; every copy read back equals the input", self.streams);
         let _ = writeln!(s, "- wring: {} streams; ratio = input / mem_used_total (mm_stat); nbdkit memory allocator=zstd (zstd level 3, 32 KiB pages, one lock): it has no mm_stat, so its mem_used_total is its VmRSS growth over the write", self.streams);
         let _ = writeln!(s, "- nbdkit memory (no compression): its sparse allocator through the same nbdcopy commands — what the socket hop and nbdcopy cost on this machine, the ceiling of any NBD row");

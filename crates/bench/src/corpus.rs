@@ -52,6 +52,16 @@ pub struct CorpusInfo {
     pub content_sha256: String,
 }
 
+impl CorpusInfo {
+    /// One line for a report's header: source, size and both hashes.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
+            self.source, self.files, self.bytes, self.list_sha256, self.content_sha256
+        )
+    }
+}
+
 /// One kind of system file the default sample takes, and how much of it.
 #[derive(Debug, Clone, Copy)]
 pub struct SampleSource {

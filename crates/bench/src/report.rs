@@ -85,12 +85,7 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(s, "## wring bench {}\n", self.command);
         let _ = writeln!(s, "- machine: {}", self.machine.summary());
-        let c = &self.corpus;
-        let _ = writeln!(
-            s,
-            "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
-            c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
-        );
+        let _ = writeln!(s, "- corpus: {}", self.corpus.summary());
         let _ = writeln!(
             s,
             "- extents of at most {} KiB compressed independently on {} stream{}; ratio = input / stored, every extent rounded up to 4 KiB (incompressible ones counted raw); MB/s = 10^6 bytes of input per second of wall clock",

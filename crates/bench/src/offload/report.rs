@@ -99,12 +99,7 @@ impl OffloadReport {
         let mut s = String::new();
         let _ = writeln!(s, "## wring bench offload\n");
         let _ = writeln!(s, "- machine: {}", self.machine.summary());
-        let c = &self.corpus;
-        let _ = writeln!(
-            s,
-            "- corpus: {} — {} files, {} bytes; sha256 of the file list {}; of the contents {}",
-            c.source, c.files, c.bytes, c.list_sha256, c.content_sha256
-        );
+        let _ = writeln!(s, "- corpus: {}", self.corpus.summary());
         let _ = writeln!(s, "- **sim = a SIMULATED device (`offload::sim::SimDevice`), a test double, not an accelerator**: it runs the CPU's codecs on its own {} thread{} on this machine's cores and sleeps to its latency per submission (the row's µs) plus per byte. Its rows measure the submission path, the threshold and the fallback, not any device's speed; its outputs are the CPU's. On a shared machine its threads and the CPU workers compete for the same cores (and more threads get a larger share of a loaded machine), so a sim row faster than the cpu row says nothing about a device.", self.device_queue.div_ceil(self.batch.max(1)), if self.device_queue.div_ceil(self.batch.max(1)) == 1 { "" } else { "s" });
         let _ = writeln!(
             s,
