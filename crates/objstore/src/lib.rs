@@ -1,0 +1,1 @@
+//! wring's extents in an S3 object store (see docs/objstore.md).
