@@ -11,6 +11,7 @@
 //! | `reset` | `null` | `reset` (frees every page and zeroes the statistics; size and options stay) |
 //! | `mem_limit SIZE` | the new limit in bytes | `mem_limit` |
 //! | `streams N` | the streams now | `max_comp_streams` |
+//! | `idle all` or `idle SECONDS` | pages now idle | `idle` |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -44,6 +45,20 @@ pub enum Request {
     MemLimit(u64),
     /// Set the number of streams.
     Streams(usize),
+    /// Mark pages idle: all (`None`) or those not accessed for at least this many seconds.
+    Idle(Option<u64>),
+}
+
+/// Parse `idle`'s argument: `all` or a whole number of seconds.
+pub fn parse_idle(value: &str) -> Result<Option<u64>, BlkError> {
+    match value.trim() {
+        "all" => Ok(None),
+        v => v.parse::<u64>().map(Some).map_err(|_| {
+            BlkError::Option(format!(
+                "idle {v}: give 'all' or a whole number of seconds since last access"
+            ))
+        }),
+    }
 }
 
 impl Request {
@@ -56,9 +71,10 @@ impl Request {
             (Some("reset"), None) => Request::Reset,
             (Some("mem_limit"), Some(v)) => Request::MemLimit(parse_size("mem_limit", v)?),
             (Some("streams"), Some(v)) => Request::Streams(parse_streams(v)?),
+            (Some("idle"), Some(v)) => Request::Idle(parse_idle(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS",
                     line.trim()
                 )))
             }
@@ -80,6 +96,8 @@ impl Request {
             Request::Reset => "reset".into(),
             Request::MemLimit(b) => format!("mem_limit {b}"),
             Request::Streams(n) => format!("streams {n}"),
+            Request::Idle(None) => "idle all".into(),
+            Request::Idle(Some(s)) => format!("idle {s}"),
         }
     }
 }
@@ -103,6 +121,7 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
             store.set_streams(n)?;
             json!(store.stat().streams)
         }
+        Request::Idle(older_than) => json!(store.mark_idle(older_than)),
     })
 }
 
@@ -187,6 +206,8 @@ mod tests {
             Request::Reset,
             Request::MemLimit(1 << 20),
             Request::Streams(3),
+            Request::Idle(None),
+            Request::Idle(Some(60)),
         ] {
             assert_eq!(Request::parse(&r.line()).unwrap(), r);
         }
@@ -201,6 +222,9 @@ mod tests {
             "streams 0",
             "mem_limit x",
             "compact now",
+            "idle",
+            "idle -1",
+            "idle soon",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }

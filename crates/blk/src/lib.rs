@@ -9,6 +9,7 @@
 //! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
 //! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
 //!   models).
+//! * [`clock`]: the clock idle tracking reads (injected in tests).
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod clock;
 pub mod control;
 mod error;
 pub mod options;
@@ -26,10 +28,11 @@ pub mod streams;
 mod sync;
 
 pub use arena::PAGE_SIZE;
+pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
 pub use stats::{IoStat, MmStat, Stat};
-pub use store::{Extent, Slot, Store};
+pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
 /// A store with `options`, compressing on the engine's offload.

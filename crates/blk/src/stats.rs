@@ -17,6 +17,7 @@ pub(crate) struct Counters {
     pub(crate) failed_writes: AtomicU64,
     pub(crate) invalid_io: AtomicU64,
     pub(crate) notify_free: AtomicU64,
+    pub(crate) idle_pages: AtomicU64,
     pub(crate) num_reads: AtomicU64,
     pub(crate) num_writes: AtomicU64,
 }
@@ -130,6 +131,9 @@ pub struct Stat {
     pub mm_stat: MmStat,
     /// `io_stat`.
     pub io_stat: IoStat,
+    /// Pages marked idle and not accessed since (zram shows them only per page, in debugfs).
+    #[serde(default)]
+    pub idle_pages: u64,
     /// Read requests served (`stat`'s reads).
     pub num_reads: u64,
     /// Write requests served (`stat`'s writes).
@@ -174,8 +178,8 @@ impl Stat {
             s += &format!("{k:<17} {v}\n");
         }
         s += &format!(
-            "reads             {}\nwrites            {}\n",
-            self.num_reads, self.num_writes
+            "reads             {}\nwrites            {}\nidle_pages        {}\n",
+            self.num_reads, self.num_writes, self.idle_pages
         );
         if let Some(r) = self.ratio() {
             s += &format!("ratio             {r:.2}\n");

@@ -19,11 +19,19 @@
 //!   in the range counts in `notify_free` (`zram_bio_discard`). Write-zeroes frees whole pages
 //!   too (they read back as zeros and report as holes) and zero-fills partial ends.
 //!
+//! * Each slot carries zram's flags and its last access time (`ac_time`): a read or a write
+//!   clears [`flag::IDLE`] and stamps the time from the store's [`Clock`];
+//!   [`Store::mark_idle`] is zram's `idle` attribute (`all`, or pages not accessed for at
+//!   least a number of seconds), marking only pages held in the arena (zram skips empty and
+//!   same-filled ones).
+//!
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::arena::{Arena, Handle, PAGE_SIZE};
+use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
 use crate::stats::{Counters, IoStat, MmStat, Stat};
 use crate::streams::{PageJob, Streams};
@@ -52,6 +60,34 @@ impl Slot {
     /// Whether the slot holds a raw (huge) page.
     pub fn is_huge(&self) -> bool {
         matches!(self, Slot::Stored { len, .. } if *len as usize == PAGE_SIZE)
+    }
+}
+
+/// Slot flags (zram's `enum zram_pageflags`).
+pub mod flag {
+    /// Marked idle by [`Store::mark_idle`](super::Store::mark_idle) and not accessed since
+    /// (`ZRAM_IDLE`).
+    pub const IDLE: u8 = 1;
+}
+
+/// One slot with its flags and last access (`zram_table_entry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) slot: Slot,
+    pub(crate) flags: u8,
+    /// Seconds on the store's clock at the last read or write.
+    pub(crate) ac_time: u64,
+}
+
+impl Entry {
+    const EMPTY: Entry = Entry {
+        slot: Slot::Empty,
+        flags: 0,
+        ac_time: 0,
+    };
+
+    pub(crate) fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
     }
 }
 
@@ -125,11 +161,12 @@ pub struct Extent {
 /// A compressed RAM block device.
 pub struct Store {
     size: u64,
-    slots: Vec<Mutex<Slot>>,
-    arena: Arena,
+    pub(crate) slots: Vec<Mutex<Entry>>,
+    pub(crate) arena: Arena,
     streams: Box<dyn Streams>,
-    counters: Counters,
+    pub(crate) counters: Counters,
     mem_limit: AtomicU64,
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Store {
@@ -159,7 +196,7 @@ impl Store {
                 "could not allocate the slot table for {n} pages; choose a smaller size"
             ))
         })?;
-        slots.extend((0..n).map(|_| Mutex::new(Slot::Empty)));
+        slots.extend((0..n).map(|_| Mutex::new(Entry::EMPTY)));
         Ok(Store {
             size: pages * PAGE_SIZE as u64,
             slots,
@@ -167,7 +204,14 @@ impl Store {
             streams,
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
+            clock: Arc::new(MonotonicClock::default()),
         })
+    }
+
+    /// Read access times from `clock` instead of the monotonic clock (before the store is
+    /// shared; tests move a [`ManualClock`](crate::clock::ManualClock)).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
     }
 
     /// Device size in bytes.
@@ -182,7 +226,54 @@ impl Store {
 
     /// A copy of one slot's state.
     pub fn slot(&self, page: usize) -> Option<Slot> {
-        self.slots.get(page).map(|s| *lock(s))
+        self.slots.get(page).map(|s| lock(s).slot)
+    }
+
+    /// One slot's flags ([`flag`]).
+    pub fn flags(&self, page: usize) -> Option<u8> {
+        self.slots.get(page).map(|s| lock(s).flags)
+    }
+
+    /// Set or clear flag `f` on a locked entry, keeping its counter.
+    pub(crate) fn set_flag(&self, e: &mut Entry, f: u8, on: bool) {
+        if e.has(f) == on {
+            return;
+        }
+        let counter = match f {
+            flag::IDLE => &self.counters.idle_pages,
+            _ => return,
+        };
+        if on {
+            e.flags |= f;
+            Counters::add(counter, 1);
+        } else {
+            e.flags &= !f;
+            Counters::sub(counter, 1);
+        }
+    }
+
+    /// A read or write of the page (`zram_accessed`): no longer idle, stamped now.
+    fn accessed(&self, e: &mut Entry) {
+        self.set_flag(e, flag::IDLE, false);
+        e.ac_time = self.clock.now();
+    }
+
+    /// zram's `idle`: mark every page held in the arena idle (`older_than` None: `idle all`),
+    /// or only those not read or written for at least `older_than` seconds, clearing the mark
+    /// on the others. Empty and same-filled pages are skipped. Returns the pages now idle.
+    pub fn mark_idle(&self, older_than: Option<u64>) -> u64 {
+        let now = self.clock.now();
+        let mut idle = 0;
+        for s in &self.slots {
+            let mut e = lock(s);
+            if !matches!(e.slot, Slot::Stored { .. }) {
+                continue;
+            }
+            let is_idle = older_than.is_none_or(|secs| now.saturating_sub(e.ac_time) >= secs);
+            self.set_flag(&mut e, flag::IDLE, is_idle);
+            idle += u64::from(is_idle);
+        }
+        idle
     }
 
     fn check(&self, offset: u64, len: u64) -> Result<(), BlkError> {
@@ -245,8 +336,9 @@ impl Store {
         // Snapshot each slot under its lock: fill what needs no decoding, copy objects out.
         let mut pending: Vec<(usize, usize)> = Vec::new(); // (index in chunk, compressed len)
         for (i, s) in chunk.iter().enumerate() {
-            let slot = lock(&self.slots[s.page]);
-            match *slot {
+            let mut e = lock(&self.slots[s.page]);
+            self.accessed(&mut e);
+            match e.slot {
                 Slot::Empty => outs[i].fill(0),
                 Slot::Same(w) => fill_same(w, s.start, outs[i]),
                 Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
@@ -353,8 +445,9 @@ impl Store {
                         None => New::Bytes(pieces[i]),
                     },
                 };
-                let mut slot = lock(&self.slots[s.page]);
-                self.replace(&mut slot, new)?;
+                let mut e = lock(&self.slots[s.page]);
+                self.replace(&mut e, new)?;
+                self.accessed(&mut e);
             }
         }
         Ok(())
@@ -362,13 +455,15 @@ impl Store {
 
     /// Read-modify-write of part of one page, under its slot lock.
     fn write_partial(&self, s: Seg, bytes: &[u8]) -> Result<(), BlkError> {
-        let mut slot = lock(&self.slots[s.page]);
+        let mut e = lock(&self.slots[s.page]);
         let mut page = [0u8; PAGE_SIZE];
-        self.load(&slot, s.page, &mut page)?;
+        self.load(&e.slot, s.page, &mut page)?;
         page[s.start..s.start + s.len].copy_from_slice(bytes);
         let mut out = [0u8; PAGE_SIZE];
         let new = self.encode(&page, &mut out)?;
-        self.replace(&mut slot, new)
+        self.replace(&mut e, new)?;
+        self.accessed(&mut e);
+        Ok(())
     }
 
     /// Decode one slot into a whole page.
@@ -418,7 +513,7 @@ impl Store {
     }
 
     /// Store `new` in a locked slot, then free what it held. On failure the slot is unchanged.
-    fn replace(&self, slot: &mut Slot, new: New<'_>) -> Result<(), BlkError> {
+    fn replace(&self, e: &mut Entry, new: New<'_>) -> Result<(), BlkError> {
         let next = match new {
             New::Same(w) => Slot::Same(w),
             New::Bytes(b) => {
@@ -432,8 +527,8 @@ impl Store {
                 }
             }
         };
-        self.release(slot);
-        *slot = next;
+        self.release(e);
+        e.slot = next;
         self.account(&next);
         Ok(())
     }
@@ -454,9 +549,11 @@ impl Store {
         Counters::add(&c.pages_stored, 1);
     }
 
-    /// Free what a locked slot holds and make it empty (`zram_slot_free`).
-    fn release(&self, slot: &mut Slot) {
+    /// Free what a locked slot holds and make it empty, flags cleared (`zram_slot_free`).
+    pub(crate) fn release(&self, e: &mut Entry) {
+        self.set_flag(e, flag::IDLE, false);
         let c = &self.counters;
+        let slot = &mut e.slot;
         match *slot {
             Slot::Empty => return,
             Slot::Same(_) => Counters::sub(&c.same_pages, 1),
@@ -515,7 +612,7 @@ impl Store {
         self.check(offset, len)?;
         let mut out: Vec<Extent> = Vec::new();
         for s in segments(offset, len as usize) {
-            let slot = *lock(&self.slots[s.page]);
+            let slot = lock(&self.slots[s.page]).slot;
             let hole = matches!(slot, Slot::Empty | Slot::Same(0));
             let start = s.page as u64 * PAGE_SIZE as u64 + s.start as u64;
             match out.last_mut() {
@@ -585,6 +682,7 @@ impl Store {
                 huge_pages: g(&c.huge_pages),
                 huge_pages_since: g(&c.huge_pages_since),
             },
+            idle_pages: g(&c.idle_pages),
             io_stat: IoStat {
                 failed_reads: g(&c.failed_reads),
                 failed_writes: g(&c.failed_writes),

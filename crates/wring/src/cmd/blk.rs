@@ -5,7 +5,7 @@
 //!   background with `libwring_blk_nbdkit.so`, returns once the device serves, and prints its
 //!   NBD URI. Options are zram's (`comp_algorithm=zstd:3,streams=2,mem_limit=1G`).
 //! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
-//!   `mem-limit NAME SIZE`, `streams NAME N` over the device's control socket
+//!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS` over the device's control socket
 //!   ([`wring_blk::control`]: one request line, one JSON reply line).
 //!
 //! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
@@ -83,6 +83,14 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
         /// Streams, 1 to 256
         streams: usize,
     },
+    /// Mark pages idle (zram's idle): `all`, or those not read or written for SECONDS;
+    /// a read or write clears the mark
+    Idle {
+        /// The device's name
+        name: String,
+        /// `all` or a number of seconds
+        age: String,
+    },
 }
 
 /// Options of `wring blk start`.
@@ -134,6 +142,15 @@ pub fn run(cmd: Command) -> Result<()> {
                 Request::Streams(streams),
             )?;
             println!("{name}: streams {v}");
+            Ok(())
+        }
+        Command::Idle { name, age } => {
+            let older_than = control::parse_idle(&age)?;
+            let v = control::request(
+                &device(&name)?.join("control.sock"),
+                Request::Idle(older_than),
+            )?;
+            println!("{name}: {v} pages idle");
             Ok(())
         }
     }
