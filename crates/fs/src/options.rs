@@ -116,6 +116,33 @@ pub fn parse_spec(option: &str, value: &str) -> Result<CompressSpec, OptionError
     }
 }
 
+/// Options that belong to mount(8), fstab or systemd rather than to wring, which mount(8)
+/// hands on to a mount helper too: accepted and ignored. Besides the userspace ones, the
+/// flags a wring mount always has (rw, nosuid, nodev, noatime, exec, async) are accepted.
+fn mount8_option(key: &str) -> bool {
+    matches!(
+        key,
+        "defaults"
+            | "auto"
+            | "noauto"
+            | "nofail"
+            | "_netdev"
+            | "user"
+            | "users"
+            | "nouser"
+            | "owner"
+            | "group"
+            | "comment"
+            | "rw"
+            | "nosuid"
+            | "nodev"
+            | "noatime"
+            | "exec"
+            | "async"
+    ) || key.starts_with("x-")
+        || key.starts_with("X-")
+}
+
 impl Options {
     /// Apply comma-separated option text on top of `self` (a mount starts from the defaults, a
     /// remount from the live options). Nothing changes on error.
@@ -169,7 +196,14 @@ impl Options {
                     _ => return Err(invalid(key, v, "a number of pages from 0 to 1048576")),
                 },
                 ("allow_other", None) => o.allow_other = true,
-                ("rw" | "defaults", None) => {}
+                ("ro", None) => {
+                    return Err(invalid(
+                        "ro",
+                        "",
+                        "read-only mounts are not supported; mount rw",
+                    ))
+                }
+                _ if mount8_option(key) => {}
                 ("max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool", None) => {
                     return Err(invalid(key, "", "the option needs a value: KEY=VALUE"))
                 }
@@ -265,6 +299,19 @@ mod tests {
             let e = Options::parse(text).unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(accepted), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn mount8_and_systemd_options_are_ignored() {
+        let text = "rw,nosuid,nodev,compress=zstd:3,nofail,noauto,_netdev,defaults,\
+                    x-systemd.requires=a.service,x-systemd.automount,comment=x";
+        assert_eq!(
+            Options::parse(text).unwrap(),
+            Options::parse("compress=zstd:3").unwrap()
+        );
+        let e = Options::parse("ro,compress=zstd").unwrap_err().to_string();
+        assert!(e.contains("read-only"), "{e}");
+        assert!(Options::parse("suid").is_err());
     }
 
     #[test]
