@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! nbdkit -U SOCKET libwring_blk_nbdkit.so size=1G [comp_algorithm=zstd:3] [streams=N]
-//!        [mem_limit=SIZE] [control=CONTROL_SOCKET]
+//!        [mem_limit=SIZE] ['recomp_algorithm=algo=zstd priority=1' …] [control=CONTROL_SOCKET]
 //! ```
 //!
 //! * `size` is the device size (`disksize`), rounded up to whole 4 KiB pages; the other keys
@@ -85,6 +85,7 @@ impl Server for WringBlk {
              comp_algorithm=ALG[:LEVEL]  lzo, lz4, lz4hc, zstd, deflate (default lz4)\n\
              streams=N                   compression streams (default: CPUs)\n\
              mem_limit=SIZE              most memory for compressed pages (default: none)\n\
+             recomp_algorithm='algo=ALG priority=N'  a secondary algorithm (up to 3)\n\
              control=PATH                the control socket for `wring blk`",
         )
     }

@@ -683,3 +683,72 @@ fn live_actions_under_load_lose_nothing() {
     }
     assert_eq!(s.stat().io_stat.failed_writes, 0);
 }
+
+/// `idle` and `recompress` run in a loop over the control socket while nbdcopy writes and a
+/// raw client rewrites and reads back pages: nothing is lost, and the pages left alone end
+/// up on the secondary algorithm.
+#[test]
+fn idle_and_recompress_run_live_under_load() {
+    let s = Server::start(
+        "16M",
+        &[
+            "comp_algorithm=lz4",
+            "streams=2",
+            "recomp_algorithm=algo=zstd:6 priority=1",
+        ],
+    );
+    let input = mixed(12 << 20, 21);
+    let src = s.file("in.img");
+    std::fs::write(&src, &input).expect("write the source");
+    let (from, to) = (src.to_str().expect("utf-8").to_string(), s.uri());
+    let copier = std::thread::spawn(move || nbdcopy(&from, &to));
+    // The last 4 MiB: a client writes pages and reads each back at once, under the actions.
+    let sock = s.dir.join("nbd.sock");
+    let tail_at = 12u64 << 20;
+    let rewriter = std::thread::spawn(move || {
+        let mut c = Raw::connect(&sock);
+        let mut rng = Rng(77);
+        let mut reference = vec![0u8; 4 << 20];
+        for _ in 0..400 {
+            let page = rng.below(1024) as usize;
+            let d: Vec<u8> = (0..PAGE)
+                .map(|i| b"wring blk recompress "[(i + page) % 21] ^ (rng.below(2) as u8))
+                .collect();
+            let off = tail_at + (page * PAGE) as u64;
+            assert_eq!(c.request(1, off, PAGE as u32, &d).expect("write").0, 0);
+            let (e, back) = c.request(0, off, PAGE as u32, &[]).expect("read");
+            assert_eq!(e, 0);
+            assert!(
+                back == d,
+                "page {page} read back differs under recompression"
+            );
+            reference[page * PAGE..(page + 1) * PAGE].copy_from_slice(&d);
+        }
+        reference
+    });
+    let ctl = s.control();
+    let mut rounds = 0u32;
+    while rounds < 5 || !copier.is_finished() || !rewriter.is_finished() {
+        control::request(&ctl, Request::Idle(None)).expect("idle all");
+        let kind = ["type=idle", "type=huge", ""][rounds as usize % 3];
+        control::recompress(
+            &ctl,
+            wring_blk::RecompressRequest::parse(kind).expect("a request"),
+        )
+        .expect("recompress");
+        rounds += 1;
+    }
+    copier.join().expect("nbdcopy");
+    let tail = rewriter.join().expect("the rewriting client");
+    let r = control::recompress(&ctl, wring_blk::RecompressRequest::default()).expect("recompress");
+    let st = s.stat();
+    assert!(st.recompressed_pages > 0, "{st:?} {r:?}");
+    assert_eq!(st.io_stat.failed_writes + st.io_stat.failed_reads, 0);
+    let back = device_bytes(&s);
+    if let Some(i) = first_difference(&back[..input.len()], &input) {
+        panic!("the device differs from its input at byte {i} after {rounds} rounds");
+    }
+    if let Some(i) = first_difference(&back[tail_at as usize..], &tail) {
+        panic!("the rewritten tail differs at byte {i}");
+    }
+}

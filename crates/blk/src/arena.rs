@@ -369,6 +369,13 @@ impl Arena {
         self.huge_class_size
     }
 
+    /// The object size of the class that serves objects of `len` bytes
+    /// (`zs_lookup_class_index`'s class): what an object of that length really costs.
+    pub fn class_size(&self, len: usize) -> usize {
+        let i = self.class_index(len.min(PAGE_SIZE));
+        lock(&self.classes[i]).info.size
+    }
+
     fn class_index(&self, len: usize) -> usize {
         let step = len.saturating_sub(MIN_ALLOC).div_ceil(CLASS_DELTA);
         self.by_step[step] as usize

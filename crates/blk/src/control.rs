@@ -27,13 +27,14 @@ use serde_json::{json, Value};
 
 use crate::error::BlkError;
 use crate::options::{parse_size, parse_streams};
+use crate::recompress::{RecompressReport, RecompressRequest};
 use crate::stats::Stat;
 use crate::store::Store;
 
 const MAX_LINE: u64 = 256;
 
 /// A control request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Statistics.
     Stat,
@@ -47,6 +48,8 @@ pub enum Request {
     Streams(usize),
     /// Mark pages idle: all (`None`) or those not accessed for at least this many seconds.
     Idle(Option<u64>),
+    /// Recompress with secondary algorithms.
+    Recompress(RecompressRequest),
 }
 
 /// Parse `idle`'s argument: `all` or a whole number of seconds.
@@ -64,6 +67,11 @@ pub fn parse_idle(value: &str) -> Result<Option<u64>, BlkError> {
 impl Request {
     /// Parse a request line.
     pub fn parse(line: &str) -> Result<Request, BlkError> {
+        if let Some(rest) = line.trim().strip_prefix("recompress") {
+            if rest.is_empty() || rest.starts_with(' ') {
+                return Ok(Request::Recompress(RecompressRequest::parse(rest)?));
+            }
+        }
         let mut words = line.split_whitespace();
         let req = match (words.next(), words.next()) {
             (Some("stat"), None) => Request::Stat,
@@ -74,7 +82,7 @@ impl Request {
             (Some("idle"), Some(v)) => Request::Idle(parse_idle(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME]",
                     line.trim()
                 )))
             }
@@ -98,6 +106,7 @@ impl Request {
             Request::Streams(n) => format!("streams {n}"),
             Request::Idle(None) => "idle all".into(),
             Request::Idle(Some(s)) => format!("idle {s}"),
+            Request::Recompress(r) => format!("recompress {}", r.text()).trim_end().to_string(),
         }
     }
 }
@@ -122,6 +131,8 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
             json!(store.stat().streams)
         }
         Request::Idle(older_than) => json!(store.mark_idle(older_than)),
+        Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
+            .map_err(|e| BlkError::Option(e.to_string()))?,
     })
 }
 
@@ -193,6 +204,12 @@ pub fn stat(path: &Path) -> Result<Stat, BlkError> {
     serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad stat reply: {e}")))
 }
 
+/// Recompress over the control socket at `path`.
+pub fn recompress(path: &Path, req: RecompressRequest) -> Result<RecompressReport, BlkError> {
+    let v = request(path, Request::Recompress(req))?;
+    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad recompress reply: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +225,11 @@ mod tests {
             Request::Streams(3),
             Request::Idle(None),
             Request::Idle(Some(60)),
+            Request::Recompress(RecompressRequest::default()),
+            Request::Recompress(
+                RecompressRequest::parse("type=huge_idle threshold=3000 algo=zstd max_pages=9")
+                    .unwrap(),
+            ),
         ] {
             assert_eq!(Request::parse(&r.line()).unwrap(), r);
         }
@@ -225,6 +247,11 @@ mod tests {
             "idle",
             "idle -1",
             "idle soon",
+            "recompress type=big",
+            "recompress threshold=0",
+            "recompress algo=zstd priority=1",
+            "recompress priority=4",
+            "recompressx",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }

@@ -12,6 +12,7 @@
 //! * [`clock`]: the clock idle tracking reads (injected in tests).
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
+//! * [`recompress`]: zram's `recompress` with up to three secondary algorithms.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
 
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod control;
 mod error;
 pub mod options;
+pub mod recompress;
 pub mod stats;
 pub mod store;
 pub mod streams;
@@ -31,6 +33,7 @@ pub use arena::PAGE_SIZE;
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
+pub use recompress::{RecompressReport, RecompressRequest, RecompressType};
 pub use stats::{IoStat, MmStat, Stat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
@@ -42,5 +45,11 @@ pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
         &options.comp_algorithm.text(),
         options.streams,
     )?;
-    Store::new(size, options.mem_limit, Box::new(streams))
+    let mut store = Store::new(size, options.mem_limit, Box::new(streams))?;
+    for (prio, alg) in &options.recomp_algorithm {
+        // Recompression is one request at a time: one stream each.
+        let s = OffloadStreams::new(alg.spec, &alg.text(), 1)?;
+        store.set_recomp(*prio, Box::new(s))?;
+    }
+    Ok(store)
 }

@@ -7,13 +7,17 @@
 //! list). Differs from zram: `lzo` and `deflate` pages carry the engine's btrfs/zlib framing
 //! (8 and 6 bytes more per page than the kernel's raw LZO1X / raw deflate); `lzo-rle` is not in
 //! the engine yet and is refused with a pointer to `lzo`.
+//!
+//! `recomp_algorithm` takes zram's spelling, `algo=zstd priority=1` (a level as `zstd:3`), up
+//! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
+//! algorithm (`recomp_algorithm=zstd`) takes the next free priority.
 
 use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 3] = ["comp_algorithm", "streams", "mem_limit"];
+pub const KEYS: [&str; 4] = ["comp_algorithm", "streams", "mem_limit", "recomp_algorithm"];
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's, except `lzo-rle`).
 pub const ALGORITHMS: [&str; 5] = ["lzo", "lz4", "lz4hc", "zstd", "deflate"];
@@ -91,6 +95,8 @@ pub struct Options {
     pub streams: usize,
     /// `mem_limit` in bytes; 0 = none.
     pub mem_limit: u64,
+    /// `recomp_algorithm`: (priority 1 to 3, algorithm), sorted by priority.
+    pub recomp_algorithm: Vec<(u8, CompAlgorithm)>,
 }
 
 impl Default for Options {
@@ -105,6 +111,7 @@ impl Default for Options {
             },
             streams: std::thread::available_parallelism().map_or(1, |n| n.get()),
             mem_limit: 0,
+            recomp_algorithm: Vec::new(),
         }
     }
 }
@@ -136,6 +143,7 @@ impl Options {
             "comp_algorithm" => self.comp_algorithm = CompAlgorithm::parse(value)?,
             "streams" | "max_comp_streams" => self.streams = parse_streams(value)?,
             "mem_limit" => self.mem_limit = parse_size(key, value)?,
+            "recomp_algorithm" => self.set_recomp(value)?,
             other => {
                 return Err(BlkError::Option(format!(
                     "unknown option '{other}'; accepted: {}",
@@ -146,12 +154,75 @@ impl Options {
         Ok(())
     }
 
+    /// Add or replace a `recomp_algorithm` (`algo=zstd priority=1`, or a bare `zstd:3`).
+    fn set_recomp(&mut self, value: &str) -> Result<(), BlkError> {
+        let (mut algo, mut prio) = (None, None);
+        for word in value.split_whitespace() {
+            match word.split_once('=') {
+                Some(("algo", a)) => algo = Some(CompAlgorithm::parse(a)?),
+                Some(("priority", p)) => match p.parse::<u8>() {
+                    Ok(n) if (1..=3).contains(&n) => prio = Some(n),
+                    _ => {
+                        return Err(BlkError::Option(format!(
+                            "recomp_algorithm: priority={p} must be 1, 2 or 3"
+                        )))
+                    }
+                },
+                None if algo.is_none() => algo = Some(CompAlgorithm::parse(word)?),
+                _ => {
+                    return Err(BlkError::Option(format!(
+                        "recomp_algorithm: '{word}' is not understood; write it as zram does, \
+                         'algo=zstd priority=1'"
+                    )))
+                }
+            }
+        }
+        let Some(algo) = algo else {
+            return Err(BlkError::Option(
+                "recomp_algorithm needs an algorithm: 'algo=zstd priority=1'".into(),
+            ));
+        };
+        let prio = match prio {
+            Some(p) => p,
+            None => (1..=3)
+                .find(|p| !self.recomp_algorithm.iter().any(|(q, _)| q == p))
+                .ok_or_else(|| {
+                    BlkError::Option(
+                        "recomp_algorithm: all three priorities are taken; name one with \
+                         priority=N to replace it"
+                            .into(),
+                    )
+                })?,
+        };
+        self.recomp_algorithm.retain(|(q, _)| *q != prio);
+        self.recomp_algorithm.push((prio, algo));
+        self.recomp_algorithm.sort_by_key(|(q, _)| *q);
+        Ok(())
+    }
+
+    /// The options as `(key, value)` pairs, each a valid [`Options::set`] (keys may repeat).
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("comp_algorithm".to_string(), self.comp_algorithm.text()),
+            ("streams".to_string(), self.streams.to_string()),
+            ("mem_limit".to_string(), self.mem_limit.to_string()),
+        ];
+        for (p, a) in &self.recomp_algorithm {
+            v.push((
+                "recomp_algorithm".to_string(),
+                format!("algo={a} priority={p}"),
+            ));
+        }
+        v
+    }
+
     /// The options as `key=value,…` text that [`Options::parse`] reads back.
     pub fn text(&self) -> String {
-        format!(
-            "comp_algorithm={},streams={},mem_limit={}",
-            self.comp_algorithm, self.streams, self.mem_limit
-        )
+        self.pairs()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -197,5 +268,40 @@ mod tests {
         let e = Options::parse("mem_limit=lots").unwrap_err().to_string();
         assert!(e.contains("mem_limit"), "{e}");
         assert!(Options::parse("comp_algorithm=lzo-rle").is_err());
+        for bad in [
+            "recomp_algorithm=algo=zstd priority=4",
+            "recomp_algorithm=priority=1",
+            "recomp_algorithm=algo=brotli",
+            "recomp_algorithm=zstd lz4",
+        ] {
+            assert!(Options::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn recomp_algorithms_take_zram_spelling_and_priorities() {
+        let o = Options::parse(
+            "recomp_algorithm=algo=zstd:9 priority=2,recomp_algorithm=lz4hc,\
+             recomp_algorithm=zstd,recomp_algorithm=algo=deflate priority=2",
+        )
+        .unwrap();
+        let got: Vec<(u8, String)> = o
+            .recomp_algorithm
+            .iter()
+            .map(|(p, a)| (*p, a.text()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "lz4hc:9".into()),
+                (2, "deflate:3".into()),
+                (3, "zstd:3".into())
+            ]
+        );
+        assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        let e = Options::parse(&(o.text() + ",recomp_algorithm=lz4"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("priorities are taken"), "{e}");
     }
 }

@@ -18,6 +18,8 @@ pub(crate) struct Counters {
     pub(crate) invalid_io: AtomicU64,
     pub(crate) notify_free: AtomicU64,
     pub(crate) idle_pages: AtomicU64,
+    pub(crate) incompressible_pages: AtomicU64,
+    pub(crate) recomp_pages: AtomicU64,
     pub(crate) num_reads: AtomicU64,
     pub(crate) num_writes: AtomicU64,
 }
@@ -134,6 +136,15 @@ pub struct Stat {
     /// Pages marked idle and not accessed since (zram shows them only per page, in debugfs).
     #[serde(default)]
     pub idle_pages: u64,
+    /// The secondary algorithms, as `zstd:3 priority=1` (`recomp_algorithm`).
+    #[serde(default)]
+    pub recomp_algorithms: Vec<String>,
+    /// Pages now held compressed by a secondary algorithm (`ZRAM_RECOMP`).
+    #[serde(default)]
+    pub recompressed_pages: u64,
+    /// Pages every secondary algorithm failed to shrink (`ZRAM_INCOMPRESSIBLE`).
+    #[serde(default)]
+    pub incompressible_pages: u64,
     /// Read requests served (`stat`'s reads).
     pub num_reads: u64,
     /// Write requests served (`stat`'s writes).
@@ -180,6 +191,13 @@ impl Stat {
         s += &format!(
             "reads             {}\nwrites            {}\nidle_pages        {}\n",
             self.num_reads, self.num_writes, self.idle_pages
+        );
+        for a in &self.recomp_algorithms {
+            s += &format!("recomp_algorithm  {a}\n");
+        }
+        s += &format!(
+            "recompressed      {}\nincompressible    {}\n",
+            self.recompressed_pages, self.incompressible_pages
         );
         if let Some(r) = self.ratio() {
             s += &format!("ratio             {r:.2}\n");

@@ -68,6 +68,11 @@ pub mod flag {
     /// Marked idle by [`Store::mark_idle`](super::Store::mark_idle) and not accessed since
     /// (`ZRAM_IDLE`).
     pub const IDLE: u8 = 1;
+    /// Every recompression algorithm failed to save memory on it; not tried again until it is
+    /// rewritten (`ZRAM_INCOMPRESSIBLE`).
+    pub const INCOMPRESSIBLE: u8 = 2;
+    /// Recompressed with a secondary algorithm (`ZRAM_RECOMP`); the entry's priority names it.
+    pub const RECOMP: u8 = 4;
 }
 
 /// One slot with its flags and last access (`zram_table_entry`).
@@ -75,6 +80,9 @@ pub mod flag {
 pub(crate) struct Entry {
     pub(crate) slot: Slot,
     pub(crate) flags: u8,
+    /// The algorithm the object is compressed with: 0 the primary, 1 to 3 a
+    /// `recomp_algorithm` (zram's `ZRAM_COMP_PRIORITY` bits).
+    pub(crate) prio: u8,
     /// Seconds on the store's clock at the last read or write.
     pub(crate) ac_time: u64,
 }
@@ -83,6 +91,7 @@ impl Entry {
     const EMPTY: Entry = Entry {
         slot: Slot::Empty,
         flags: 0,
+        prio: 0,
         ac_time: 0,
     };
 
@@ -164,6 +173,8 @@ pub struct Store {
     pub(crate) slots: Vec<Mutex<Entry>>,
     pub(crate) arena: Arena,
     streams: Box<dyn Streams>,
+    /// Secondary algorithms by priority 1 to 3 (`recomp_algorithm`).
+    pub(crate) recomp: [Option<Box<dyn Streams>>; 3],
     pub(crate) counters: Counters,
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -202,10 +213,38 @@ impl Store {
             slots,
             arena: Arena::new(),
             streams,
+            recomp: [None, None, None],
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(MonotonicClock::default()),
         })
+    }
+
+    /// Add a recompression algorithm at `prio` (1 to 3), before the store is shared.
+    pub fn set_recomp(&mut self, prio: u8, streams: Box<dyn Streams>) -> Result<(), BlkError> {
+        match self.recomp.get_mut(usize::from(prio).wrapping_sub(1)) {
+            Some(slot) => {
+                *slot = Some(streams);
+                Ok(())
+            }
+            None => Err(BlkError::Option(format!(
+                "recomp_algorithm priority={prio} is out of range; use 1 to 3"
+            ))),
+        }
+    }
+
+    /// The algorithm of priority `prio` (0 the primary). A priority with no algorithm (which
+    /// no stored object can carry) falls back to the primary.
+    pub(crate) fn algo(&self, prio: u8) -> &dyn Streams {
+        match self.recomp.get(usize::from(prio).wrapping_sub(1)) {
+            Some(Some(s)) => s.as_ref(),
+            _ => self.streams.as_ref(),
+        }
+    }
+
+    /// One slot's algorithm priority (0 the primary).
+    pub fn priority(&self, page: usize) -> Option<u8> {
+        self.slots.get(page).map(|s| lock(s).prio)
     }
 
     /// Read access times from `clock` instead of the monotonic clock (before the store is
@@ -241,6 +280,8 @@ impl Store {
         }
         let counter = match f {
             flag::IDLE => &self.counters.idle_pages,
+            flag::INCOMPRESSIBLE => &self.counters.incompressible_pages,
+            flag::RECOMP => &self.counters.recomp_pages,
             _ => return,
         };
         if on {
@@ -290,7 +331,7 @@ impl Store {
         }
     }
 
-    fn limit_pages(&self) -> u64 {
+    pub(crate) fn limit_pages(&self) -> u64 {
         self.mem_limit
             .load(Ordering::Acquire)
             .div_ceil(PAGE_SIZE as u64)
@@ -334,7 +375,8 @@ impl Store {
         tmp: &mut [u8],
     ) -> Result<(), BlkError> {
         // Snapshot each slot under its lock: fill what needs no decoding, copy objects out.
-        let mut pending: Vec<(usize, usize)> = Vec::new(); // (index in chunk, compressed len)
+        // (index in chunk, compressed len, algorithm priority)
+        let mut pending: Vec<(usize, usize, u8)> = Vec::new();
         for (i, s) in chunk.iter().enumerate() {
             let mut e = lock(&self.slots[s.page]);
             self.accessed(&mut e);
@@ -350,7 +392,7 @@ impl Store {
                     let len = len as usize;
                     self.arena
                         .read(handle, &mut comp[i * PAGE_SIZE..i * PAGE_SIZE + len]);
-                    pending.push((i, len));
+                    pending.push((i, len, e.prio));
                 }
             }
         }
@@ -361,7 +403,7 @@ impl Store {
         let mut comp_rest: &[u8] = comp;
         let mut tmp_rest: &mut [u8] = tmp;
         let mut taken = 0;
-        for &(i, len) in &pending {
+        for &(i, len, _) in &pending {
             // Split the scratch buffers at page i (pending is in increasing order).
             let skip = (i - taken) * PAGE_SIZE;
             let (_, c) = comp_rest.split_at(skip);
@@ -373,8 +415,10 @@ impl Store {
             taken = i + 1;
             jobs.push(PageJob::new(&c[..len], t));
         }
-        self.streams.decompress(&mut jobs);
-        for (job, &(i, _)) in jobs.iter_mut().zip(&pending) {
+        for (job, &(_, _, prio)) in jobs.iter_mut().zip(&pending) {
+            self.algo(prio).decompress(std::slice::from_mut(job));
+        }
+        for (job, &(i, _, _)) in jobs.iter_mut().zip(&pending) {
             match job.result.take() {
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(with_page(e, chunk[i].page)),
@@ -382,7 +426,7 @@ impl Store {
             }
         }
         drop(jobs);
-        for &(i, _) in &pending {
+        for &(i, _, _) in &pending {
             let s = chunk[i];
             let page = &tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
             outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
@@ -457,7 +501,7 @@ impl Store {
     fn write_partial(&self, s: Seg, bytes: &[u8]) -> Result<(), BlkError> {
         let mut e = lock(&self.slots[s.page]);
         let mut page = [0u8; PAGE_SIZE];
-        self.load(&e.slot, s.page, &mut page)?;
+        self.load(&e, s.page, &mut page)?;
         page[s.start..s.start + s.len].copy_from_slice(bytes);
         let mut out = [0u8; PAGE_SIZE];
         let new = self.encode(&page, &mut out)?;
@@ -467,13 +511,13 @@ impl Store {
     }
 
     /// Decode one slot into a whole page.
-    fn load(
+    pub(crate) fn load(
         &self,
-        slot: &Slot,
+        e: &Entry,
         page_index: usize,
         page: &mut [u8; PAGE_SIZE],
     ) -> Result<(), BlkError> {
-        match *slot {
+        match e.slot {
             Slot::Empty => page.fill(0),
             Slot::Same(w) => fill_same(w, 0, page),
             Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
@@ -484,7 +528,7 @@ impl Store {
                 let comp = &mut comp[..len as usize];
                 self.arena.read(handle, comp);
                 let mut jobs = [PageJob::new(comp, page)];
-                self.streams.decompress(&mut jobs);
+                self.algo(e.prio).decompress(&mut jobs);
                 match jobs[0].result.take() {
                     Some(Ok(_)) => {}
                     Some(Err(e)) => return Err(with_page(e, page_index)),
@@ -533,7 +577,7 @@ impl Store {
         Ok(())
     }
 
-    fn account(&self, slot: &Slot) {
+    pub(crate) fn account(&self, slot: &Slot) {
         let c = &self.counters;
         match *slot {
             Slot::Empty => return,
@@ -551,7 +595,10 @@ impl Store {
 
     /// Free what a locked slot holds and make it empty, flags cleared (`zram_slot_free`).
     pub(crate) fn release(&self, e: &mut Entry) {
-        self.set_flag(e, flag::IDLE, false);
+        for f in [flag::IDLE, flag::INCOMPRESSIBLE, flag::RECOMP] {
+            self.set_flag(e, f, false);
+        }
+        e.prio = 0;
         let c = &self.counters;
         let slot = &mut e.slot;
         match *slot {
@@ -683,6 +730,16 @@ impl Store {
                 huge_pages_since: g(&c.huge_pages_since),
             },
             idle_pages: g(&c.idle_pages),
+            recomp_algorithms: self
+                .recomp
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    Some(format!("{} priority={}", r.as_ref()?.algorithm(), i + 1))
+                })
+                .collect(),
+            recompressed_pages: g(&c.recomp_pages),
+            incompressible_pages: g(&c.incompressible_pages),
             io_stat: IoStat {
                 failed_reads: g(&c.failed_reads),
                 failed_writes: g(&c.failed_writes),

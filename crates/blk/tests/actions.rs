@@ -73,3 +73,192 @@ fn idle_seconds_marks_pages_not_accessed_for_that_long() {
     assert_eq!(s.stat().idle_pages, 0);
     assert_eq!(s.mark_idle(Some(0)), 3, "idle 0 is every stored page");
 }
+
+/// Bytes of 4 bits of entropy: lz4 finds no matches (a huge page), zstd's entropy coder
+/// halves it.
+fn nibbles(seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..PAGE_SIZE)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x & 0x0f) as u8 + b'a'
+        })
+        .collect()
+}
+
+/// Text lz4 compresses, and zstd better.
+fn prose(seed: u64) -> Vec<u8> {
+    let words = [
+        "zram ",
+        "pages ",
+        "compress ",
+        "the ",
+        "device ",
+        "memory ",
+        "slot ",
+        "idle ",
+        "huge ",
+        "stream ",
+        "of ",
+        "and ",
+    ];
+    let mut x = seed | 1;
+    let mut v = Vec::new();
+    while v.len() < PAGE_SIZE {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend(words[(x % words.len() as u64) as usize].bytes());
+    }
+    v.truncate(PAGE_SIZE);
+    v
+}
+
+fn noise(seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..PAGE_SIZE)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn open(options: &str, pages: u64) -> Store {
+    wring_blk::open(pages * P, &wring_blk::Options::parse(options).unwrap()).unwrap()
+}
+
+fn req(text: &str) -> wring_blk::RecompressRequest {
+    wring_blk::RecompressRequest::parse(text).unwrap()
+}
+
+fn read_all(s: &Store) -> Vec<u8> {
+    let mut v = vec![0u8; s.size() as usize];
+    s.read(0, &mut v).unwrap();
+    v
+}
+
+/// Pages 0-3 prose, 4-5 nibbles (huge under lz4), 6 noise (huge everywhere), 7 same-filled.
+fn fill(s: &Store) -> Vec<u8> {
+    let mut all = Vec::new();
+    for p in 0..8u64 {
+        let d = match p {
+            0..=3 => prose(p + 1),
+            4 | 5 => nibbles(p),
+            6 => noise(6),
+            _ => vec![3u8; PAGE_SIZE],
+        };
+        s.write(p * P, &d).unwrap();
+        all.extend(d);
+    }
+    all
+}
+
+#[test]
+fn recompress_huge_then_all_keeps_data_and_saves_memory() {
+    let s = open(
+        "comp_algorithm=lz4,recomp_algorithm=algo=zstd:9 priority=1",
+        8,
+    );
+    let data = fill(&s);
+    let before = s.stat().mm_stat;
+    assert_eq!(before.huge_pages, 3, "{before:?}");
+    // type=huge: the nibble pages shrink; the noise page is tried by every secondary
+    // algorithm, saves nothing, and is marked incompressible.
+    let r = s.recompress(&req("type=huge")).unwrap();
+    assert_eq!(
+        (r.scanned, r.recompressed, r.incompressible),
+        (3, 2, 1),
+        "{r:?}"
+    );
+    assert!(r.bytes_after < r.bytes_before, "{r:?}");
+    let m = s.stat().mm_stat;
+    assert_eq!(m.huge_pages, 1);
+    assert_eq!(m.huge_pages_since, 3, "recompression is not a huge write");
+    assert_eq!(
+        m.compr_data_size,
+        before.compr_data_size - r.bytes_before + r.bytes_after
+    );
+    assert_eq!((s.priority(4), s.priority(6)), (Some(1), Some(0)));
+    assert!(s.flags(6).is_some_and(|f| f & flag::INCOMPRESSIBLE != 0));
+    assert_eq!(read_all(&s), data);
+    // Everything else: the prose pages; the done and incompressible ones are skipped.
+    let r = s.recompress(&req("")).unwrap();
+    assert_eq!((r.scanned, r.recompressed), (4, 4), "{r:?}");
+    let st = s.stat();
+    assert_eq!((st.recompressed_pages, st.incompressible_pages), (6, 1));
+    assert!(st.mm_stat.compr_data_size < before.compr_data_size);
+    assert_eq!(read_all(&s), data);
+    assert_eq!(
+        s.recompress(&req("")).unwrap().scanned,
+        0,
+        "nothing left to do"
+    );
+    // A rewrite puts the page back on the primary algorithm with its flags cleared.
+    s.write(0, &prose(9)).unwrap();
+    s.write(6 * P, &noise(7)).unwrap();
+    assert_eq!(
+        (s.priority(0), s.flags(0), s.flags(6)),
+        (Some(0), Some(0), Some(0))
+    );
+    let st = s.stat();
+    assert_eq!((st.recompressed_pages, st.incompressible_pages), (5, 0));
+}
+
+#[test]
+fn a_page_is_recompressed_only_if_that_saves_memory() {
+    // zstd:19 as the primary beats lz4hc on every page: nothing may be replaced.
+    let s = open(
+        "comp_algorithm=zstd:19,recomp_algorithm=algo=lz4hc priority=1",
+        8,
+    );
+    let data = fill(&s);
+    let before = s.stat().mm_stat;
+    let r = s.recompress(&req("")).unwrap();
+    assert_eq!(r.recompressed, 0, "{r:?}");
+    assert_eq!(r.incompressible, r.scanned);
+    assert_eq!(s.stat().mm_stat.compr_data_size, before.compr_data_size);
+    assert_eq!(read_all(&s), data);
+}
+
+#[test]
+fn recompress_by_idle_threshold_algorithm_and_max_pages() {
+    let s = open(
+        "comp_algorithm=lz4,recomp_algorithm=algo=lz4hc priority=1,\
+         recomp_algorithm=algo=zstd:9 priority=2",
+        8,
+    );
+    let data = fill(&s);
+    let e = s.recompress(&req("algo=deflate")).unwrap_err().to_string();
+    assert!(
+        e.contains("lz4hc:9 (priority 1)") && e.contains("zstd:9 (priority 2)"),
+        "{e}"
+    );
+    assert!(s.recompress(&req("priority=3")).is_err());
+    // Idle pages only: mark all, then touch pages 0 and 4.
+    s.mark_idle(None);
+    let mut b = [0u8; 1];
+    s.read(0, &mut b).unwrap();
+    s.read(4 * P, &mut b).unwrap();
+    let r = s.recompress(&req("type=idle algo=zstd")).unwrap();
+    assert_eq!(r.scanned, 5, "pages 1-3, 5, 6: {r:?}");
+    assert!((1..=3).all(|p| s.priority(p) == Some(2)));
+    assert_eq!((s.priority(0), s.priority(4)), (Some(0), Some(0)));
+    assert!(
+        s.flags(1).is_some_and(|f| f & flag::IDLE != 0),
+        "the idle mark stays"
+    );
+    // threshold: only objects of at least 3000 bytes (the huge pages 4 and 6; 6 was tried
+    // with zstd only, so it is not yet incompressible), results below it.
+    let r = s.recompress(&req("threshold=3000 priority=2")).unwrap();
+    assert_eq!((r.scanned, r.recompressed), (2, 1), "{r:?}");
+    assert_eq!(s.priority(4), Some(2));
+    // max_pages bounds the pages looked at.
+    let r = s.recompress(&req("max_pages=1")).unwrap();
+    assert_eq!(r.scanned, 1, "{r:?}");
+    assert_eq!(read_all(&s), data);
+}

@@ -5,7 +5,8 @@
 //!   background with `libwring_blk_nbdkit.so`, returns once the device serves, and prints its
 //!   NBD URI. Options are zram's (`comp_algorithm=zstd:3,streams=2,mem_limit=1G`).
 //! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
-//!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS` over the device's control socket
+//!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS`,
+//!   `recompress NAME [type=huge|idle|huge_idle] [threshold=N] [algo=NAME]` over the device's control socket
 //!   ([`wring_blk::control`]: one request line, one JSON reply line).
 //!
 //! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
@@ -83,6 +84,14 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
         /// Streams, 1 to 256
         streams: usize,
     },
+    /// Recompress pages with the device's recomp_algorithm(s), live (zram's recompress);
+    /// a page is kept recompressed only if that saves memory
+    Recompress {
+        /// The device's name
+        name: String,
+        /// type=huge|idle|huge_idle threshold=BYTES algo=NAME|priority=N max_pages=N
+        words: Vec<String>,
+    },
     /// Mark pages idle (zram's idle): `all`, or those not read or written for SECONDS;
     /// a read or write clears the mark
     Idle {
@@ -97,7 +106,7 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
 #[derive(clap::Args)]
 pub struct StartArgs {
     /// zram's options: comp_algorithm=lzo|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
-    /// mem_limit=SIZE (comma-separated)
+    /// mem_limit=SIZE, recomp_algorithm='algo=zstd priority=1' (up to 3) (comma-separated)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     /// Device size (disksize), e.g. 1G
@@ -142,6 +151,15 @@ pub fn run(cmd: Command) -> Result<()> {
                 Request::Streams(streams),
             )?;
             println!("{name}: streams {v}");
+            Ok(())
+        }
+        Command::Recompress { name, words } => {
+            let req = wring_blk::RecompressRequest::parse(&words.join(" "))?;
+            let r = control::recompress(&device(&name)?.join("control.sock"), req)?;
+            println!(
+                "{name}: {} pages looked at, {} recompressed ({} -> {} bytes), {} incompressible",
+                r.scanned, r.recompressed, r.bytes_before, r.bytes_after, r.incompressible
+            );
             Ok(())
         }
         Command::Idle { name, age } => {
@@ -347,9 +365,7 @@ fn start(a: StartArgs) -> Result<()> {
         .arg(&plugin)
         .arg(format!("size={size}"))
         .arg(format!("control={}", dir.join("control.sock").display()))
-        .arg(format!("comp_algorithm={}", options.comp_algorithm))
-        .arg(format!("streams={}", options.streams))
-        .arg(format!("mem_limit={}", options.mem_limit))
+        .args(options.pairs().iter().map(|(k, v)| format!("{k}={v}")))
         .stdin(Stdio::null())
         .stdout(log.try_clone().context("duplicating the log")?)
         .stderr(log)
