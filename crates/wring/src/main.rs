@@ -1,12 +1,30 @@
 //! `wring`: the command line on top of wring's library crates. Thin: parse, call, print.
+//! Called as `mount.fuse.wring` it is mount(8)'s helper ([`helper`]).
 
+mod blk_config;
 mod cmd;
+mod gen;
+mod helper;
+mod journal;
+mod version;
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Userspace storage compression with btrfs's formats and rules.
 #[derive(Parser)]
-#[command(name = "wring", version, about, long_about = None)]
+#[command(
+    name = "wring",
+    version,
+    long_version = version::long(),
+    about,
+    long_about = None,
+    after_long_help = "Mount options: wring-mount-options(5). mount -t fuse.wring and fstab \
+lines (DIR MOUNTPOINT fuse.wring OPTIONS 0 0) work through mount.fuse.wring. Block devices \
+from /etc/wring/blk.conf: wring-blk-config(1) and wring-blk@NAME.service."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,21 +45,65 @@ enum Command {
     /// zram in userspace: compressed RAM block devices served over NBD
     #[command(subcommand)]
     Blk(cmd::blk::Command),
+    /// Block devices from a config file, one section per device (/etc/wring/blk.conf)
+    #[command(subcommand)]
+    BlkConfig(blk_config::Command),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages into DIR (packaging)
+    #[command(hide = true)]
+    GenMan {
+        /// Output directory
+        dir: PathBuf,
+    },
 }
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
-    let result = match cli.command {
+    journal::init();
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let name = args
+        .first()
+        .and_then(|a| PathBuf::from(a).file_name().map(|n| n.to_owned()))
+        .unwrap_or_default();
+    let (who, result) = if helper::NAMES.iter().any(|n| name == *n) {
+        let rest = args.split_off(1);
+        (name.to_string_lossy().into_owned(), helper::run(&rest))
+    } else {
+        ("wring".to_string(), run(Cli::parse()))
+    };
+    if let Err(e) = result {
+        eprintln!("{who}: {}", plain(&e));
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
         Command::Levels(args) => cmd::levels::run(args),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Btrfs(c) => cmd::btrfs::run(c),
         Command::Fs(c) => cmd::fs::run(c),
         Command::Blk(c) => cmd::blk::run(c),
-    };
-    if let Err(e) = result {
-        eprintln!("wring: {}", plain(&e));
-        std::process::exit(1);
+        Command::BlkConfig(blk_config::Command::Start { name, config }) => {
+            // The section becomes a `wring blk start` command line, parsed as typed, so
+            // every option `wring blk start` has is checked by it.
+            let argv = blk_config::command_for(&name, &config)?;
+            log::info!("{}", argv.join(" "));
+            run(Cli::try_parse_from(argv)?)
+        }
+        Command::BlkConfig(blk_config::Command::Show { name, config }) => {
+            blk_config::show(name.as_deref(), &config)
+        }
+        Command::Completions { shell } => gen::completions(Cli::command(), shell),
+        Command::GenMan { dir } => {
+            for page in gen::man_pages(Cli::command(), &dir)? {
+                println!("{}", dir.join(page).display());
+            }
+            Ok(())
+        }
     }
 }
 

@@ -1,0 +1,219 @@
+//! `wring blk-config`: block devices from a config file, in the spirit of zram-generator's
+//! zram-generator.conf(5): one section per device, started by the template unit
+//! `wring-blk@NAME.service` (packaging/wring-blk@.service) with `wring blk-config start NAME`.
+//!
+//! ```text
+//! [swap0]
+//! size = 4G                 # --size (required)
+//! algorithm = zstd:3        # comp_algorithm=
+//! streams = 2
+//! mem_limit = 1G
+//! ```
+//!
+//! `size`, `algorithm` (or `comp_algorithm`) and `listen` have their own meaning; every other
+//! key becomes `-o KEY=VALUE` of `wring blk start`, which checks it, so options `wring blk start`
+//! gains (idle, recompress, writeback policies) need nothing here.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Where the units read the configuration.
+pub const DEFAULT_CONFIG: &str = "/etc/wring/blk.conf";
+
+/// `wring blk-config` subcommands.
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Start the device NAME as its section of the config file says (what wring-blk@NAME.service runs)
+    Start {
+        /// The section, which is the device's name
+        name: String,
+        /// The config file
+        #[arg(long, default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Print the `wring blk start` command each section (or NAME's) stands for
+    Show {
+        /// Only this section
+        name: Option<String>,
+        /// The config file
+        #[arg(long, default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+}
+
+/// One device's section: its name and its keys in file order.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Section {
+    /// The device's name.
+    pub name: String,
+    /// `key = value` pairs.
+    pub keys: Vec<(String, String)>,
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Parse the file's text (`what` names it in errors).
+pub fn parse(text: &str, what: &str) -> Result<Vec<Section>> {
+    let mut sections: Vec<Section> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        let at = || format!("{what} line {}", i + 1);
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[') {
+            let Some(name) = name.strip_suffix(']') else {
+                bail!("{}: a section header is [NAME], got {line}", at());
+            };
+            let name = name.trim().to_string();
+            if sections.iter().any(|s| s.name == name) {
+                bail!("{}: section [{name}] appears twice", at());
+            }
+            sections.push(Section {
+                name,
+                keys: Vec::new(),
+            });
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            bail!("{}: expected KEY = VALUE or [NAME], got {line}", at());
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let Some(section) = sections.last_mut() else {
+            bail!("{}: {k} comes before any [NAME] section", at());
+        };
+        if !valid_key(k) {
+            bail!("{}: '{k}' is not a key (letters, digits, '_', '-')", at());
+        }
+        if v.is_empty() || v.contains(',') {
+            bail!("{}: {k} needs one value without commas, got '{v}'", at());
+        }
+        if section.keys.iter().any(|(key, _)| key == k) {
+            bail!("{}: {k} is set twice in [{}]", at(), section.name);
+        }
+        section.keys.push((k.to_string(), v.to_string()));
+    }
+    Ok(sections)
+}
+
+/// The `wring blk start` arguments (after `wring blk start`) a section stands for.
+pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
+    let mut size = None;
+    let mut listen = None;
+    let mut options = Vec::new();
+    for (k, v) in &s.keys {
+        match k.as_str() {
+            "size" => size = Some(v.clone()),
+            "listen" => listen = Some(v.clone()),
+            "algorithm" | "comp_algorithm" => options.push(format!("comp_algorithm={v}")),
+            _ => options.push(format!("{k}={v}")),
+        }
+    }
+    let Some(size) = size else {
+        bail!(
+            "[{}] in {what} has no size: add `size = 1G` (the device's disksize)",
+            s.name
+        );
+    };
+    let mut args = Vec::new();
+    if !options.is_empty() {
+        args.extend(["-o".to_string(), options.join(",")]);
+    }
+    args.extend(["--size".to_string(), size]);
+    if let Some(l) = listen {
+        args.extend(["--listen".to_string(), l]);
+    }
+    args.push(s.name.clone());
+    Ok(args)
+}
+
+fn load(config: &Path) -> Result<Vec<Section>> {
+    let text = std::fs::read_to_string(config).with_context(|| {
+        format!(
+            "reading {} (one [NAME] section per device; see wring-blk-config(1))",
+            config.display()
+        )
+    })?;
+    parse(&text, &config.display().to_string())
+}
+
+/// The full `wring blk start …` command line for device `name` in `config`.
+pub fn command_for(name: &str, config: &Path) -> Result<Vec<String>> {
+    let sections = load(config)?;
+    let Some(s) = sections.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+        bail!(
+            "{} has no section [{name}]; it has: {}",
+            config.display(),
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+    let mut argv = vec!["wring".to_string(), "blk".into(), "start".into()];
+    argv.extend(start_args(s, &config.display().to_string())?);
+    Ok(argv)
+}
+
+/// `wring blk-config show`.
+pub fn show(name: Option<&str>, config: &Path) -> Result<()> {
+    let sections = load(config)?;
+    for s in sections.iter().filter(|s| name.is_none_or(|n| n == s.name)) {
+        let args = start_args(s, &config.display().to_string())?;
+        println!("[{}] wring blk start {}", s.name, args.join(" "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_map_to_blk_start_arguments() {
+        let text = "# devices\n[swap0]\nsize = 4G\nalgorithm = zstd:3\nstreams=2\n\
+                    mem_limit = 1G\nidle_after = 300\n\n; another\n[tmp]\nsize=1G\nlisten = 10809\n";
+        let s = parse(text, "t").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            start_args(&s[0], "t").unwrap(),
+            [
+                "-o",
+                "comp_algorithm=zstd:3,streams=2,mem_limit=1G,idle_after=300",
+                "--size",
+                "4G",
+                "swap0"
+            ]
+        );
+        assert_eq!(
+            start_args(&s[1], "t").unwrap(),
+            ["--size", "1G", "--listen", "10809", "tmp"]
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_line() {
+        for (text, want) in [
+            ("size = 1G\n", "line 1: size comes before any [NAME]"),
+            ("[a]\nsize\n", "line 2: expected KEY = VALUE"),
+            ("[a]\nsize = 1G\nsize = 2G\n", "line 3: size is set twice"),
+            ("[a]\n[a]\n", "line 2: section [a] appears twice"),
+            ("[a]\nstreams = 1,2\n", "without commas"),
+            ("[a\n", "[NAME]"),
+            ("[a]\nbad key = 1\n", "not a key"),
+        ] {
+            let e = parse(text, "f").unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let s = parse("[a]\nstreams = 2\n", "f").unwrap();
+        let e = start_args(&s[0], "f").unwrap_err().to_string();
+        assert!(e.contains("has no size"), "{e}");
+    }
+}

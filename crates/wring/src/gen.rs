@@ -1,0 +1,300 @@
+//! Man pages and shell completions, generated from the clap definitions (clap_mangen,
+//! clap_complete) so they cannot drift from `--help`: `wring completions SHELL` prints a
+//! completion script, the hidden `wring gen-man DIR` writes wring.1, one page per subcommand
+//! (wring-mount.1, wring-blk-start.1, …) and wring-mount-options.5, the filesystem's mount
+//! options as btrfs(5) lists btrfs's. The packaging runs both on the binary it packages.
+//!
+//! The mount options page is rendered from [`MOUNT_OPTIONS`], a table the tests check against
+//! wring-fs's parser: the same names, every default as a fresh mount shows it, every example
+//! value accepted or refused as the page says.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use roff::{bold, italic, roman, Inline, Roff};
+
+/// One mount option as wring-mount-options(5) describes it.
+pub struct MountOption {
+    /// The name (`compress`).
+    pub name: &'static str,
+    /// What follows the name (`[=ALG[:LEVEL]]`, `=SIZE`), empty for a flag.
+    pub value: &'static str,
+    /// What it does, with its range.
+    pub text: &'static str,
+    /// The default in words.
+    pub default: &'static str,
+    /// `name=value` as `wring status` shows the default, when it shows it.
+    #[cfg_attr(not(test), allow(dead_code))] // checked against the parser by the tests
+    pub shown: Option<&'static str>,
+    /// Spellings the parser accepts (the range's ends among them).
+    #[cfg_attr(not(test), allow(dead_code))] // checked against the parser by the tests
+    pub accepted: &'static [&'static str],
+    /// Spellings it refuses (just past the range).
+    #[cfg_attr(not(test), allow(dead_code))] // checked against the parser by the tests
+    pub refused: &'static [&'static str],
+}
+
+/// The filesystem's mount options, in the order the parser's error message lists them.
+pub const MOUNT_OPTIONS: &[MountOption] = &[
+    MountOption {
+        name: "compress",
+        value: "[=ALG[:LEVEL]]",
+        text: "Compress new data with ALG, after btrfs's heuristic: a file whose extent does not \
+               save a 4 KiB block is marked NOCOMPRESS. ALG:LEVEL is zstd:-15..22 (default 3), \
+               zlib:1..9 (default 3), lzo, lz4 or lz4hc:1..12 (default 9); a level out of range \
+               is clamped with a warning. Without a value, zlib:3. compress=no (or none) turns \
+               compression off.",
+        default: "no: nothing is compressed unless a compression property asks",
+        shown: None,
+        accepted: &[
+            "compress",
+            "compress=zstd:-15",
+            "compress=zstd:22",
+            "compress=zlib:9",
+            "compress=lzo",
+            "compress=lz4",
+            "compress=lz4hc:12",
+            "compress=no",
+        ],
+        refused: &["compress=zstdd", "compress=zlib:x"],
+    },
+    MountOption {
+        name: "compress-force",
+        value: "[=ALG[:LEVEL]]",
+        text: "Compress everything with ALG, without the heuristic, marking nothing NOCOMPRESS \
+               (a compression property of none is still honoured). Values as for compress.",
+        default: "off",
+        shown: None,
+        accepted: &[
+            "compress-force",
+            "compress-force=zstd:3",
+            "compress-force=lzo",
+        ],
+        refused: &["compress-force=lzma"],
+    },
+    MountOption {
+        name: "max_extent",
+        value: "=SIZE",
+        text: "The largest extent compressed as one unit, for files first written from now on: \
+               4K to 4M in whole 4K blocks (K, M suffixes or bytes). Larger extents store a \
+               little less and make cold random reads slower.",
+        default: "128K, btrfs's",
+        shown: Some("max_extent=128K"),
+        accepted: &["max_extent=4K", "max_extent=1M", "max_extent=4M"],
+        refused: &["max_extent=6K", "max_extent=4100K", "max_extent=2K"],
+    },
+    MountOption {
+        name: "streams",
+        value: "=N",
+        text: "Compression workers: extents compressed at once, 1 to 1024.",
+        default: "the number of CPUs",
+        shown: None,
+        accepted: &["streams=1", "streams=1024"],
+        refused: &["streams=0", "streams=1025"],
+    },
+    MountOption {
+        name: "reclaim",
+        value: "=SECONDS",
+        text: "How long an idle compression workspace is kept before its memory is freed, at \
+               least 1 second.",
+        default: "307 seconds, as btrfs's workspace manager",
+        shown: Some("reclaim=307"),
+        accepted: &["reclaim=1", "reclaim=3600"],
+        refused: &["reclaim=0", "reclaim=soon"],
+    },
+    MountOption {
+        name: "workspace_mem",
+        value: "=BYTES|unlimited",
+        text: "A memory budget for each algorithm's workspaces (K, M, G suffixes); a request \
+               past it waits for a free workspace.",
+        default: "unlimited",
+        shown: Some("workspace_mem=unlimited"),
+        accepted: &["workspace_mem=64M", "workspace_mem=unlimited"],
+        refused: &["workspace_mem=lots"],
+    },
+    MountOption {
+        name: "page_pool",
+        value: "=PAGES",
+        text: "Reserved, mlocked 4 KiB pages that hold extents a read decodes in part, as \
+               EROFS's decompression pool: 0 to 1048576 (4 GiB), allocated when set.",
+        default: "0 (no pool)",
+        shown: Some("page_pool=0"),
+        accepted: &["page_pool=0", "page_pool=1048576"],
+        refused: &["page_pool=1048577", "page_pool=-1"],
+    },
+    MountOption {
+        name: "allow_other",
+        value: "",
+        text: "Let users other than the one who mounted reach the mount, as their modes and \
+               ACLs allow. Only when mounting: a remount cannot change it.",
+        default: "off: only the mounting user",
+        shown: None,
+        accepted: &["allow_other"],
+        refused: &["allow_other=1"],
+    },
+];
+
+/// Options of mount(8), fstab and systemd that a wring mount accepts and ignores.
+pub const IGNORED_OPTIONS: &[&str] = &[
+    "defaults",
+    "auto",
+    "noauto",
+    "nofail",
+    "_netdev",
+    "user",
+    "users",
+    "nouser",
+    "owner",
+    "group",
+    "comment=TEXT",
+    "x-systemd.*",
+    "x-*",
+    "rw",
+    "nosuid",
+    "nodev",
+    "noatime",
+    "exec",
+    "async",
+];
+
+/// Print the completion script for `shell` on stdout.
+pub fn completions(mut cmd: clap::Command, shell: clap_complete::Shell) -> Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "wring", &mut script);
+    std::io::stdout()
+        .write_all(&script)
+        .context("writing the completion script")
+}
+
+/// Write every man page into `dir` (created if missing); returns their file names.
+pub fn man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    clap_mangen::generate_to(cmd, dir)
+        .with_context(|| format!("writing man pages into {}", dir.display()))?;
+    let page = dir.join("wring-mount-options.5");
+    std::fs::write(&page, mount_options_page())
+        .with_context(|| format!("writing {}", page.display()))?;
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("wring"))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn para(roff: &mut Roff, text: impl Into<Vec<Inline>>) {
+    roff.control("PP", []).text(text);
+}
+
+/// wring-mount-options(5) in roff.
+pub fn mount_options_page() -> String {
+    let mut r = Roff::new();
+    r.control("TH", ["wring-mount-options", "5"]);
+    r.control("SH", ["NAME"]);
+    r.text([roman(
+        "wring-mount-options - mount options of the wring filesystem",
+    )]);
+    r.control("SH", ["SYNOPSIS"]);
+    r.text([
+        bold("wring mount -o "),
+        italic("OPTIONS DIR MOUNTPOINT"),
+        Inline::LineBreak,
+        bold("mount -t fuse.wring "),
+        italic("DIR MOUNTPOINT"),
+        bold(" -o "),
+        italic("OPTIONS"),
+        Inline::LineBreak,
+        roman("fstab: "),
+        italic("DIR MOUNTPOINT"),
+        roman(" fuse.wring "),
+        italic("OPTIONS"),
+        roman(" 0 0"),
+    ]);
+    r.control("SH", ["DESCRIPTION"]);
+    r.text([roman(
+        "Options are comma-separated and spelled as btrfs's; -o may repeat and later ones win. \
+         wring remount changes any of them on a live mount but allow_other; wring status shows \
+         the live ones as /proc/mounts shows btrfs's. An unknown option or a value out of range \
+         is an error naming what is accepted.",
+    )]);
+    r.control("SH", ["OPTIONS"]);
+    for o in MOUNT_OPTIONS {
+        r.control("TP", []);
+        r.text([bold(o.name), roman(o.value)]);
+        r.text([roman(format!("{} Default: {}.", o.text, o.default))]);
+    }
+    r.control("SH", ["OPTIONS OF MOUNT(8) AND SYSTEMD"]);
+    r.text([roman(format!(
+        "mount(8) hands its own options and systemd's on to the helper; wring accepts and \
+         ignores these: {}. rw, nosuid, nodev, noatime, exec and async are what a wring mount \
+         always is; ro is refused (read-only mounts are not supported).",
+        IGNORED_OPTIONS.join(", ")
+    ))]);
+    r.control("SH", ["EXAMPLES"]);
+    r.text([roman("An fstab line, mounted at boot and by mount -a:")]);
+    para(
+        &mut r,
+        [roman(
+            "/srv/store /mnt/w fuse.wring compress=zstd:3,nofail 0 0",
+        )],
+    );
+    r.control("SH", ["SEE ALSO"]);
+    r.text([roman(
+        "wring-mount(1), wring-remount(1), wring-status(1), mount(8), fstab(5), btrfs(5)",
+    )]);
+    r.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wring_fs::Options;
+
+    /// The page lists exactly the options the parser names when it refuses one.
+    #[test]
+    fn the_page_names_the_parsers_options() {
+        let e = Options::parse("frobnicate").unwrap_err().to_string();
+        let list = e.split("accepted are ").nth(1).unwrap();
+        let parser: Vec<&str> = list
+            .split(", ")
+            .map(|s| s.split(['=', '[']).next().unwrap().trim())
+            .collect();
+        let page: Vec<&str> = MOUNT_OPTIONS.iter().map(|o| o.name).collect();
+        assert_eq!(parser, page, "update MOUNT_OPTIONS to the parser's list");
+    }
+
+    #[test]
+    fn defaults_ranges_and_ignored_options_are_the_parsers() {
+        let defaults = Options::default();
+        let shown = defaults.to_string();
+        assert_eq!(defaults.compress, wring_fs::options::Compress::No);
+        assert!(!defaults.allow_other);
+        for o in MOUNT_OPTIONS {
+            if let Some(s) = o.shown {
+                assert!(shown.split(',').any(|x| x == s), "{s} not in {shown}");
+            }
+            for a in o.accepted {
+                assert!(Options::parse(a).is_ok(), "{a} should be accepted");
+            }
+            for r in o.refused {
+                assert!(Options::parse(r).is_err(), "{r} should be refused");
+            }
+        }
+        for i in IGNORED_OPTIONS {
+            let i = i.replace("TEXT", "x").replace('*', "automount");
+            assert_eq!(Options::parse(&i).unwrap(), defaults, "{i}");
+        }
+    }
+
+    #[test]
+    fn page_renders_every_option() {
+        let page = mount_options_page();
+        assert!(page.contains("\n.TH wring-mount-options 5\n"), "{page}");
+        for o in MOUNT_OPTIONS {
+            let name = format!("\\fB{}\\fR", o.name.replace('-', "\\-"));
+            assert!(page.contains(&name), "{name} in {page}");
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! `mount.fuse.wring`: the mount(8) helper, the same binary under another name (the package
+//! links /usr/sbin/mount.fuse.wring to it). mount(8) runs `/sbin/mount.TYPE` for `-t TYPE`
+//! and fstab's type field, so `mount -t fuse.wring DIR MNT -o compress=zstd:3`, `mount -a` and
+//! systemd's mount units reach `wring mount` without fuse3's generic mount.fuse3, which would
+//! run `wring DIR MNT -o …` instead.
+//!
+//! The interface is mount(8)'s EXTERNAL HELPERS section:
+//! `mount.TYPE SOURCE DIR [-sfnv] [-N NAMESPACE] [-o OPTIONS] [-t TYPE.SUBTYPE]`.
+//! mount(8) hands on its own and systemd's options too (nofail, _netdev, …); wring-fs accepts
+//! and ignores those (crates/fs/src/options.rs), so fstab lines need nothing special.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// The names under which `wring` acts as mount(8)'s helper.
+pub const NAMES: [&str; 2] = ["mount.fuse.wring", "mount.wring"];
+
+/// A helper invocation, parsed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct MountArgs {
+    /// The store directory (fstab's first field).
+    pub source: PathBuf,
+    /// The mount point.
+    pub target: PathBuf,
+    /// `-o` text, comma-separated, in order.
+    pub options: Vec<String>,
+    /// `-f`: mount(8)'s fake mode; do everything but mount.
+    pub fake: bool,
+}
+
+/// Parse `SOURCE DIR [-sfnv] [-N NS] [-o OPTS] [-t TYPE]` (options may come first too).
+pub fn parse(args: &[OsString]) -> Result<MountArgs> {
+    let mut positional = Vec::new();
+    let mut options = Vec::new();
+    let mut fake = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let s = a.to_string_lossy();
+        match s.as_ref() {
+            "-o" | "-t" | "-N" => {
+                let v = it
+                    .next()
+                    .with_context(|| format!("{s} needs a value (mount(8) helper arguments)"))?;
+                if s == "-o" {
+                    options.push(v.to_string_lossy().into_owned());
+                }
+            }
+            _ if s.starts_with("-o") && s.len() > 2 => options.push(s[2..].to_string()),
+            _ if s.starts_with('-') && s.len() > 1 => {
+                for c in s[1..].chars() {
+                    match c {
+                        'f' => fake = true,
+                        's' | 'n' | 'v' => {}
+                        _ => bail!("unknown flag -{c}: mount(8) helpers take -s, -f, -n, -v, -N, -o and -t"),
+                    }
+                }
+            }
+            _ => positional.push(PathBuf::from(a)),
+        }
+    }
+    let [source, target]: [PathBuf; 2] = positional.try_into().map_err(|p: Vec<PathBuf>| {
+        anyhow::anyhow!(
+            "mount.fuse.wring takes the store directory and the mount point, got {} path(s); \
+             use: mount -t fuse.wring DIR MOUNTPOINT [-o OPTIONS]",
+            p.len()
+        )
+    })?;
+    Ok(MountArgs {
+        source,
+        target,
+        options,
+        fake,
+    })
+}
+
+/// Mount as `wring mount` does (in the background, returning once the mount is live). The
+/// store's path is made absolute, so findmnt and /proc/mounts name it (`wring:/srv/store`)
+/// the same way whatever the directory mount(8) ran in.
+pub fn run(args: &[OsString]) -> Result<()> {
+    let m = parse(args)?;
+    let source = std::path::absolute(&m.source)
+        .with_context(|| format!("resolving {}", m.source.display()))?;
+    let source = source.canonicalize().unwrap_or(source);
+    if m.fake {
+        wring_fs::Options::parse(&m.options.join(","))?;
+        return Ok(());
+    }
+    // mount(8) cannot tell that an fstab line is mounted already: the kernel lists a wring
+    // mount as type `fuse` with source `wring:DIR` (fuser mounts `fuse`, not `fuse.wring`).
+    // Mounting the same store on the same place again is what `mount -a` asks for then, and
+    // it is already done.
+    let target = m.target.canonicalize().unwrap_or_else(|_| m.target.clone());
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    if is_mounted(&info, &source, &target) {
+        log::info!(
+            "{} is already mounted on {}",
+            source.display(),
+            target.display()
+        );
+        return Ok(());
+    }
+    crate::cmd::fs::run(crate::cmd::fs::Command::Mount {
+        options: m.options,
+        foreground: false,
+        dir: source,
+        mountpoint: m.target,
+    })
+}
+
+/// mountinfo's octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> String {
+    let mut out = Vec::new();
+    let b = field.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b.get(i + 1..i + 4).and_then(|d| {
+            std::str::from_utf8(d)
+                .ok()
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+        });
+        match (b[i], oct) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether mountinfo's text lists a wring mount of `source` on `target`.
+pub fn is_mounted(mountinfo: &str, source: &Path, target: &Path) -> bool {
+    let want = format!("wring:{}", source.display());
+    mountinfo.lines().any(|l| {
+        let fields: Vec<&str> = l.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            return false;
+        };
+        let (Some(mnt), Some(fstype), Some(src)) =
+            (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
+        else {
+            return false;
+        };
+        fstype.starts_with("fuse") && unescape(src) == want && Path::new(&unescape(mnt)) == target
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn mount8_helper_arguments() {
+        let m = parse(&args(
+            "/srv/s /mnt/w -o rw,compress=zstd:3,nofail -t fuse.wring",
+        ))
+        .unwrap();
+        assert_eq!(m.source, PathBuf::from("/srv/s"));
+        assert_eq!(m.target, PathBuf::from("/mnt/w"));
+        assert_eq!(m.options, ["rw,compress=zstd:3,nofail"]);
+        assert!(!m.fake);
+        let m = parse(&args("-sfnv -N 1234 -ostreams=2 /srv/s /mnt/w")).unwrap();
+        assert!(m.fake);
+        assert_eq!(m.options, ["streams=2"]);
+        assert!(parse(&args("/srv/s")).is_err());
+        assert!(parse(&args("/srv/s /mnt/w /x")).is_err());
+        assert!(parse(&args("/srv/s /mnt/w -o")).is_err());
+        assert!(parse(&args("-x /srv/s /mnt/w")).is_err());
+    }
+
+    #[test]
+    fn finds_the_same_store_mounted_on_the_same_place() {
+        let info = "27 1 0:25 / / rw - ext4 /dev/sda1 rw\n\
+                    44 27 0:40 / /mnt/my\\040w rw,nosuid - fuse wring:/srv/s rw,user_id=0\n";
+        let (s, w) = (Path::new("/srv/s"), Path::new("/mnt/my w"));
+        assert!(is_mounted(info, s, w));
+        assert!(!is_mounted(info, Path::new("/srv/t"), w));
+        assert!(!is_mounted(info, s, Path::new("/mnt/my")));
+        assert!(!is_mounted(info, Path::new("/dev/sda1"), Path::new("/")));
+    }
+}
