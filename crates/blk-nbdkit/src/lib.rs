@@ -86,6 +86,8 @@ impl Server for WringBlk {
              streams=N                   compression streams (default: CPUs)\n\
              mem_limit=SIZE              most memory for compressed pages (default: none)\n\
              recomp_algorithm='algo=ALG priority=N'  a secondary algorithm (up to 3)\n\
+             backing_dev=FILE            the writeback file\n\
+             writeback_limit=PAGES       writeback budget in 4 KiB pages (default: none)\n\
              control=PATH                the control socket for `wring blk`",
         )
     }

@@ -752,3 +752,74 @@ fn idle_and_recompress_run_live_under_load() {
         panic!("the rewritten tail differs at byte {i}");
     }
 }
+
+/// A tmpfs mounted for one test, unmounted and removed on drop (also when the test fails).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(tag: &str, size: &str) -> Tmpfs {
+        let dir = std::env::temp_dir().join(format!("wring-blk-{tag}-{}", std::process::id()));
+        let _ = Command::new("umount")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a mount point");
+        let t = Tmpfs(dir);
+        run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&t.0));
+        t
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The backing file lives on a 16 KiB tmpfs: writeback of 64 huge pages fills the file
+/// system, the reply says so, and every page — written back or not — reads back.
+#[test]
+fn writeback_to_a_full_file_system_is_a_clear_error_and_loses_nothing() {
+    if !wring_testing::require_root("writeback_to_a_full_file_system_is_a_clear_error") {
+        return;
+    }
+    let fs = Tmpfs::mount("wbfull", "16k");
+    let backing = fs.0.join("backing");
+    let s = Server::start(
+        "1M",
+        &[
+            "comp_algorithm=lz4",
+            &format!("backing_dev={}", backing.display()),
+        ],
+    );
+    let mut rng = Rng(31);
+    let noise: Vec<u8> = (0..64 * PAGE).map(|_| rng.next() as u8).collect();
+    let mut c = Raw::connect(&s.dir.join("nbd.sock"));
+    assert_eq!(
+        c.request(1, 0, noise.len() as u32, &noise)
+            .expect("write")
+            .0,
+        0
+    );
+    assert_eq!(s.stat().mm_stat.huge_pages, 64);
+    let e = control::writeback(&s.control(), wring_blk::WritebackType::Huge)
+        .expect_err("a 16 KiB file system cannot take 64 pages")
+        .to_string();
+    assert!(e.contains("is full") && e.contains("stay in RAM"), "{e}");
+    let st = s.stat();
+    assert!(
+        (1..=4).contains(&st.bd_stat.bd_count),
+        "pages on the backing file: {:?}",
+        st.bd_stat
+    );
+    assert_eq!(st.mm_stat.huge_pages + st.bd_stat.bd_count, 64);
+    let back = device_bytes(&s);
+    if let Some(i) = first_difference(&back[..noise.len()], &noise) {
+        panic!("the device differs at byte {i} after writeback filled its file system");
+    }
+    assert!(st.bd_stat.bd_reads == 0 && s.stat().bd_stat.bd_reads == st.bd_stat.bd_count);
+}

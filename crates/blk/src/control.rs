@@ -12,6 +12,9 @@
 //! | `mem_limit SIZE` | the new limit in bytes | `mem_limit` |
 //! | `streams N` | the streams now | `max_comp_streams` |
 //! | `idle all` or `idle SECONDS` | pages now idle | `idle` |
+//! | `recompress [type=…] [threshold=N] [algo=NAME]` | a [`RecompressReport`] | `recompress` |
+//! | `writeback idle\|huge\|huge_idle\|incompressible` | a [`WritebackReport`] | `writeback` |
+//! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -25,7 +28,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::backing::{WritebackReport, WritebackType};
 use crate::error::BlkError;
+use crate::options::parse_wb_limit;
 use crate::options::{parse_size, parse_streams};
 use crate::recompress::{RecompressReport, RecompressRequest};
 use crate::stats::Stat;
@@ -50,6 +55,10 @@ pub enum Request {
     Idle(Option<u64>),
     /// Recompress with secondary algorithms.
     Recompress(RecompressRequest),
+    /// Write pages back to the backing file.
+    Writeback(WritebackType),
+    /// Set the writeback budget in pages (`None`: no limit).
+    WritebackLimit(Option<u64>),
 }
 
 /// Parse `idle`'s argument: `all` or a whole number of seconds.
@@ -80,9 +89,11 @@ impl Request {
             (Some("mem_limit"), Some(v)) => Request::MemLimit(parse_size("mem_limit", v)?),
             (Some("streams"), Some(v)) => Request::Streams(parse_streams(v)?),
             (Some("idle"), Some(v)) => Request::Idle(parse_idle(v)?),
+            (Some("writeback"), Some(v)) => Request::Writeback(WritebackType::parse(v)?),
+            (Some("writeback_limit"), Some(v)) => Request::WritebackLimit(parse_wb_limit(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME]",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off",
                     line.trim()
                 )))
             }
@@ -107,6 +118,9 @@ impl Request {
             Request::Idle(None) => "idle all".into(),
             Request::Idle(Some(s)) => format!("idle {s}"),
             Request::Recompress(r) => format!("recompress {}", r.text()).trim_end().to_string(),
+            Request::Writeback(t) => format!("writeback {}", t.name()),
+            Request::WritebackLimit(Some(n)) => format!("writeback_limit {n}"),
+            Request::WritebackLimit(None) => "writeback_limit off".into(),
         }
     }
 }
@@ -133,6 +147,12 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
         Request::Idle(older_than) => json!(store.mark_idle(older_than)),
         Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
+        Request::Writeback(t) => serde_json::to_value(store.writeback(t)?)
+            .map_err(|e| BlkError::Option(e.to_string()))?,
+        Request::WritebackLimit(n) => {
+            store.set_writeback_limit(n);
+            json!(store.writeback_limit())
+        }
     })
 }
 
@@ -204,6 +224,12 @@ pub fn stat(path: &Path) -> Result<Stat, BlkError> {
     serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad stat reply: {e}")))
 }
 
+/// Write back over the control socket at `path`.
+pub fn writeback(path: &Path, kind: WritebackType) -> Result<WritebackReport, BlkError> {
+    let v = request(path, Request::Writeback(kind))?;
+    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad writeback reply: {e}")))
+}
+
 /// Recompress over the control socket at `path`.
 pub fn recompress(path: &Path, req: RecompressRequest) -> Result<RecompressReport, BlkError> {
     let v = request(path, Request::Recompress(req))?;
@@ -226,6 +252,9 @@ mod tests {
             Request::Idle(None),
             Request::Idle(Some(60)),
             Request::Recompress(RecompressRequest::default()),
+            Request::Writeback(WritebackType::HugeIdle),
+            Request::WritebackLimit(Some(10)),
+            Request::WritebackLimit(None),
             Request::Recompress(
                 RecompressRequest::parse("type=huge_idle threshold=3000 algo=zstd max_pages=9")
                     .unwrap(),
@@ -252,6 +281,8 @@ mod tests {
             "recompress algo=zstd priority=1",
             "recompress priority=4",
             "recompressx",
+            "writeback all",
+            "writeback_limit",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }

@@ -21,6 +21,21 @@ pub enum BlkError {
     /// page that failed.
     #[error("no space: {0}; raise mem_limit, compact, or discard data")]
     NoSpace(ArenaError),
+    /// Writeback found no room on the backing file; the page it was on stays in RAM.
+    #[error(
+        "the backing file {path} is full ({why}; it offers {blocks} blocks of 4 KiB): {written} \
+         pages were written back, the rest stay in RAM; use a larger backing file"
+    )]
+    BackingFull {
+        /// The file.
+        path: String,
+        /// Its blocks.
+        blocks: u64,
+        /// Pages written back before it filled.
+        written: u64,
+        /// What failed.
+        why: String,
+    },
     /// The compressor failed.
     #[error("compression with {algorithm} failed: {message}")]
     Compress {
@@ -57,7 +72,7 @@ impl BlkError {
         match self {
             BlkError::OutOfRange { .. } | BlkError::Option(_) => libc::EINVAL,
             BlkError::NoSpace(ArenaError::OutOfMemory { .. }) => libc::ENOMEM,
-            BlkError::NoSpace(_) => libc::ENOSPC,
+            BlkError::NoSpace(_) | BlkError::BackingFull { .. } => libc::ENOSPC,
             BlkError::Compress { .. } | BlkError::Corrupt { .. } | BlkError::Io { .. } => libc::EIO,
         }
     }

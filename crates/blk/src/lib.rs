@@ -9,6 +9,7 @@
 //! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
 //! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
 //!   models).
+//! * [`backing`]: writeback to a backing file, `writeback_limit`, `bd_stat`.
 //! * [`clock`]: the clock idle tracking reads (injected in tests).
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod backing;
 pub mod clock;
 pub mod control;
 mod error;
@@ -30,11 +32,12 @@ pub mod streams;
 mod sync;
 
 pub use arena::PAGE_SIZE;
+pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
 pub use recompress::{RecompressReport, RecompressRequest, RecompressType};
-pub use stats::{IoStat, MmStat, Stat};
+pub use stats::{BdStat, IoStat, MmStat, Stat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
@@ -51,5 +54,9 @@ pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
         let s = OffloadStreams::new(alg.spec, &alg.text(), 1)?;
         store.set_recomp(*prio, Box::new(s))?;
     }
+    if let Some(path) = &options.backing_dev {
+        store.set_backing(Backing::open(path, size.div_ceil(PAGE_SIZE as u64))?);
+    }
+    store.set_writeback_limit(options.writeback_limit);
     Ok(store)
 }

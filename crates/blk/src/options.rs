@@ -11,13 +11,23 @@
 //! `recomp_algorithm` takes zram's spelling, `algo=zstd priority=1` (a level as `zstd:3`), up
 //! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
 //! algorithm (`recomp_algorithm=zstd`) takes the next free priority.
+//!
+//! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
+//! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
 
 use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 4] = ["comp_algorithm", "streams", "mem_limit", "recomp_algorithm"];
+pub const KEYS: [&str; 6] = [
+    "comp_algorithm",
+    "streams",
+    "mem_limit",
+    "recomp_algorithm",
+    "backing_dev",
+    "writeback_limit",
+];
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's, except `lzo-rle`).
 pub const ALGORITHMS: [&str; 5] = ["lzo", "lz4", "lz4hc", "zstd", "deflate"];
@@ -97,6 +107,10 @@ pub struct Options {
     pub mem_limit: u64,
     /// `recomp_algorithm`: (priority 1 to 3, algorithm), sorted by priority.
     pub recomp_algorithm: Vec<(u8, CompAlgorithm)>,
+    /// `backing_dev`: the writeback file.
+    pub backing_dev: Option<std::path::PathBuf>,
+    /// `writeback_limit` in 4 KiB pages; `None`: no limit.
+    pub writeback_limit: Option<u64>,
 }
 
 impl Default for Options {
@@ -112,6 +126,8 @@ impl Default for Options {
             streams: std::thread::available_parallelism().map_or(1, |n| n.get()),
             mem_limit: 0,
             recomp_algorithm: Vec::new(),
+            backing_dev: None,
+            writeback_limit: None,
         }
     }
 }
@@ -144,6 +160,13 @@ impl Options {
             "streams" | "max_comp_streams" => self.streams = parse_streams(value)?,
             "mem_limit" => self.mem_limit = parse_size(key, value)?,
             "recomp_algorithm" => self.set_recomp(value)?,
+            "backing_dev" if value.is_empty() => {
+                return Err(BlkError::Option(
+                    "backing_dev needs a file: backing_dev=/var/tmp/zram-backing".into(),
+                ))
+            }
+            "backing_dev" => self.backing_dev = Some(value.into()),
+            "writeback_limit" => self.writeback_limit = parse_wb_limit(value)?,
             other => {
                 return Err(BlkError::Option(format!(
                     "unknown option '{other}'; accepted: {}",
@@ -213,6 +236,12 @@ impl Options {
                 format!("algo={a} priority={p}"),
             ));
         }
+        if let Some(b) = &self.backing_dev {
+            v.push(("backing_dev".to_string(), b.display().to_string()));
+        }
+        if let Some(l) = self.writeback_limit {
+            v.push(("writeback_limit".to_string(), l.to_string()));
+        }
         v
     }
 
@@ -223,6 +252,18 @@ impl Options {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+/// Parse `writeback_limit`: pages of 4 KiB, or `off` for none.
+pub fn parse_wb_limit(value: &str) -> Result<Option<u64>, BlkError> {
+    match value.trim() {
+        "off" | "none" => Ok(None),
+        v => v.parse::<u64>().map(Some).map_err(|_| {
+            BlkError::Option(format!(
+                "writeback_limit={v} is not a page count; give a number of 4 KiB pages, or off"
+            ))
+        }),
     }
 }
 
@@ -273,6 +314,8 @@ mod tests {
             "recomp_algorithm=priority=1",
             "recomp_algorithm=algo=brotli",
             "recomp_algorithm=zstd lz4",
+            "backing_dev=",
+            "writeback_limit=1G",
         ] {
             assert!(Options::parse(bad).is_err(), "{bad}");
         }
@@ -299,6 +342,9 @@ mod tests {
             ]
         );
         assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        let w = Options::parse("backing_dev=/tmp/b,writeback_limit=100").unwrap();
+        assert_eq!(w.writeback_limit, Some(100));
+        assert_eq!(Options::parse(&w.text()).unwrap(), w);
         let e = Options::parse(&(o.text() + ",recomp_algorithm=lz4"))
             .unwrap_err()
             .to_string();

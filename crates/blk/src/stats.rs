@@ -20,6 +20,9 @@ pub(crate) struct Counters {
     pub(crate) idle_pages: AtomicU64,
     pub(crate) incompressible_pages: AtomicU64,
     pub(crate) recomp_pages: AtomicU64,
+    pub(crate) bd_count: AtomicU64,
+    pub(crate) bd_reads: AtomicU64,
+    pub(crate) bd_writes: AtomicU64,
     pub(crate) num_reads: AtomicU64,
     pub(crate) num_writes: AtomicU64,
 }
@@ -120,6 +123,27 @@ impl IoStat {
     }
 }
 
+/// `bd_stat`: the backing file, in zram's units (4 KiB pages).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BdStat {
+    /// Pages on the backing file now.
+    pub bd_count: u64,
+    /// Pages read from it.
+    pub bd_reads: u64,
+    /// Pages written to it.
+    pub bd_writes: u64,
+}
+
+impl BdStat {
+    /// The fields' names in order.
+    pub const FIELDS: [&'static str; 3] = ["bd_count", "bd_reads", "bd_writes"];
+
+    /// The values in order.
+    pub fn values(&self) -> [u64; 3] {
+        [self.bd_count, self.bd_reads, self.bd_writes]
+    }
+}
+
 /// Everything `wring blk stat` shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stat {
@@ -145,6 +169,15 @@ pub struct Stat {
     /// Pages every secondary algorithm failed to shrink (`ZRAM_INCOMPRESSIBLE`).
     #[serde(default)]
     pub incompressible_pages: u64,
+    /// `bd_stat`.
+    #[serde(default)]
+    pub bd_stat: BdStat,
+    /// The backing file (`backing_dev`), if any.
+    #[serde(default)]
+    pub backing_dev: Option<String>,
+    /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
+    #[serde(default)]
+    pub writeback_limit: Option<u64>,
     /// Read requests served (`stat`'s reads).
     pub num_reads: u64,
     /// Write requests served (`stat`'s writes).
@@ -168,6 +201,11 @@ impl Stat {
     /// `io_stat` as the sysfs file prints it.
     pub fn io_stat_line(&self) -> String {
         line(&self.io_stat.values())
+    }
+
+    /// `bd_stat` as the sysfs file prints it.
+    pub fn bd_stat_line(&self) -> String {
+        line(&self.bd_stat.values())
     }
 
     /// The compression ratio of the data stored (orig / compr), if anything is stored.
@@ -199,6 +237,15 @@ impl Stat {
             "recompressed      {}\nincompressible    {}\n",
             self.recompressed_pages, self.incompressible_pages
         );
+        if let Some(b) = &self.backing_dev {
+            s += &format!("backing_dev       {b}\n");
+        }
+        for (k, v) in BdStat::FIELDS.iter().zip(self.bd_stat.values()) {
+            s += &format!("{k:<17} {v}\n");
+        }
+        if let Some(l) = self.writeback_limit {
+            s += &format!("writeback_limit   {l}\n");
+        }
         if let Some(r) = self.ratio() {
             s += &format!("ratio             {r:.2}\n");
         }

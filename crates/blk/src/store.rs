@@ -31,9 +31,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::arena::{Arena, Handle, PAGE_SIZE};
+use crate::backing::Backing;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
-use crate::stats::{Counters, IoStat, MmStat, Stat};
+use crate::stats::{BdStat, Counters, IoStat, MmStat, Stat};
 use crate::streams::{PageJob, Streams};
 use crate::sync::{lock, Mutex};
 
@@ -53,6 +54,12 @@ pub enum Slot {
         handle: Handle,
         /// Its length.
         len: u16,
+    },
+    /// Written back: the page, uncompressed, is block `block` of the backing file
+    /// (`ZRAM_WB`).
+    Written {
+        /// The block.
+        block: u64,
     },
 }
 
@@ -175,6 +182,10 @@ pub struct Store {
     streams: Box<dyn Streams>,
     /// Secondary algorithms by priority 1 to 3 (`recomp_algorithm`).
     pub(crate) recomp: [Option<Box<dyn Streams>>; 3],
+    /// The backing file (`backing_dev`).
+    pub(crate) backing: Option<Backing>,
+    /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
+    pub(crate) wb_limit: Mutex<Option<u64>>,
     pub(crate) counters: Counters,
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -214,6 +225,8 @@ impl Store {
             arena: Arena::new(),
             streams,
             recomp: [None, None, None],
+            backing: None,
+            wb_limit: Mutex::new(None),
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(MonotonicClock::default()),
@@ -388,6 +401,12 @@ impl Store {
                     self.arena.read(handle, page);
                     outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
                 }
+                Slot::Written { block } => {
+                    let page = &mut tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
+                    self.read_back(block, page)
+                        .map_err(|err| with_page(err, s.page))?;
+                    outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
+                }
                 Slot::Stored { handle, len } => {
                     let len = len as usize;
                     self.arena
@@ -523,6 +542,7 @@ impl Store {
             Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
                 self.arena.read(handle, page)
             }
+            Slot::Written { block } => self.read_back(block, page)?,
             Slot::Stored { handle, len } => {
                 let mut comp = [0u8; PAGE_SIZE];
                 let comp = &mut comp[..len as usize];
@@ -589,6 +609,7 @@ impl Store {
                     Counters::add(&c.huge_pages_since, 1);
                 }
             }
+            Slot::Written { .. } => Counters::add(&c.bd_count, 1),
         }
         Counters::add(&c.pages_stored, 1);
     }
@@ -610,6 +631,10 @@ impl Store {
                 if slot.is_huge() {
                     Counters::sub(&c.huge_pages, 1);
                 }
+            }
+            Slot::Written { block } => {
+                self.free_block(block);
+                Counters::sub(&c.bd_count, 1);
             }
         }
         Counters::sub(&c.pages_stored, 1);
@@ -694,6 +719,8 @@ impl Store {
             &c.notify_free,
             &c.num_reads,
             &c.num_writes,
+            &c.bd_reads,
+            &c.bd_writes,
         ] {
             a.store(0, Ordering::Release);
         }
@@ -740,6 +767,16 @@ impl Store {
                 .collect(),
             recompressed_pages: g(&c.recomp_pages),
             incompressible_pages: g(&c.incompressible_pages),
+            bd_stat: BdStat {
+                bd_count: g(&c.bd_count),
+                bd_reads: g(&c.bd_reads),
+                bd_writes: g(&c.bd_writes),
+            },
+            backing_dev: self
+                .backing
+                .as_ref()
+                .map(|b| b.path().display().to_string()),
+            writeback_limit: self.writeback_limit(),
             io_stat: IoStat {
                 failed_reads: g(&c.failed_reads),
                 failed_writes: g(&c.failed_writes),

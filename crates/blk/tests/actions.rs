@@ -262,3 +262,156 @@ fn recompress_by_idle_threshold_algorithm_and_max_pages() {
     assert_eq!(r.scanned, 1, "{r:?}");
     assert_eq!(read_all(&s), data);
 }
+
+/// A temporary file path, removed on drop (also when the test fails).
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(tag: &str) -> TempFile {
+        let p = std::env::temp_dir().join(format!("wring-blk-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        TempFile(p)
+    }
+
+    fn option(&self) -> String {
+        format!("backing_dev={}", self.0.display())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn check_stats(s: &Store) {
+    let st = s.stat();
+    let pages = (0..s.size() as usize / PAGE_SIZE)
+        .filter(|&p| s.slot(p) != Some(Slot::Empty))
+        .count() as u64;
+    let written = (0..s.size() as usize / PAGE_SIZE)
+        .filter(|&p| matches!(s.slot(p), Some(Slot::Written { .. })))
+        .count() as u64;
+    assert_eq!(st.mm_stat.orig_data_size, pages * P, "{st:?}");
+    assert_eq!(st.bd_stat.bd_count, written, "{st:?}");
+}
+
+#[test]
+fn writeback_of_idle_pages_reads_back_transparently() {
+    let f = TempFile::new("wb-idle");
+    let s = open(&format!("comp_algorithm=lz4,{}", f.option()), 8);
+    let mut data = fill(&s);
+    let compr = s.stat().mm_stat.compr_data_size;
+    s.mark_idle(None);
+    let mut b = [0u8; 1];
+    s.read(0, &mut b).unwrap(); // page 0 is no longer idle; page 7 is same-filled
+    let r = s.writeback(wring_blk::WritebackType::Idle).unwrap();
+    assert_eq!((r.written, r.limit_reached), (6, false));
+    let st = s.stat();
+    assert_eq!(
+        (
+            st.bd_stat.bd_count,
+            st.bd_stat.bd_writes,
+            st.bd_stat.bd_reads
+        ),
+        (6, 6, 0)
+    );
+    assert!(st.mm_stat.compr_data_size < compr / 3, "{:?}", st.mm_stat);
+    assert_eq!((st.mm_stat.huge_pages, st.idle_pages), (0, 0));
+    assert!(matches!(s.slot(3), Some(Slot::Written { .. })));
+    check_stats(&s);
+    assert_eq!(read_all(&s), data);
+    assert_eq!(s.stat().bd_stat.bd_reads, 6);
+    // A partial write reads the block back, then frees it; a discard frees another.
+    s.write(P + 10, &[0xAB; 20]).unwrap();
+    data[PAGE_SIZE + 10..PAGE_SIZE + 30].fill(0xAB);
+    s.discard(2 * P, P).unwrap();
+    data[2 * PAGE_SIZE..3 * PAGE_SIZE].fill(0);
+    assert_eq!(s.stat().bd_stat.bd_count, 4);
+    check_stats(&s);
+    assert_eq!(read_all(&s), data);
+    // Freed blocks are used again.
+    s.mark_idle(None);
+    assert_eq!(
+        s.writeback(wring_blk::WritebackType::Huge).unwrap().written,
+        0
+    );
+    assert_eq!(
+        s.writeback(wring_blk::WritebackType::Idle).unwrap().written,
+        2
+    );
+    assert_eq!(s.stat().bd_stat.bd_count, 6);
+    assert!(std::fs::metadata(&f.0).unwrap().len() <= 8 * P);
+    assert_eq!(read_all(&s), data);
+    s.reset();
+    let st = s.stat();
+    assert_eq!((st.bd_stat.bd_count, st.mm_stat.orig_data_size), (0, 0));
+}
+
+#[test]
+fn writeback_limit_and_incompressible_pages() {
+    let f = TempFile::new("wb-limit");
+    let s = open(
+        &format!(
+            "comp_algorithm=lz4,recomp_algorithm=algo=zstd:6 priority=1,writeback_limit=1,{}",
+            f.option()
+        ),
+        8,
+    );
+    let data = fill(&s);
+    assert_eq!(s.stat().writeback_limit, Some(1));
+    let r = s.writeback(wring_blk::WritebackType::Huge).unwrap();
+    assert_eq!((r.written, r.limit_reached), (1, true));
+    assert_eq!(s.stat().writeback_limit, Some(0));
+    // Recompression marks the noise page incompressible; writeback takes exactly it.
+    s.set_writeback_limit(None);
+    s.recompress(&req("type=huge")).unwrap();
+    assert_eq!(s.stat().incompressible_pages, 1);
+    let r = s
+        .writeback(wring_blk::WritebackType::Incompressible)
+        .unwrap();
+    assert_eq!((r.written, r.limit_reached), (1, false));
+    assert!(matches!(s.slot(6), Some(Slot::Written { .. })));
+    check_stats(&s);
+    assert_eq!(read_all(&s), data);
+}
+
+#[test]
+fn a_full_backing_file_is_a_clear_error_and_loses_nothing() {
+    let f = TempFile::new("wb-full");
+    std::fs::write(&f.0, vec![0u8; 2 * PAGE_SIZE]).unwrap(); // two blocks, fixed
+    let s = open(
+        &format!("comp_algorithm=lz4,writeback_limit=10,{}", f.option()),
+        8,
+    );
+    let data = fill(&s);
+    let e = s.writeback(wring_blk::WritebackType::Huge).unwrap_err();
+    assert_eq!(e.errno(), libc_enospc());
+    let m = e.to_string();
+    assert!(
+        m.contains("full") && m.contains(&f.0.display().to_string()) && m.contains("2 pages"),
+        "{m}"
+    );
+    let st = s.stat();
+    assert_eq!((st.bd_stat.bd_count, st.mm_stat.huge_pages), (2, 1));
+    assert_eq!(
+        st.writeback_limit,
+        Some(8),
+        "the failed page's budget is given back"
+    );
+    check_stats(&s);
+    assert_eq!(read_all(&s), data);
+    assert_eq!(
+        std::fs::metadata(&f.0).unwrap().len(),
+        2 * P,
+        "the file keeps its size"
+    );
+    // Without a backing file, writeback says what to do.
+    let plain = open("comp_algorithm=lz4", 1);
+    let e = plain.writeback(wring_blk::WritebackType::Idle).unwrap_err();
+    assert!(e.to_string().contains("backing_dev"), "{e}");
+}
+
+fn libc_enospc() -> i32 {
+    28
+}

@@ -6,7 +6,8 @@
 //!   NBD URI. Options are zram's (`comp_algorithm=zstd:3,streams=2,mem_limit=1G`).
 //! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
 //!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS`,
-//!   `recompress NAME [type=huge|idle|huge_idle] [threshold=N] [algo=NAME]` over the device's control socket
+//!   `recompress NAME [type=huge|idle|huge_idle] [threshold=N] [algo=NAME]`,
+//!   `writeback NAME idle|huge|huge_idle|incompressible`, `writeback-limit NAME N|off` over the device's control socket
 //!   ([`wring_blk::control`]: one request line, one JSON reply line).
 //!
 //! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use wring_blk::control::{self, Request};
-use wring_blk::{IoStat, MmStat, Options, Stat};
+use wring_blk::{BdStat, IoStat, MmStat, Options, Stat};
 
 /// blk subcommands.
 #[derive(clap::Subcommand)]
@@ -92,6 +93,21 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
         /// type=huge|idle|huge_idle threshold=BYTES algo=NAME|priority=N max_pages=N
         words: Vec<String>,
     },
+    /// Write idle, huge, huge_idle or incompressible pages to the backing file (zram's
+    /// writeback); they are read back transparently
+    Writeback {
+        /// The device's name
+        name: String,
+        /// idle, huge, huge_idle or incompressible
+        kind: String,
+    },
+    /// Set the writeback budget in 4 KiB pages live, or `off` (zram's writeback_limit)
+    WritebackLimit {
+        /// The device's name
+        name: String,
+        /// Pages, or off
+        pages: String,
+    },
     /// Mark pages idle (zram's idle): `all`, or those not read or written for SECONDS;
     /// a read or write clears the mark
     Idle {
@@ -106,7 +122,8 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
 #[derive(clap::Args)]
 pub struct StartArgs {
     /// zram's options: comp_algorithm=lzo|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
-    /// mem_limit=SIZE, recomp_algorithm='algo=zstd priority=1' (up to 3) (comma-separated)
+    /// mem_limit=SIZE, recomp_algorithm='algo=zstd priority=1' (up to 3), backing_dev=FILE,
+    /// writeback_limit=PAGES (comma-separated)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     /// Device size (disksize), e.g. 1G
@@ -160,6 +177,26 @@ pub fn run(cmd: Command) -> Result<()> {
                 "{name}: {} pages looked at, {} recompressed ({} -> {} bytes), {} incompressible",
                 r.scanned, r.recompressed, r.bytes_before, r.bytes_after, r.incompressible
             );
+            Ok(())
+        }
+        Command::Writeback { name, kind } => {
+            let kind = wring_blk::WritebackType::parse(&kind)?;
+            let r = control::writeback(&device(&name)?.join("control.sock"), kind)?;
+            println!("{name}: {} pages written back", r.written);
+            if r.limit_reached {
+                println!(
+                    "{name}: writeback_limit reached; raise it with `wring blk writeback-limit {name} N`"
+                );
+            }
+            Ok(())
+        }
+        Command::WritebackLimit { name, pages } => {
+            let limit = wring_blk::options::parse_wb_limit(&pages)?;
+            let v = control::request(
+                &device(&name)?.join("control.sock"),
+                Request::WritebackLimit(limit),
+            )?;
+            println!("{name}: writeback_limit {v}");
             Ok(())
         }
         Command::Idle { name, age } => {
@@ -317,7 +354,15 @@ fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
 
 fn start(a: StartArgs) -> Result<()> {
     check_name(&a.name)?;
-    let options = Options::parse(&a.options)?;
+    let mut options = Options::parse(&a.options)?;
+    // nbdkit runs from another directory: name the backing file absolutely.
+    if let Some(b) = options.backing_dev.as_mut() {
+        if b.is_relative() {
+            *b = std::env::current_dir()
+                .context("finding the current directory for backing_dev")?
+                .join(&*b);
+        }
+    }
     let size = wring_blk::options::parse_size("--size", &a.size)?;
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
@@ -476,8 +521,10 @@ fn stat(name: &str, json: bool) -> Result<()> {
     }
     println!("mm_stat: {}", s.mm_stat_line());
     println!("io_stat: {}", s.io_stat_line());
+    println!("bd_stat: {}", s.bd_stat_line());
     println!("(mm_stat: {})", MmStat::FIELDS.join(" "));
     println!("(io_stat: {})", IoStat::FIELDS.join(" "));
+    println!("(bd_stat: {})", BdStat::FIELDS.join(" "));
     println!();
     print!("{}", s.table());
     Ok(())
