@@ -504,7 +504,12 @@ impl Volume {
     /// Wait until `ino`'s dirty extents (or everyone's) are committed, writing back queued
     /// ones on this thread meanwhile. Errors met on the way stay for fsync and sync to report.
     pub(crate) fn wait_writeback(&self, ino: Option<u64>) {
+        if Self::left(&self.da.state(), ino) == 0 {
+            return;
+        }
+        let t = std::time::Instant::now();
         self.wait_until(ino, |st| Self::left(st, ino) == 0);
+        self.wb_waits.waited(t);
     }
 
     /// Help with writeback (of `ino`, or anyone's) until `enough`.

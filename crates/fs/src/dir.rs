@@ -70,6 +70,22 @@ pub(crate) fn dir_inode(txn: &WriteTransaction, dir: u64) -> Result<Inode, FsErr
 impl Volume {
     /// Find `name` in `parent`.
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<(u64, Inode), FsError> {
+        let ino = self.find(parent, name)?;
+        // Its own snapshot, taken after its dirty state (see `Volume::inode`).
+        Ok((ino, self.inode(ino)?))
+    }
+
+    /// FUSE LOOKUP: [`Volume::lookup`], the inode held for the kernel (as an open holds it)
+    /// until its FORGET, so an unlink meanwhile leaves it as an orphan that the kernel can
+    /// still write back to and set times on, as Linux keeps an unlinked inode until its last
+    /// reference goes.
+    pub fn lookup_held(&self, parent: u64, name: &[u8]) -> Result<(u64, Inode), FsError> {
+        let ino = self.find(parent, name)?;
+        Ok((ino, self.open_existing(ino)?))
+    }
+
+    /// The inode `name` in `parent` names.
+    fn find(&self, parent: u64, name: &[u8]) -> Result<u64, FsError> {
         if name.len() > NAME_MAX {
             return Err(errno(libc::ENAMETOOLONG));
         }
@@ -80,29 +96,21 @@ impl Volume {
             return Err(errno(libc::ENOTDIR));
         }
         let dirents = txn.open_table(DIRENTS)?;
-        let ino = match dirents.get((parent, name))? {
-            Some(v) => v.value().0,
-            None => return Err(errno(libc::ENOENT)),
-        };
-        drop((dirents, inodes, txn));
-        // Its own snapshot, taken after its dirty state (see `Volume::inode`).
-        Ok((ino, self.inode(ino)?))
+        let found = dirents.get((parent, name))?.map(|v| v.value().0);
+        found.ok_or(errno(libc::ENOENT))
     }
 
     /// Start a listing of `dir`; returns its handle. The directory counts as open until
     /// [`Volume::releasedir`], so an rmdir meanwhile leaves it as an orphan (`fstat` on the
     /// descriptor still works, with no links), as for files.
     pub fn opendir(&self, dir: u64) -> Result<u64, FsError> {
-        self.open_existing(dir)?;
-        match self.inode(dir) {
-            Ok(i) if i.kind == Kind::Dir => Ok(self.new_fh()),
-            r => {
-                if let Err(u) = self.released(dir) {
-                    log::warn!("undoing a failed opendir of inode {dir}: {u}");
-                }
-                Err(r.err().unwrap_or(errno(libc::ENOTDIR)))
-            }
+        if self.open_existing(dir)?.kind == Kind::Dir {
+            return Ok(self.new_fh());
         }
+        if let Err(u) = self.released(dir) {
+            log::warn!("undoing a failed opendir of inode {dir}: {u}");
+        }
+        Err(errno(libc::ENOTDIR))
     }
 
     /// The listing of `dir` held by `fh`, taken now when `offset` is 0 (or none is held);

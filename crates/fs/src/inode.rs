@@ -274,14 +274,31 @@ impl Volume {
         name: &[u8],
         new: NewInode<'_>,
     ) -> Result<(u64, Inode), FsError> {
+        self.create_held(parent, name, new, 1)
+    }
+
+    /// [`Volume::create`] with the new inode held `refs` times (opens, and the kernel's
+    /// reference a FUSE entry reply hands it, dropped by FORGET) before its name becomes
+    /// visible: an unlink racing the reply leaves it as an orphan until they are all gone.
+    pub fn create_held(
+        &self,
+        parent: u64,
+        name: &[u8],
+        new: NewInode<'_>,
+        refs: u32,
+    ) -> Result<(u64, Inode), FsError> {
         let mut counted = None;
         let r = self.create_with(parent, name, new, |ino| {
-            self.opened(ino);
+            for _ in 0..refs {
+                self.opened(ino);
+            }
             counted = Some(ino);
         });
         if let (Err(_), Some(ino)) = (&r, counted) {
-            if let Err(e) = self.released(ino) {
-                log::warn!("undoing the open of a failed create: {e}");
+            for _ in 0..refs {
+                if let Err(e) = self.released(ino) {
+                    log::warn!("undoing the open of a failed create: {e}");
+                }
             }
         }
         r
@@ -359,6 +376,19 @@ impl Volume {
         touch_dir(&txn, parent, 0)?;
         self.store.commit(txn, false)?;
         Ok(inode)
+    }
+
+    /// FUSE LINK: [`Volume::link`] with the inode held for the kernel's new reference (see
+    /// [`Volume::lookup_held`]).
+    pub fn link_held(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Inode, FsError> {
+        self.open_existing(ino)?;
+        let r = self.link(ino, parent, name);
+        if r.is_err() {
+            if let Err(e) = self.released(ino) {
+                log::warn!("undoing the hold of a failed link: {e}");
+            }
+        }
+        r
     }
 
     /// Remove a name (`dir`: rmdir, else unlink).
@@ -854,7 +884,7 @@ mod tests {
                 // Whatever the open said stays true once the other has committed.
                 other.join().unwrap();
                 match opened {
-                    Ok(()) => {
+                    Ok(_) => {
                         kept += 1;
                         assert_eq!(vol.read(ino, 0, 4).unwrap(), b"data");
                         vol.released(ino).unwrap();

@@ -14,6 +14,7 @@
 
 pub mod acl;
 pub mod bdi;
+pub mod counters;
 pub mod daemon;
 mod decode;
 mod delalloc;

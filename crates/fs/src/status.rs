@@ -27,6 +27,9 @@ pub fn status_text(vol: &Volume) -> String {
         let used = blocks.saturating_sub(free).saturating_mul(4096);
         s += &format!("store: used={} inodes={files}\n", human(used));
     }
+    s += &vol.ops.line();
+    s += &vol.store.counts.line();
+    s += &vol.wb_waits.line();
     s
 }
 

@@ -21,6 +21,8 @@ use crate::store::records::{ExtentHeader, Inode};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
 
 const LOCK_STRIPES: usize = 64;
+/// Orphans whose last hold FORGET dropped, deleted together in one transaction.
+const FORGET_BATCH: usize = 256;
 /// Bytes of decompressed extents kept for sequential small reads.
 const CACHE_BYTES: usize = 32 << 20;
 
@@ -61,6 +63,12 @@ pub struct Volume {
     /// One remount at a time: it holds the options lock only to swap the options, then applies
     /// them to the engine (a page pool resize allocates up to gigabytes) with this lock alone.
     remounting: Mutex<()>,
+    /// Orphans waiting for their deletion (see [`Volume::forget`]); doomed meanwhile.
+    forgotten: Mutex<Vec<u64>>,
+    /// FUSE requests by opcode, for `wring status`.
+    pub ops: crate::counters::OpCounts,
+    /// Requests that waited for a file's writeback.
+    pub(crate) wb_waits: crate::counters::WaitCounts,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,6 +121,7 @@ impl Volume {
                 };
                 // Extents the offload could not take when they were queued.
                 vol.submit_writeback();
+                vol.purge_forgotten();
                 if let Err(e) = vol.store.commit_if_due() {
                     log::error!("periodic commit failed: {e}");
                 }
@@ -176,6 +185,9 @@ impl Volume {
             da: Arc::default(),
             removals: AtomicU64::new(0),
             remounting: Mutex::new(()),
+            forgotten: Mutex::default(),
+            ops: crate::counters::OpCounts::default(),
+            wb_waits: crate::counters::WaitCounts::default(),
         })
     }
 
@@ -247,6 +259,7 @@ impl Volume {
     /// Make everything durable: all writeback, then a durable commit. A writeback error since
     /// the last sync is reported (after the commit).
     pub fn sync(&self) -> Result<(), FsError> {
+        self.purge_forgotten();
         let r = self.flush_all_delalloc();
         self.store.sync()?;
         r
@@ -263,8 +276,8 @@ impl Volume {
     }
 
     /// open(2) of an existing inode: count the open unless a deletion of the inode is under
-    /// way, then check the inode is still there; the count is undone when it is not.
-    pub fn open_existing(&self, ino: u64) -> Result<(), FsError> {
+    /// way, then read the inode; the count is undone when it is not there.
+    pub fn open_existing(&self, ino: u64) -> Result<Inode, FsError> {
         {
             let mut open = lock(&self.open);
             if open.doomed.contains(&ino) {
@@ -273,13 +286,74 @@ impl Volume {
             *open.counts.entry(ino).or_insert(0) += 1;
         }
         match self.inode(ino) {
-            Ok(_) => Ok(()),
+            Ok(i) => Ok(i),
             Err(e) => {
                 if let Err(u) = self.released(ino) {
                     log::warn!("undoing a failed open of inode {ino}: {u}");
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// FUSE FORGET: the kernel dropped `n` references to `ino` (entry replies). When that was
+    /// the last hold on an orphan, its deletion joins a batch committed in one transaction
+    /// (now when the batch is full, else at the committer's next tick or the next sync).
+    pub fn forget(&self, ino: u64, n: u64) {
+        let last = {
+            let mut open = lock(&self.open);
+            let Some(c) = open.counts.get_mut(&ino) else {
+                return;
+            };
+            *c = c.saturating_sub(n.min(u32::MAX as u64) as u32);
+            if *c > 0 {
+                return;
+            }
+            open.counts.remove(&ino);
+            let orphan = open.orphans.remove(&ino);
+            if orphan {
+                open.doomed.insert(ino);
+            }
+            orphan
+        };
+        if last {
+            let full = {
+                let mut f = lock(&self.forgotten);
+                f.push(ino);
+                f.len() >= FORGET_BATCH
+            };
+            if full {
+                self.purge_forgotten();
+            }
+        }
+    }
+
+    /// Delete the orphans whose last hold FORGET dropped, in one transaction.
+    pub(crate) fn purge_forgotten(&self) {
+        let inos = std::mem::take(&mut *lock(&self.forgotten));
+        if inos.is_empty() {
+            return;
+        }
+        let r = (|| {
+            let txn = self.store.write()?;
+            for &ino in &inos {
+                let nlink = {
+                    let inodes = txn.open_table(INODES)?;
+                    store::get_inode(&inodes, ino).ok().map(|i| i.nlink)
+                };
+                if nlink == Some(0) {
+                    self.purge(&txn, ino)?;
+                }
+            }
+            self.store.commit(txn, false)
+        })();
+        if let Err(e) = r {
+            // Still in the orphan table: the next mount deletes them.
+            log::warn!("deleting {} forgotten orphans: {e}", inos.len());
+        }
+        let mut open = lock(&self.open);
+        for ino in inos {
+            open.doomed.remove(&ino);
         }
     }
 
@@ -538,6 +612,9 @@ pub(crate) fn apply_write_time(inode: &mut Inode, t: crate::store::records::Time
 
 impl Drop for Volume {
     fn drop(&mut self) {
+        // Nothing holds the orphans any more: the kernel's references went with the mount.
+        let orphans: Vec<u64> = lock(&self.open).orphans.drain().collect();
+        lock(&self.forgotten).extend(orphans);
         if let Err(e) = self.sync() {
             log::error!("final commit failed: {e}");
         }

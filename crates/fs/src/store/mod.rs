@@ -78,6 +78,8 @@ pub struct Store {
     read_only: bool,
     /// redb rebuilt the database's allocator state on open (it was not closed cleanly).
     repaired: bool,
+    /// Transactions begun and committed, for `wring status`.
+    pub counts: crate::counters::TxnCounts,
 }
 
 /// What a write transaction did to the data file.
@@ -258,6 +260,7 @@ impl Store {
             flusher: Mutex::new(None),
             read_only,
             repaired: repaired.load(Ordering::Relaxed),
+            counts: crate::counters::TxnCounts::default(),
         })
     }
 
@@ -301,6 +304,7 @@ impl Store {
         if self.read_only {
             return Err(errno(libc::EROFS));
         }
+        self.counts.writes.fetch_add(1, Ordering::Relaxed);
         Ok(Txn {
             txn: Some(self.db.begin_write()?),
             data: &self.data,
@@ -311,6 +315,7 @@ impl Store {
     /// Begin a read transaction (a consistent snapshot of the last commit).
     pub fn read(&self) -> Result<Snapshot<'_>, FsError> {
         let reader = self.data.reader();
+        self.counts.reads.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
             txn: self.db.begin_read()?,
             _reader: reader,
@@ -333,6 +338,7 @@ impl Store {
         let Some(mut txn) = t.txn.take() else {
             return Ok(());
         };
+        let start = Instant::now();
         let mut last = self.last_durable.lock().unwrap_or_else(|e| e.into_inner());
         let durable = durable || last.elapsed() >= COMMIT_INTERVAL;
         if durable {
@@ -355,6 +361,7 @@ impl Store {
             *last = Instant::now();
             self.unsynced.store(false, Ordering::SeqCst);
         }
+        self.counts.committed(start, durable);
         Ok(())
     }
 
