@@ -206,7 +206,7 @@ fn progress(msg: &str) {
     eprintln!("bench fs: {msg}");
 }
 
-fn sh(cmd: &str) -> Result<(), BenchError> {
+pub(crate) fn sh(cmd: &str) -> Result<(), BenchError> {
     let o = Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -222,12 +222,12 @@ fn sh(cmd: &str) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn quote(p: &Path) -> String {
+pub(crate) fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
 /// Write back everything and empty the page, dentry and inode caches.
-fn drop_caches() -> Result<(), BenchError> {
+pub(crate) fn drop_caches() -> Result<(), BenchError> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3")
@@ -325,13 +325,18 @@ pub fn random_reads(
 }
 
 /// A background wring mount, unmounted on drop.
-struct WringMount {
+pub(crate) struct WringMount {
     mnt: PathBuf,
     live: bool,
 }
 
 impl WringMount {
-    fn mount(l: &Launcher, dir: &Path, mnt: &Path, opts: &str) -> Result<WringMount, BenchError> {
+    pub(crate) fn mount(
+        l: &Launcher,
+        dir: &Path,
+        mnt: &Path,
+        opts: &str,
+    ) -> Result<WringMount, BenchError> {
         let (exe, args) = l.args(dir, mnt, opts);
         daemon::mount_background(&exe, &args).map_err(|source| BenchError::WringMount {
             what: format!("mounting {} with -o {opts}", dir.display()),
@@ -343,7 +348,7 @@ impl WringMount {
         })
     }
 
-    fn umount(mut self) -> Result<(), BenchError> {
+    pub(crate) fn umount(mut self) -> Result<(), BenchError> {
         self.live = false;
         daemon::umount(&self.mnt).map_err(|source| BenchError::Fs {
             what: format!("unmounting {}", self.mnt.display()),
@@ -361,7 +366,7 @@ impl Drop for WringMount {
 }
 
 /// syncfs (writes back the kernel's dirty pages through FUSE), then a durable commit.
-fn wring_sync(mnt: &Path) -> Result<(), BenchError> {
+pub(crate) fn wring_sync(mnt: &Path) -> Result<(), BenchError> {
     let f = File::open(mnt).map_err(|e| BenchError::io(format!("opening {}", mnt.display()), e))?;
     // SAFETY: syncfs on an open descriptor.
     if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {

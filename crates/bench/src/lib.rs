@@ -14,6 +14,8 @@
 //!   API against the simulated device (a test double) at a few latencies, threshold and fallback;
 //! * [`pool`] — seed 003's page pool for decompression destinations: random reads through a
 //!   mount, pool off and on, with and without memory pressure (a v1 memory cgroup and a hog);
+//! * [`meta`] — many small files (tar -x, find + stat, cp -a, git, rm -rf) through a mount, the
+//!   kernel's btrfs and a plain FUSE pass-through beside it;
 //! * [`blk`] — the block device: wring's zram in userspace through nbdcopy beside nbdkit's
 //!   zstd memory disk and the kernel's zram;
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
@@ -30,6 +32,7 @@ pub mod interrupt;
 pub mod kernel;
 pub mod levels;
 pub mod machine;
+pub mod meta;
 pub mod metrics;
 pub mod offload;
 pub mod plot;

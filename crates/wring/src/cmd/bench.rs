@@ -35,6 +35,9 @@ pub enum Command {
     /// Seed 001's experiment through a wring-fs mount, with the kernel's btrfs beside it, and
     /// max_extent=1M against 128K (needs root)
     Fs(super::bench_fs::Args),
+    /// Many small files through a wring-fs mount — tar -x, find + stat, cp -a, git clone and
+    /// status, rm -rf — with the kernel's btrfs and a plain FUSE pass-through beside it (needs root)
+    Meta(super::bench_meta::Args),
     /// Seed 004's table: per request size, the offload API's CPU provider against a SIMULATED
     /// device (a test double) at a few latencies, with its threshold and with injected failures
     Offload(OffloadArgs),
@@ -303,6 +306,7 @@ pub fn run(c: Command) -> Result<()> {
         }
         Command::Recompress(a) => super::bench_recompress::run(a),
         Command::Fs(a) => super::bench_fs::run(a),
+        Command::Meta(a) => super::bench_meta::run(a),
         Command::Offload(a) => {
             install_ctrlc();
             run_offload(a)

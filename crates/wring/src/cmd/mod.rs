@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_fs;
+pub mod bench_meta;
 pub mod bench_recompress;
 pub mod blk;
 pub mod btrfs;

@@ -1,0 +1,600 @@
+//! `wring bench meta`: many small files, the way a new user meets a filesystem — unpack a
+//! source tree, list and stat it, copy it, (clone a git repository and ask its status), delete
+//! it, each step followed by a sync — on the kernel's btrfs ([`KernelFs`], a loop image), on a
+//! wring mount (started as `wring mount` starts it, [`Launcher`]) and, when `bindfs` is
+//! installed, on a plain FUSE pass-through over the work directory: the floor of what FUSE
+//! itself costs. Printed as seconds and ratios.
+//!
+//! The tree is a tar of directories every machine has (`/usr/share/doc`, `/usr/include` by
+//! default), made with `--sort=name` so the same machine always unpacks the same entries in
+//! the same order. For wring the mount's own counters (`wring status`: FUSE requests by
+//! opcode, store transactions, commit time, writeback waits) are read before and after each
+//! step and shown per tree entry: where the time per file goes.
+//!
+//! Mirrors no kernel file; fs.rs's sibling for metadata.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Instant;
+
+use serde::Serialize;
+use wring_engine::CompressSpec;
+use wring_fs::store::Store;
+use wring_fs::{PID_XATTR, STATUS_XATTR};
+
+use crate::fs::{drop_caches, quote, sh, wring_sync, Launcher, WringMount};
+use crate::kernel::{require_root, KernelFs};
+use crate::BenchError;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct MetaConfig {
+    /// Directories tarred into the tree (absolute paths).
+    pub sources: Vec<PathBuf>,
+    /// Fewest entries the tree must have.
+    pub min_entries: usize,
+    /// Compression, btrfs's spelling (`zstd:1`): `compress-force=` on both filesystems.
+    pub method: String,
+    /// How to start wring's daemon.
+    pub launcher: Launcher,
+    /// Scratch directory (the tar, the store, bindfs's backing directory).
+    pub work: PathBuf,
+    /// A git repository to clone (and `git status` in the clone); none: no git steps.
+    pub git: Option<PathBuf>,
+    /// Run the plain FUSE pass-through (bindfs) when it is installed.
+    pub bindfs: bool,
+}
+
+/// One step on every filesystem.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    /// `tar -x`, `find + stat`, …
+    pub step: String,
+    /// Seconds on the kernel's btrfs.
+    pub kernel_s: f64,
+    /// Seconds on wring.
+    pub wring_s: f64,
+    /// Seconds on bindfs, when it ran.
+    pub bindfs_s: Option<f64>,
+    /// wring's counters during the step, per tree entry (FUSE requests by opcode, store
+    /// transactions), and `commit_ms`/`writeback_wait_ms` in total.
+    pub wring_counters: BTreeMap<String, f64>,
+    /// The daemon's resident memory after the step, bytes.
+    pub wring_rss: u64,
+}
+
+impl StepRow {
+    /// wring / kernel.
+    pub fn vs_kernel(&self) -> f64 {
+        self.wring_s / self.kernel_s.max(1e-9)
+    }
+
+    /// wring / bindfs.
+    pub fn vs_bindfs(&self) -> Option<f64> {
+        self.bindfs_s.map(|b| self.wring_s / b.max(1e-9))
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetaReport {
+    /// Entries in the tree (files, directories, links).
+    pub entries: usize,
+    /// Bytes of the tar.
+    pub tar_bytes: u64,
+    /// What was tarred.
+    pub sources: Vec<PathBuf>,
+    /// `compress-force=…` on both.
+    pub options: String,
+    /// Whether bindfs ran.
+    pub bindfs: bool,
+    /// One row per step.
+    pub rows: Vec<StepRow>,
+}
+
+/// A step: its name, the shell command on a filesystem rooted at the argument, and whether
+/// a sync follows it.
+struct Step {
+    name: &'static str,
+    sync: bool,
+    cmd: Box<dyn Fn(&Path) -> String>,
+}
+
+fn steps(tar: &Path, git: Option<&Path>) -> Vec<Step> {
+    let tar = quote(tar);
+    let mut s = vec![
+        Step {
+            name: "tar -x",
+            sync: true,
+            cmd: Box::new(move |r| format!("mkdir {0}/a && tar -xf {tar} -C {0}/a", quote(r))),
+        },
+        Step {
+            name: "find + stat",
+            sync: false,
+            cmd: Box::new(|r| {
+                format!(
+                    "find {}/a -type f -printf '%s %m %T@\\n' > /dev/null",
+                    quote(r)
+                )
+            }),
+        },
+        Step {
+            name: "cp -a",
+            sync: true,
+            cmd: Box::new(|r| format!("cp -a {0}/a {0}/b", quote(r))),
+        },
+    ];
+    if let Some(repo) = git {
+        let repo = quote(repo);
+        s.push(Step {
+            name: "git clone",
+            sync: true,
+            cmd: Box::new(move |r| format!("git clone -q --no-hardlinks {repo} {}/g", quote(r))),
+        });
+        s.push(Step {
+            name: "git status",
+            sync: false,
+            cmd: Box::new(|r| format!("git -C {}/g status --porcelain > /dev/null", quote(r))),
+        });
+    }
+    s.push(Step {
+        name: "rm -rf",
+        sync: true,
+        cmd: Box::new(|r| format!("rm -rf {0}/a {0}/b {0}/g", quote(r))),
+    });
+    s
+}
+
+fn progress(msg: &str) {
+    eprintln!("bench meta: {msg}");
+}
+
+/// The tree's tar in `work`, sorted by name; returns (path, entries, bytes).
+fn make_tar(cfg: &MetaConfig) -> Result<(PathBuf, usize, u64), BenchError> {
+    let tar = cfg.work.join("tree.tar");
+    let rel: Vec<String> = cfg
+        .sources
+        .iter()
+        .map(|p| quote(p.strip_prefix("/").unwrap_or(p)))
+        .collect();
+    sh(&format!(
+        "tar --sort=name --format=gnu -cf {} -C / {} 2>/dev/null || test -s {0}",
+        quote(&tar),
+        rel.join(" ")
+    ))?;
+    let list = Command::new("tar")
+        .arg("-tf")
+        .arg(&tar)
+        .output()
+        .map_err(|e| BenchError::io("running tar -tf", e))?;
+    let entries = list.stdout.iter().filter(|&&b| b == b'\n').count();
+    let bytes = std::fs::metadata(&tar)
+        .map_err(|e| BenchError::io(format!("reading {}", tar.display()), e))?
+        .len();
+    if entries < cfg.min_entries {
+        return Err(BenchError::Spec(format!(
+            "the tree of {} has {entries} entries, fewer than the {} asked for; add \
+             directories with --source",
+            rel.join(" "),
+            cfg.min_entries
+        )));
+    }
+    Ok((tar, entries, bytes))
+}
+
+/// Run `steps` on the filesystem at `root`, syncing with `sync`; `each` sees every step's
+/// result. Returns seconds per step.
+fn run_steps(
+    label: &str,
+    root: &Path,
+    tar: &Path,
+    steps: &[Step],
+    sync: &dyn Fn() -> Result<(), BenchError>,
+    each: &mut dyn FnMut(usize) -> Result<(), BenchError>,
+) -> Result<Vec<f64>, BenchError> {
+    // The tar in the page cache, the dirty pages of whatever ran before written out.
+    sh(&format!("cat {} > /dev/null", quote(tar)))?;
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    let mut secs = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        crate::interrupt::check()?;
+        progress(&format!("{label}: {}", s.name));
+        let t = Instant::now();
+        sh(&(s.cmd)(root))?;
+        if s.sync {
+            sync()?;
+        }
+        secs.push(t.elapsed().as_secs_f64());
+        each(i)?;
+    }
+    Ok(secs)
+}
+
+/// `sync -f` of the filesystem holding `path`.
+fn syncfs(path: &Path) -> Result<(), BenchError> {
+    let f =
+        File::open(path).map_err(|e| BenchError::io(format!("opening {}", path.display()), e))?;
+    // SAFETY: syncfs on an open descriptor.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(BenchError::io(
+            format!("syncfs {}", path.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+fn kernel_steps(
+    cfg: &MetaConfig,
+    tar: &Path,
+    steps: &[Step],
+) -> Result<(String, Vec<f64>), BenchError> {
+    let spec: CompressSpec = cfg
+        .method
+        .parse()
+        .map_err(|e| BenchError::Spec(format!("{}: {e}", cfg.method)))?;
+    let fs = KernelFs::mount(spec, 4 << 30)?;
+    let label = format!("btrfs {}", fs.options());
+    let secs = run_steps(
+        &label,
+        fs.path(),
+        tar,
+        steps,
+        &|| fs.sync(),
+        &mut |_| Ok(()),
+    )?;
+    Ok((fs.options().to_string(), secs))
+}
+
+/// The mount's counters: `name=value` of the `fuse:`, `transactions:` and `writeback_waits:`
+/// lines of its status.
+fn counters(mnt: &Path) -> Result<BTreeMap<String, f64>, BenchError> {
+    let text = wring_fs::daemon::get_xattr(mnt, STATUS_XATTR).map_err(|source| BenchError::Fs {
+        what: format!("reading the status of {}", mnt.display()),
+        source,
+    })?;
+    let mut out = BTreeMap::new();
+    for line in String::from_utf8_lossy(&text).lines() {
+        let Some((head, rest)) = line.split_once(": ") else {
+            continue;
+        };
+        let prefix = match head {
+            "fuse" => "",
+            "transactions" => "txn_",
+            "writeback_waits" => "writeback_wait_",
+            _ => continue,
+        };
+        for (k, v) in rest.split_whitespace().filter_map(|kv| kv.split_once('=')) {
+            if let Ok(v) = v.parse::<f64>() {
+                out.insert(format!("{prefix}{k}"), v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What changed between two readings, per entry (times in total).
+fn delta(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    entries: usize,
+) -> BTreeMap<String, f64> {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let d = v - before.get(k).copied().unwrap_or(0.0);
+            let total = k.ends_with("_ms");
+            (d > 0.0).then(|| (k.clone(), if total { d } else { d / entries as f64 }))
+        })
+        .collect()
+}
+
+/// Resident bytes of process `pid`.
+fn rss(pid: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim()));
+    status
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+            l.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Seconds, counters and memory per step on wring.
+type WringSteps = (Vec<f64>, Vec<BTreeMap<String, f64>>, Vec<u64>);
+
+fn wring_steps(
+    cfg: &MetaConfig,
+    tar: &Path,
+    steps: &[Step],
+    entries: usize,
+) -> Result<WringSteps, BenchError> {
+    let base = cfg.work.join("wring");
+    let (store, mnt) = (base.join("store"), base.join("mnt"));
+    std::fs::create_dir_all(&mnt)
+        .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
+    Store::mkfs(&store).map_err(|source| BenchError::Fs {
+        what: format!("making a store in {}", store.display()),
+        source,
+    })?;
+    let opts = format!("compress-force={}", cfg.method);
+    let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+    let pid = wring_fs::daemon::get_xattr(&mnt, PID_XATTR)
+        .map(|p| String::from_utf8_lossy(&p).into_owned())
+        .unwrap_or_default();
+    let mut last = counters(&mnt)?;
+    let (mut per, mut mem) = (Vec::new(), Vec::new());
+    let secs = run_steps(
+        &format!("wring {opts}"),
+        &mnt,
+        tar,
+        steps,
+        &|| wring_sync(&mnt),
+        &mut |_| {
+            let now = counters(&mnt)?;
+            per.push(delta(&last, &now, entries));
+            mem.push(rss(&pid));
+            last = now;
+            Ok(())
+        },
+    )?;
+    m.umount()?;
+    let _ = std::fs::remove_dir_all(&base);
+    Ok((secs, per, mem))
+}
+
+/// A bindfs mount of a directory of the work directory's filesystem; unmounted when dropped.
+struct Bindfs {
+    mnt: PathBuf,
+    child: Option<Child>,
+}
+
+impl Drop for Bindfs {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.mnt)
+            .status();
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Whether `bindfs` is on the PATH.
+pub fn bindfs_installed() -> bool {
+    Command::new("bindfs")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn bindfs_steps(cfg: &MetaConfig, tar: &Path, steps: &[Step]) -> Result<Vec<f64>, BenchError> {
+    let base = cfg.work.join("bindfs");
+    let (src, mnt) = (base.join("src"), base.join("mnt"));
+    for d in [&src, &mnt] {
+        std::fs::create_dir_all(d)
+            .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
+    }
+    // In the foreground as a child, so the guard can wait for it after unmounting.
+    let child = Command::new("bindfs")
+        .arg("-f")
+        .arg(&src)
+        .arg(&mnt)
+        .spawn()
+        .map_err(|e| BenchError::io("starting bindfs", e))?;
+    let guard = Bindfs {
+        mnt: mnt.clone(),
+        child: Some(child),
+    };
+    wait_mounted(&mnt)?;
+    let secs = run_steps(
+        "bindfs",
+        &mnt,
+        tar,
+        steps,
+        &|| syncfs(&mnt),
+        &mut |_| Ok(()),
+    )?;
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&base);
+    Ok(secs)
+}
+
+/// Wait (up to 10 s) until `mnt` is a mount point.
+fn wait_mounted(mnt: &Path) -> Result<(), BenchError> {
+    let mnt = mnt
+        .canonicalize()
+        .map_err(|e| BenchError::io(format!("resolving {}", mnt.display()), e))?;
+    for _ in 0..1000 {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let target = mnt.display().to_string();
+        if mounts
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(target.as_str()))
+        {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Err(BenchError::io(
+        format!("bindfs did not mount {}", mnt.display()),
+        std::io::ErrorKind::TimedOut.into(),
+    ))
+}
+
+/// Run the whole benchmark.
+pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
+    require_root(
+        "bench meta",
+        "FUSE and loop mounts, dropping the page cache",
+    )?;
+    std::fs::create_dir_all(&cfg.work)
+        .map_err(|e| BenchError::io(format!("creating {}", cfg.work.display()), e))?;
+    progress("making the tree's tar");
+    let (tar, entries, tar_bytes) = make_tar(cfg)?;
+    let steps = steps(&tar, cfg.git.as_deref());
+    drop_caches()?;
+    let (options, kernel) = kernel_steps(cfg, &tar, &steps)?;
+    let (wring, counters, mem) = wring_steps(cfg, &tar, &steps, entries)?;
+    let bindfs = (cfg.bindfs && bindfs_installed())
+        .then(|| bindfs_steps(cfg, &tar, &steps))
+        .transpose()?;
+    let rows = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StepRow {
+            step: s.name.to_string(),
+            kernel_s: kernel[i],
+            wring_s: wring[i],
+            bindfs_s: bindfs.as_ref().map(|b| b[i]),
+            wring_counters: counters[i].clone(),
+            wring_rss: mem[i],
+        })
+        .collect();
+    Ok(MetaReport {
+        entries,
+        tar_bytes,
+        sources: cfg.sources.clone(),
+        options,
+        bindfs: bindfs.is_some(),
+        rows,
+    })
+}
+
+impl MetaReport {
+    /// The whole report as JSON.
+    pub fn json(&self) -> Result<String, BenchError> {
+        Ok(serde_json::to_string_pretty(self)?)
+    }
+
+    /// One line per step: step, seconds on each filesystem, ratios.
+    pub fn csv(&self) -> Result<String, BenchError> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record([
+            "step",
+            "kernel_s",
+            "wring_s",
+            "bindfs_s",
+            "wring_vs_kernel",
+            "wring_vs_bindfs",
+            "wring_rss",
+        ])?;
+        let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+        for r in &self.rows {
+            w.write_record([
+                r.step.clone(),
+                format!("{:.4}", r.kernel_s),
+                format!("{:.4}", r.wring_s),
+                opt(r.bindfs_s),
+                format!("{:.3}", r.vs_kernel()),
+                opt(r.vs_bindfs()),
+                r.wring_rss.to_string(),
+            ])?;
+        }
+        let bytes = w
+            .into_inner()
+            .map_err(|e| BenchError::io("writing csv", e.into_error()))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The markdown table, then wring's counters per entry.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "wring bench meta: {} entries ({:.0} MB tar of {}), {} on both, each step \
+             followed by sync where marked; one run\n\n",
+            self.entries,
+            self.tar_bytes as f64 / 1e6,
+            self.sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            self.options
+        );
+        s += "| step | kernel btrfs | wring | wring / kernel | bindfs (FUSE floor) | wring / bindfs | daemon RSS |\n";
+        s += "|---|---:|---:|---:|---:|---:|---:|\n";
+        for r in &self.rows {
+            let b = r.bindfs_s.map_or("-".into(), |b| format!("{b:.2} s"));
+            let rb = r.vs_bindfs().map_or("-".into(), |x| format!("{x:.2}×"));
+            let _ = writeln!(
+                s,
+                "| {} | {:.2} s | {:.2} s | {:.2}× | {b} | {rb} | {:.0} MB |",
+                r.step,
+                r.kernel_s,
+                r.wring_s,
+                r.vs_kernel(),
+                r.wring_rss as f64 / 1e6
+            );
+        }
+        s += "\nwring's FUSE requests and store transactions per entry (times: total ms):\n\n";
+        for r in &self.rows {
+            let fields: Vec<String> = r
+                .wring_counters
+                .iter()
+                .map(|(k, v)| match k.ends_with("_ms") {
+                    true => format!("{k}={v:.0}"),
+                    false => format!("{k}={v:.2}"),
+                })
+                .collect();
+            let _ = writeln!(s, "- {}: {}", r.step, fields.join(" "));
+        }
+        if !self.bindfs {
+            s += "\n(bindfs is not installed: no FUSE floor; `apt-get install bindfs`)\n";
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_read_per_entry_and_times_in_total() {
+        let before: BTreeMap<String, f64> =
+            [("lookup".into(), 10.0), ("txn_commit_ms".into(), 5.0)].into();
+        let after: BTreeMap<String, f64> = [
+            ("lookup".into(), 30.0),
+            ("create".into(), 10.0),
+            ("txn_commit_ms".into(), 25.0),
+        ]
+        .into();
+        let d = delta(&before, &after, 10);
+        assert_eq!(d["lookup"], 2.0);
+        assert_eq!(d["create"], 1.0);
+        assert_eq!(d["txn_commit_ms"], 20.0);
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_step_with_as_many_cells_as_the_header() {
+        let r = MetaReport {
+            entries: 3,
+            tar_bytes: 1000,
+            sources: vec!["/usr/include".into()],
+            options: "compress-force=zstd:1".into(),
+            bindfs: false,
+            rows: vec![StepRow {
+                step: "tar -x".into(),
+                kernel_s: 1.0,
+                wring_s: 2.0,
+                bindfs_s: None,
+                wring_counters: [("create".into(), 1.0)].into(),
+                wring_rss: 0,
+            }],
+        };
+        let md = r.markdown();
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 3, "{md}");
+        let cells = |l: &str| l.matches('|').count();
+        assert!(rows.iter().all(|l| cells(l) == cells(rows[0])), "{md}");
+        assert!(md.contains("2.00×"), "{md}");
+        assert!(r.csv().unwrap().lines().count() == 2);
+    }
+}
