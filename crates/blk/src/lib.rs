@@ -37,7 +37,7 @@ pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
 pub use recompress::{RecompressReport, RecompressRequest, RecompressType};
-pub use stats::{BdStat, IoStat, MmStat, Stat};
+pub use stats::{BdStat, IoStat, MmStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 

@@ -12,6 +12,10 @@
 //! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
 //! algorithm (`recomp_algorithm=zstd`) takes the next free priority.
 //!
+//! `algorithm_params` is zram's too: `priority=N level=L` (or `algo=NAME level=L`) sets the
+//! level of the primary algorithm (priority 0, the default) or of a `recomp_algorithm`; give
+//! it after the algorithm it changes, as zram wants the algorithm chosen first.
+//!
 //! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
 //! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
 
@@ -20,8 +24,9 @@ use wring_engine::{Algorithm, CompressSpec};
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 6] = [
+pub const KEYS: [&str; 7] = [
     "comp_algorithm",
+    "algorithm_params",
     "streams",
     "mem_limit",
     "recomp_algorithm",
@@ -160,6 +165,7 @@ impl Options {
             "streams" | "max_comp_streams" => self.streams = parse_streams(value)?,
             "mem_limit" => self.mem_limit = parse_size(key, value)?,
             "recomp_algorithm" => self.set_recomp(value)?,
+            "algorithm_params" => self.set_params(value)?,
             "backing_dev" if value.is_empty() => {
                 return Err(BlkError::Option(
                     "backing_dev needs a file: backing_dev=/var/tmp/zram-backing".into(),
@@ -220,6 +226,63 @@ impl Options {
         self.recomp_algorithm.retain(|(q, _)| *q != prio);
         self.recomp_algorithm.push((prio, algo));
         self.recomp_algorithm.sort_by_key(|(q, _)| *q);
+        Ok(())
+    }
+
+    /// Apply `algorithm_params` (`priority=1 level=9`, `algo=zstd level=9`).
+    fn set_params(&mut self, value: &str) -> Result<(), BlkError> {
+        let (mut prio, mut algo, mut level) = (None, None, None);
+        let bad = |word: &str, why: &str| {
+            BlkError::Option(format!(
+                "algorithm_params: '{word}' {why}; write it as zram does, \
+                 'priority=1 level=9' or 'algo=zstd level=9'"
+            ))
+        };
+        for word in value.split_whitespace() {
+            match word.split_once('=') {
+                Some(("priority", p)) => match p.parse::<u8>() {
+                    Ok(n) if n <= 3 => prio = Some(n),
+                    _ => return Err(bad(word, "needs 0 (the primary) to 3")),
+                },
+                Some(("algo", a)) => algo = Some(a.to_string()),
+                Some(("level", l)) => match l.parse::<i32>() {
+                    Ok(n) => level = Some(n),
+                    Err(_) => return Err(bad(word, "needs a whole number")),
+                },
+                Some(("dict", _)) => {
+                    return Err(bad(
+                        word,
+                        "is not available yet: wring's codecs take no dictionary",
+                    ))
+                }
+                _ => return Err(bad(word, "is not understood")),
+            }
+        }
+        let Some(level) = level else {
+            return Err(bad(value, "sets nothing"));
+        };
+        let target: &mut CompAlgorithm = match (prio, &algo) {
+            (Some(_), Some(_)) => return Err(bad(value, "names both algo= and priority=")),
+            (None | Some(0), None) => &mut self.comp_algorithm,
+            (Some(p), None) => match self.recomp_algorithm.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, a)) => a,
+                None => return Err(bad(value, "names a priority with no recomp_algorithm yet")),
+            },
+            (None, Some(a)) => {
+                if self.comp_algorithm.name == a {
+                    &mut self.comp_algorithm
+                } else {
+                    match self.recomp_algorithm.iter_mut().find(|(_, r)| r.name == a) {
+                        Some((_, r)) => r,
+                        None => {
+                            return Err(bad(value, "names an algorithm the device does not use"))
+                        }
+                    }
+                }
+            }
+        };
+        *target = CompAlgorithm::parse(&format!("{}:{level}", target.name))
+            .map_err(|e| BlkError::Option(format!("algorithm_params: {e}")))?;
         Ok(())
     }
 
@@ -342,6 +405,25 @@ mod tests {
             ]
         );
         assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        let p = Options::parse(
+            "comp_algorithm=zstd,algorithm_params=level=7,recomp_algorithm=zstd,\
+             algorithm_params=priority=1 level=12,recomp_algorithm=lz4hc,\
+             algorithm_params=algo=lz4hc level=4",
+        )
+        .unwrap();
+        assert_eq!(p.comp_algorithm.text(), "zstd:7");
+        let got: Vec<String> = p.recomp_algorithm.iter().map(|(_, a)| a.text()).collect();
+        assert_eq!(got, ["zstd:12", "lz4hc:4"]);
+        assert_eq!(Options::parse(&p.text()).unwrap(), p);
+        for bad in [
+            "algorithm_params=level=3",            // lz4 has no levels
+            "algorithm_params=priority=2 level=3", // no such recomp_algorithm
+            "comp_algorithm=zstd,algorithm_params=level=x",
+            "comp_algorithm=zstd,algorithm_params=priority=1",
+            "comp_algorithm=zstd,algorithm_params=algo=lz4 level=1",
+        ] {
+            assert!(Options::parse(bad).is_err(), "{bad}");
+        }
         let w = Options::parse("backing_dev=/tmp/b,writeback_limit=100").unwrap();
         assert_eq!(w.writeback_limit, Some(100));
         assert_eq!(Options::parse(&w.text()).unwrap(), w);

@@ -123,6 +123,36 @@ impl IoStat {
     }
 }
 
+/// One compression stream set's figures (zram's `zcomp`: the primary algorithm's streams, or
+/// a `recomp_algorithm`'s): the engine's workspaces are the streams a page borrows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamStat {
+    /// 0 for `comp_algorithm`, 1 to 3 for a `recomp_algorithm`.
+    pub priority: u8,
+    /// The algorithm.
+    pub algorithm: String,
+    /// Streams configured (`max_comp_streams`).
+    pub streams: usize,
+    /// Stream workspaces that exist now.
+    pub workspaces: usize,
+    /// Stream workspaces lent out now.
+    pub busy: usize,
+    /// Times a page waited for a free stream.
+    pub waits: u64,
+    /// Pages compressed.
+    pub compressed: u64,
+    /// Bytes those pages held.
+    pub bytes_in: u64,
+    /// Bytes they compressed to (pages that did not fit count nothing).
+    pub bytes_out: u64,
+    /// Pages that did not compress below the huge class size.
+    pub did_not_fit: u64,
+    /// Pages decompressed.
+    pub decompressed: u64,
+    /// Compressions or decompressions that failed.
+    pub failures: u64,
+}
+
 /// `bd_stat`: the backing file, in zram's units (4 KiB pages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BdStat {
@@ -178,6 +208,9 @@ pub struct Stat {
     /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
     #[serde(default)]
     pub writeback_limit: Option<u64>,
+    /// Per stream set: the primary algorithm's, then each `recomp_algorithm`'s.
+    #[serde(default)]
+    pub stream_stats: Vec<StreamStat>,
     /// Read requests served (`stat`'s reads).
     pub num_reads: u64,
     /// Write requests served (`stat`'s writes).
@@ -245,6 +278,40 @@ impl Stat {
         }
         if let Some(l) = self.writeback_limit {
             s += &format!("writeback_limit   {l}\n");
+        }
+        if !self.stream_stats.is_empty() {
+            s += &format!(
+                "\n{:<4} {:<10} {:>7} {:>5} {:>5} {:>7} {:>10} {:>12} {:>12} {:>8} {:>10} {:>6}\n",
+                "prio",
+                "algorithm",
+                "streams",
+                "ws",
+                "busy",
+                "waits",
+                "compressed",
+                "bytes_in",
+                "bytes_out",
+                "no_fit",
+                "decompr",
+                "failed"
+            );
+        }
+        for t in &self.stream_stats {
+            s += &format!(
+                "{:<4} {:<10} {:>7} {:>5} {:>5} {:>7} {:>10} {:>12} {:>12} {:>8} {:>10} {:>6}\n",
+                t.priority,
+                t.algorithm,
+                t.streams,
+                t.workspaces,
+                t.busy,
+                t.waits,
+                t.compressed,
+                t.bytes_in,
+                t.bytes_out,
+                t.did_not_fit,
+                t.decompressed,
+                t.failures
+            );
         }
         if let Some(r) = self.ratio() {
             s += &format!("ratio             {r:.2}\n");

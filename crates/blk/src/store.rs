@@ -34,7 +34,7 @@ use crate::arena::{Arena, Handle, PAGE_SIZE};
 use crate::backing::Backing;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
-use crate::stats::{BdStat, Counters, IoStat, MmStat, Stat};
+use crate::stats::{BdStat, Counters, IoStat, MmStat, Stat, StreamStat};
 use crate::streams::{PageJob, Streams};
 use crate::sync::{lock, Mutex};
 
@@ -777,6 +777,18 @@ impl Store {
                 .as_ref()
                 .map(|b| b.path().display().to_string()),
             writeback_limit: self.writeback_limit(),
+            stream_stats: std::iter::once((0u8, self.streams.as_ref()))
+                .chain(
+                    self.recomp
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, r)| Some((i as u8 + 1, r.as_deref()?))),
+                )
+                .map(|(prio, s)| StreamStat {
+                    priority: prio,
+                    ..s.figures()
+                })
+                .collect(),
             io_stat: IoStat {
                 failed_reads: g(&c.failed_reads),
                 failed_writes: g(&c.failed_writes),

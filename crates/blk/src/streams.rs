@@ -23,8 +23,11 @@ use std::sync::Arc;
 use wring_engine::offload::{BatchJob, Completed, Offload, OffloadConfig, Op};
 use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
+use crate::stats::StreamStat;
 
 /// One page's job: compress `input` (one page) into `output` (its length is the limit), or
 /// decompress `input` into `output` (one page).
@@ -62,6 +65,29 @@ pub trait Streams: Send + Sync {
     fn set_streams(&self, n: usize) -> Result<(), BlkError>;
     /// The algorithm's name for reports.
     fn algorithm(&self) -> String;
+    /// Figures for `stat` (priority left 0 for the store to fill in).
+    fn figures(&self) -> StreamStat {
+        StreamStat {
+            algorithm: self.algorithm(),
+            streams: self.streams(),
+            ..StreamStat::default()
+        }
+    }
+}
+
+/// The counters [`OffloadStreams`] keeps.
+#[derive(Debug, Default)]
+struct Figures {
+    compressed: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    did_not_fit: AtomicU64,
+    decompressed: AtomicU64,
+    failures: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
 }
 
 /// Streams on the engine's offload.
@@ -73,6 +99,7 @@ pub struct OffloadStreams {
     spec: CompressSpec,
     algorithm: Algorithm,
     name: String,
+    figures: Figures,
 }
 
 impl OffloadStreams {
@@ -101,6 +128,7 @@ impl OffloadStreams {
             spec,
             algorithm,
             name: name.to_string(),
+            figures: Figures::default(),
         })
     }
 
@@ -132,6 +160,18 @@ impl Streams for OffloadStreams {
         let op = Op::CompressInto { spec: self.spec };
         for job in jobs {
             let r = self.run_one(op, job);
+            let f = &self.figures;
+            match &r {
+                Some(Ok(Completed::CompressedInto(n))) => {
+                    bump(&f.compressed, 1);
+                    bump(&f.bytes_in, job.input.len() as u64);
+                    match n {
+                        Some(n) => bump(&f.bytes_out, *n as u64),
+                        None => bump(&f.did_not_fit, 1),
+                    }
+                }
+                _ => bump(&f.failures, 1),
+            }
             job.result = Some(match r {
                 Some(Ok(Completed::CompressedInto(n))) => Ok(n),
                 Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
@@ -148,6 +188,12 @@ impl Streams for OffloadStreams {
         };
         for job in jobs {
             let r = self.run_one(op, job);
+            match &r {
+                Some(Ok(Completed::Decompressed(n))) if *n == PAGE_SIZE => {
+                    bump(&self.figures.decompressed, 1)
+                }
+                _ => bump(&self.figures.failures, 1),
+            }
             job.result = Some(match r {
                 Some(Ok(Completed::Decompressed(n))) if n == PAGE_SIZE => Ok(Some(n)),
                 Some(Ok(Completed::Decompressed(n))) => Err(BlkError::Corrupt {
@@ -177,6 +223,34 @@ impl Streams for OffloadStreams {
 
     fn algorithm(&self) -> String {
         self.name.clone()
+    }
+
+    fn figures(&self) -> StreamStat {
+        let f = &self.figures;
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let ws = self
+            .offload
+            .engine()
+            .stats()
+            .managers
+            .into_iter()
+            .find(|(a, _)| *a == self.algorithm)
+            .map(|(_, m)| m)
+            .unwrap_or_default();
+        StreamStat {
+            priority: 0,
+            algorithm: self.name.clone(),
+            streams: self.streams(),
+            workspaces: ws.workspaces,
+            busy: ws.busy,
+            waits: ws.waits,
+            compressed: g(&f.compressed),
+            bytes_in: g(&f.bytes_in),
+            bytes_out: g(&f.bytes_out),
+            did_not_fit: g(&f.did_not_fit),
+            decompressed: g(&f.decompressed),
+            failures: g(&f.failures),
+        }
     }
 }
 

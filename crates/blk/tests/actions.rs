@@ -415,3 +415,39 @@ fn a_full_backing_file_is_a_clear_error_and_loses_nothing() {
 fn libc_enospc() -> i32 {
     28
 }
+
+#[test]
+fn stat_shows_figures_per_stream_set() {
+    let s = open(
+        "comp_algorithm=lz4,streams=2,recomp_algorithm=algo=zstd:6 priority=1",
+        8,
+    );
+    let data = fill(&s);
+    s.recompress(&req("type=huge")).unwrap();
+    assert_eq!(read_all(&s), data);
+    let st = s.stat();
+    let t = &st.stream_stats;
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert_eq!(
+        (t[0].priority, t[0].algorithm.as_str(), t[0].streams),
+        (0, "lz4", 2)
+    );
+    // Seven pages compressed (the eighth is same-filled), three of them did not fit.
+    assert_eq!(
+        (t[0].compressed, t[0].bytes_in, t[0].did_not_fit),
+        (7, 7 * P, 3)
+    );
+    assert!(t[0].bytes_out > 0 && t[0].bytes_out < 4 * P, "{:?}", t[0]);
+    assert!(t[0].workspaces >= 1 && t[0].busy == 0, "{:?}", t[0]);
+    // zstd tried the three huge pages; the two it shrank are read back with it.
+    assert_eq!((t[1].priority, t[1].algorithm.as_str()), (1, "zstd:6"));
+    assert_eq!((t[1].compressed, t[1].did_not_fit), (3, 1), "{:?}", t[1]);
+    assert_eq!(t[1].decompressed, 2, "{:?}", t[1]);
+    assert_eq!(t[0].decompressed, 4, "the four prose pages: {:?}", t[0]);
+    assert_eq!(t[0].failures + t[1].failures, 0);
+    let table = st.table();
+    assert!(
+        table.contains("prio") && table.contains("zstd:6"),
+        "{table}"
+    );
+}
