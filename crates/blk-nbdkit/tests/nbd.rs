@@ -684,17 +684,30 @@ fn live_actions_under_load_lose_nothing() {
     assert_eq!(s.stat().io_stat.failed_writes, 0);
 }
 
-/// `idle` and `recompress` run in a loop over the control socket while nbdcopy writes and a
-/// raw client rewrites and reads back pages: nothing is lost, and the pages left alone end
-/// up on the secondary algorithm.
+/// A file removed on drop (also when the test fails).
+struct RemoveFile(PathBuf);
+
+impl Drop for RemoveFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `idle`, `recompress` and `writeback` run in a loop over the control socket while nbdcopy
+/// writes and a raw client rewrites and reads back pages: nothing is lost, pages end up on
+/// the secondary algorithm and on the backing file, and nbdcopy reads them all back.
 #[test]
-fn idle_and_recompress_run_live_under_load() {
+fn idle_recompress_and_writeback_run_live_under_load() {
+    let backing = std::env::temp_dir().join(format!("wring-blk-live-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&backing);
+    let _guard = RemoveFile(backing.clone());
     let s = Server::start(
         "16M",
         &[
             "comp_algorithm=lz4",
             "streams=2",
             "recomp_algorithm=algo=zstd:6 priority=1",
+            &format!("backing_dev={}", backing.display()),
         ],
     );
     let input = mixed(12 << 20, 21);
@@ -727,7 +740,7 @@ fn idle_and_recompress_run_live_under_load() {
         reference
     });
     let ctl = s.control();
-    let mut rounds = 0u32;
+    let (mut rounds, mut written) = (0u32, 0u64);
     while rounds < 5 || !copier.is_finished() || !rewriter.is_finished() {
         control::request(&ctl, Request::Idle(None)).expect("idle all");
         let kind = ["type=idle", "type=huge", ""][rounds as usize % 3];
@@ -736,6 +749,12 @@ fn idle_and_recompress_run_live_under_load() {
             wring_blk::RecompressRequest::parse(kind).expect("a request"),
         )
         .expect("recompress");
+        let kind = [
+            wring_blk::WritebackType::Huge,
+            wring_blk::WritebackType::Idle,
+            wring_blk::WritebackType::Incompressible,
+        ][rounds as usize % 3];
+        written += control::writeback(&ctl, kind).expect("writeback").written;
         rounds += 1;
     }
     copier.join().expect("nbdcopy");
@@ -743,6 +762,7 @@ fn idle_and_recompress_run_live_under_load() {
     let r = control::recompress(&ctl, wring_blk::RecompressRequest::default()).expect("recompress");
     let st = s.stat();
     assert!(st.recompressed_pages > 0, "{st:?} {r:?}");
+    assert!(written > 0 && st.bd_stat.bd_count > 0, "{st:?}");
     assert_eq!(st.io_stat.failed_writes + st.io_stat.failed_reads, 0);
     let back = device_bytes(&s);
     if let Some(i) = first_difference(&back[..input.len()], &input) {
@@ -822,4 +842,206 @@ fn writeback_to_a_full_file_system_is_a_clear_error_and_loses_nothing() {
         panic!("the device differs at byte {i} after writeback filled its file system");
     }
     assert!(st.bd_stat.bd_reads == 0 && s.stat().bd_stat.bd_reads == st.bd_stat.bd_count);
+}
+
+/// One page of the lockstep reference, under the lock the test holds while a request on
+/// that page is in flight.
+type RefPage = std::sync::Mutex<Vec<u8>>;
+
+fn lock_pages(
+    reference: &[RefPage],
+    first: usize,
+    end: usize,
+) -> Vec<std::sync::MutexGuard<'_, Vec<u8>>> {
+    reference[first..end]
+        .iter()
+        .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()))
+        .collect()
+}
+
+/// Data of one of four kinds: text, noise (huge), one repeated word, zeros.
+fn op_data(rng: &mut Rng, len: usize) -> Vec<u8> {
+    match rng.below(4) {
+        0 => (0..len)
+            .map(|i| b"multi-conn lockstep reference page "[(i + len) % 35])
+            .collect(),
+        1 => (0..len).map(|_| rng.next() as u8).collect(),
+        2 => {
+            let w = rng.next().to_ne_bytes();
+            (0..len).map(|i| w[i % 8]).collect()
+        }
+        _ => vec![0u8; len],
+    }
+}
+
+/// One client's seeded operations on the shared pages: each request runs with the test's
+/// locks on the pages it touches held (ascending), and the reference is updated under them,
+/// so requests on different pages run concurrently and the reference stays in lockstep. A
+/// write refused at mem_limit may have written some of its pages (NBD gives no atomicity):
+/// each page must then read back as either its old or its new bytes, and that becomes the
+/// reference.
+fn lockstep_client(sock: &Path, seed: u64, ops: usize, reference: &[RefPage]) -> u64 {
+    let mut c = Raw::connect(sock);
+    let mut rng = Rng(seed);
+    let size = reference.len() * PAGE;
+    let mut refused = 0;
+    for _ in 0..ops {
+        let len = 1 + rng.below(3 * PAGE as u64) as usize;
+        let off = rng.below((size - len) as u64) as usize;
+        let (first, end) = (off / PAGE, (off + len).div_ceil(PAGE));
+        let mut pages = lock_pages(reference, first, end);
+        let base = first * PAGE;
+        match rng.below(10) {
+            kind @ (0..=3 | 8) => {
+                // A write, or write-zeroes (whose partial ends are rewritten pages too).
+                let (cmd, d) = if kind == 8 {
+                    (6, vec![0u8; len])
+                } else {
+                    (1, op_data(&mut rng, len))
+                };
+                let payload: &[u8] = if cmd == 1 { &d } else { &[] };
+                let (e, _) = c
+                    .request(cmd, off as u64, len as u32, payload)
+                    .expect("write");
+                if e == 0 {
+                    for (i, b) in d.iter().enumerate() {
+                        let at = off + i - base;
+                        pages[at / PAGE][at % PAGE] = *b;
+                    }
+                    continue;
+                }
+                assert_eq!(e, 28, "a write failed with errno {e}, not ENOSPC");
+                refused += 1;
+                let (e, got) = c.request(0, off as u64, len as u32, &[]).expect("read");
+                assert_eq!(e, 0);
+                // Each page is wholly old or wholly new, and becomes the reference.
+                for (pi, page) in pages.iter_mut().enumerate() {
+                    let p0 = (base + pi * PAGE).max(off);
+                    let p1 = (base + (pi + 1) * PAGE).min(off + len);
+                    let (got, new) = (&got[p0 - off..p1 - off], &d[p0 - off..p1 - off]);
+                    let old = &mut page[p0 - base - pi * PAGE..p1 - base - pi * PAGE];
+                    assert!(
+                        got == &old[..] || got == new,
+                        "page {} is neither its old nor its new bytes after a refused write",
+                        first + pi
+                    );
+                    old.copy_from_slice(got);
+                }
+            }
+            4..=6 => {
+                let (e, got) = c.request(0, off as u64, len as u32, &[]).expect("read");
+                assert_eq!(e, 0, "read failed");
+                for (i, b) in got.iter().enumerate() {
+                    let at = off + i - base;
+                    assert_eq!(
+                        *b,
+                        pages[at / PAGE][at % PAGE],
+                        "client {seed}: byte {} differs from the reference",
+                        off + i
+                    );
+                }
+            }
+            7 => {
+                let (e, _) = c.request(4, off as u64, len as u32, &[]).expect("trim");
+                assert_eq!(e, 0, "trim failed");
+                // Trim frees whole pages only.
+                for p in off.div_ceil(PAGE)..(off + len) / PAGE {
+                    pages[p - first].fill(0);
+                }
+            }
+            _ => assert_eq!(c.request(3, 0, 0, &[]).expect("flush").0, 0),
+        }
+    }
+    refused
+}
+
+/// Two connections (multi-conn) run seeded random writes, reads, trims, write-zeroes and
+/// flushes on the same pages against a reference kept in lockstep, while a third thread runs
+/// every live action in turn — idle, recompress, writeback (idle and huge), compact, streams,
+/// a tight mem_limit and back, and reset (holding every page, then zeroing the reference).
+/// Each read is checked against the reference; at the end nbdcopy reads the whole device.
+#[test]
+fn two_clients_in_lockstep_with_every_action_live() {
+    let backing =
+        std::env::temp_dir().join(format!("wring-blk-lockstep-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&backing);
+    let _guard = RemoveFile(backing.clone());
+    let s = Server::start(
+        "2M",
+        &[
+            "comp_algorithm=lz4",
+            "streams=2",
+            "recomp_algorithm=algo=zstd:3 priority=1",
+            &format!("backing_dev={}", backing.display()),
+        ],
+    );
+    let pages = (s.size as usize) / PAGE;
+    let reference: std::sync::Arc<Vec<RefPage>> = std::sync::Arc::new(
+        (0..pages)
+            .map(|_| std::sync::Mutex::new(vec![0u8; PAGE]))
+            .collect(),
+    );
+    let sock = s.dir.join("nbd.sock");
+    let clients: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (sock, reference) = (sock.clone(), std::sync::Arc::clone(&reference));
+            std::thread::spawn(move || lockstep_client(&sock, 1500 + t, 1500, &reference))
+        })
+        .collect();
+    let ctl = s.control();
+    let mut rounds = 0usize;
+    let mut counts = [0u32; 9];
+    let (mut written, mut recompressed) = (0u64, 0u64);
+    // Every action in turn; reset (which empties the device) only once in 50 rounds.
+    while rounds < 100 || clients.iter().any(|c| !c.is_finished()) {
+        let step = if rounds % 50 == 49 { 8 } else { rounds % 8 };
+        match step {
+            0 => control::request(&ctl, Request::Idle(None)).map(|_| ()),
+            1 => control::recompress(&ctl, wring_blk::RecompressRequest::default())
+                .map(|r| recompressed += r.recompressed),
+            2 => control::writeback(&ctl, wring_blk::WritebackType::Idle)
+                .map(|r| written += r.written),
+            3 => control::writeback(&ctl, wring_blk::WritebackType::Huge)
+                .map(|r| written += r.written),
+            4 => control::request(&ctl, Request::Compact).map(|_| ()),
+            5 => control::request(&ctl, Request::Streams(1 + rounds % 3)).map(|_| ()),
+            6 => {
+                let used = s.stat().mm_stat.mem_used_total;
+                control::request(&ctl, Request::MemLimit(used.max(PAGE as u64))).map(|_| ())
+            }
+            7 => control::request(&ctl, Request::MemLimit(0)).map(|_| ()),
+            _ => {
+                let mut all = lock_pages(&reference, 0, pages);
+                let r = control::request(&ctl, Request::Reset).map(|_| ());
+                for p in all.iter_mut() {
+                    p.fill(0);
+                }
+                r
+            }
+        }
+        .unwrap_or_else(|e| panic!("action {step} failed in round {rounds}: {e}"));
+        counts[step] += 1;
+        rounds += 1;
+    }
+    let refused: u64 = clients
+        .into_iter()
+        .map(|c| c.join().expect("a lockstep client"))
+        .sum();
+    control::request(&ctl, Request::MemLimit(0)).expect("mem_limit 0");
+    let back = device_bytes(&s);
+    for (p, page) in reference.iter().enumerate() {
+        let want = page.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(
+            back[p * PAGE..(p + 1) * PAGE] == want[..],
+            "page {p} differs from the reference at the end ({rounds} rounds of actions, \
+             {refused} writes refused at mem_limit)"
+        );
+    }
+    assert!(counts.iter().all(|&n| n >= 2), "{counts:?}");
+    assert!(
+        written > 0 && recompressed > 0,
+        "writeback ({written} pages) or recompression ({recompressed}) did nothing"
+    );
+    let st = s.stat();
+    assert_eq!(st.io_stat.failed_reads, 0, "{:?}", st.io_stat);
 }
