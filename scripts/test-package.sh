@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The Debian package, as an administrator meets it: build it (packaging/build-deb.sh), install
+# it with dpkg, and use only the installed binary for: --version, `man -w` for wring and every
+# subcommand (found by walking --help) and wring-mount-options(5), bash completion of
+# `wring mo`, an fstab line mounted with `mount -a` (twice) and unmounted with `umount`,
+# findmnt, `mount -t fuse.wring` with a bad option failing with wring's message, journald
+# priorities on stderr, `systemd-analyze verify` of the unit, a block device started from a
+# blk.conf section; then purge the package and check that none of its files is left.
+#   usage: scripts/test-package.sh [--from-tests]   (root; --from-tests: see build-deb.sh)
+# Everything it mounts, starts or installs is undone on exit, also when a check fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "test-package: FAIL: $*" >&2; exit 1; }
+pass=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+
+[ "$(id -u)" -eq 0 ] || fail "needs root (dpkg -i, mount); run it as root"
+if dpkg -s wring >/dev/null 2>&1; then
+  fail "a wring package is installed already; this test installs and purges its own: dpkg --purge wring first"
+fi
+
+deb=$(packaging/build-deb.sh "$@" | tail -n 1)
+[ -f "$deb" ] || fail "packaging/build-deb.sh did not print a .deb path (got '$deb')"
+
+work=$(mktemp -d -t wring-pkg.XXXXXX)
+installed=0
+cleanup() {
+  local rc=$?
+  for m in "$work/mnt"; do
+    if findmnt -n "$m" >/dev/null 2>&1; then umount "$m" 2>/dev/null || umount -l "$m" || true; fi
+  done
+  if [ -x /usr/bin/wring ] && [ -d "$work/blk/t0" ]; then
+    WRING_BLK_DIR="$work/blk" /usr/bin/wring blk stop t0 >/dev/null 2>&1 || true
+  fi
+  if [ "$installed" -eq 1 ] && dpkg -s wring >/dev/null 2>&1; then
+    dpkg --purge wring >/dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+  if [ "$rc" -eq 0 ]; then echo "$pass passed, 0 failed"; else echo "$pass passed, 1 failed"; fi
+}
+trap cleanup EXIT
+
+dpkg -i "$deb" >/dev/null
+installed=1
+[ "$(command -v wring)" = /usr/bin/wring ] || fail "wring on PATH is $(command -v wring), not the package's /usr/bin/wring"
+W=/usr/bin/wring
+ok "dpkg -i $(basename "$deb")"
+
+# --version: version, commit, codec libraries.
+v=$($W --version)
+for want in "wring 0." "(commit " "zstd 1." "zlib-rs 0." "lz4 1."; do
+  grep -qF "$want" <<<"$v" || fail "wring --version lacks '$want':"$'\n'"$v"
+done
+ok "--version names the commit and codecs: $(head -n 1 <<<"$v")"
+
+# Man pages: wring, every subcommand --help lists (recursively), the mount options.
+subcommands() { # $@: the command path; prints each subcommand's path
+  "$W" "$@" --help | awk '/^Commands:/{on=1; next} on && /^$/{exit} on {print $1}' |
+    while read -r sub; do
+      [ "$sub" = help ] && continue
+      echo "$* $sub"
+      subcommands "$@" "$sub"
+    done
+}
+man -w wring >/dev/null || fail "man -w wring finds no page"
+pages=1
+while read -r path; do
+  page="wring-${path// /-}"
+  man -w "$page" >/dev/null 2>&1 || fail "no man page $page for 'wring $path' (man -w $page)"
+  pages=$((pages + 1))
+done < <(subcommands | sed 's/^ //')
+[ "$pages" -gt 20 ] || fail "only $pages subcommand pages found: walking --help went wrong"
+man -w 5 wring-mount-options >/dev/null || fail "man -w 5 wring-mount-options finds no page"
+man 5 wring-mount-options 2>/dev/null | grep -q "max_extent" || fail "wring-mount-options(5) does not list max_extent"
+ok "man -w finds wring and all $pages command pages, and wring-mount-options(5)"
+
+# Bash completion: `wring mo<TAB>` completes to mount.
+comp=$(bash -c 'source /usr/share/bash-completion/completions/wring
+  COMP_WORDS=(wring mo); COMP_CWORD=1; COMP_LINE="wring mo"; COMP_POINT=${#COMP_LINE}
+  _wring wring mo wring; printf "%s\n" "${COMPREPLY[@]}"')
+[ "$comp" = mount ] || fail "bash completes 'wring mo' to '$comp', not 'mount'"
+ok "bash completes 'wring mo' to mount"
+
+# fstab: mount -a (twice: the second finds it mounted), findmnt, umount.
+mkdir -p "$work/mnt"
+$W mkfs "$work/store" >/dev/null
+printf '%s %s fuse.wring compress=zstd:3,nofail,_netdev,x-systemd.requires=foo.service,noauto 0 0\n' \
+  "$work/store" "$work/mnt" >"$work/fstab"
+# noauto keeps `mount -a` off it; the line without noauto is what `mount -a` mounts.
+mount -a -T "$work/fstab"
+findmnt -n "$work/mnt" >/dev/null && fail "mount -a mounted an fstab line marked noauto"
+sed -i 's/,noauto / /' "$work/fstab"
+mount -a -T "$work/fstab" || fail "mount -a -T $work/fstab failed"
+src=$(findmnt -n -o SOURCE "$work/mnt") || fail "findmnt does not show $work/mnt after mount -a"
+[ "$src" = "wring:$work/store" ] || fail "findmnt shows source '$src' for $work/mnt, not wring:$work/store"
+$W status "$work/mnt" | grep -q '^options: compress=zstd:3,' || fail "the fstab options did not reach the mount: $($W status "$work/mnt" | head -n 1)"
+echo "written through fstab" >"$work/mnt/f"
+mount -a -T "$work/fstab" || fail "a second mount -a failed on the mounted line"
+n=$(awk -v m="$work/mnt" '$5 == m' /proc/self/mountinfo | wc -l)
+[ "$n" -eq 1 ] || fail "after a second mount -a, $work/mnt is mounted $n times"
+pid=$(getfattr --only-values -n wring.pid "$work/mnt" 2>/dev/null) || fail "no wring.pid on $work/mnt"
+umount "$work/mnt" || fail "umount $work/mnt failed"
+findmnt -n "$work/mnt" >/dev/null && fail "$work/mnt is still mounted after umount"
+# umount returns before the daemon's final commit: wait for it to exit before reusing the store.
+while [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; do sleep 0.1; done
+ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store, umount"
+
+# mount -t fuse.wring: a bad option fails with wring's words and mounts nothing; a good one mounts.
+if err=$(mount -t fuse.wring "$work/store" "$work/mnt" -o compress=zstdd 2>&1); then
+  fail "mount -t fuse.wring -o compress=zstdd succeeded"
+fi
+grep -q "mount.fuse.wring: invalid value 'zstdd' for compress" <<<"$err" || fail "bad option message: $err"
+findmnt -n "$work/mnt" >/dev/null && fail "a failed mount left $work/mnt mounted"
+mount -t fuse.wring "$work/store" "$work/mnt" -o compress=lz4 || fail "mount -t fuse.wring -o compress=lz4 failed"
+[ "$(cat "$work/mnt/f")" = "written through fstab" ] || fail "the file written before umount reads back wrong"
+umount "$work/mnt"
+ok "mount -t fuse.wring: '$err'; a good option mounts and the data is there"
+
+# Journald: priorities when stderr is $JOURNAL_STREAM, plain lines otherwise.
+: >"$work/err"
+JOURNAL_STREAM=$(stat -c %d:%i "$work/err") $W mount -o compress=zstd:99 /nonexistent/s /nonexistent/m 2>>"$work/err" || true
+grep -q '^<4>wring_fs::options: compress: ' "$work/err" || fail "no <4> warning on a journal stderr: $(cat "$work/err")"
+: >"$work/err2"
+JOURNAL_STREAM=1:1 $W mount -o compress=zstd:99 /nonexistent/s /nonexistent/m 2>>"$work/err2" || true
+grep -q '^<' "$work/err2" && fail "priority prefixes on a stderr that is not the journal: $(cat "$work/err2")"
+grep -q 'WARN' "$work/err2" || fail "no plain warning line: $(cat "$work/err2")"
+ok "log lines carry <4> on a journal stderr only"
+
+# systemd: the unit verifies (its binary and man pages exist now).
+systemd-analyze verify /usr/lib/systemd/system/wring-blk@.service 2>&1 | tee "$work/verify" >&2 || true
+[ ! -s "$work/verify" ] || fail "systemd-analyze verify wring-blk@.service complained"
+ok "systemd-analyze verify wring-blk@.service"
+
+# A block device from a blk.conf section, through the installed plugin in /usr/lib/wring.
+printf '[t0]\nsize = 16M\nalgorithm = lz4\nstreams = 1\n' >"$work/blk.conf"
+[ "$($W blk-config show --config "$work/blk.conf")" = "[t0] wring blk start -o comp_algorithm=lz4,streams=1 --size 16M t0" ] ||
+  fail "blk-config show: $($W blk-config show --config "$work/blk.conf")"
+uri=$(WRING_BLK_DIR="$work/blk" $W blk-config start t0 --config "$work/blk.conf") || fail "blk-config start t0 failed"
+nbdinfo --size "$uri" | grep -qx 16777216 || fail "nbdinfo $uri does not see 16 MiB"
+WRING_BLK_DIR="$work/blk" $W blk stop t0 >/dev/null
+ok "blk-config start t0 serves $uri with the packaged plugin"
+
+# Purge: nothing of the package is left.
+dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/files"
+dpkg --purge wring >/dev/null
+installed=0
+dpkg -s wring >/dev/null 2>&1 && fail "dpkg still lists wring after --purge"
+while read -r f; do
+  case "$f" in */) continue ;; esac
+  if [ -e "$f" ] || [ -L "$f" ]; then fail "$f is left after dpkg --purge wring"; fi
+done <"$work/files"
+for d in /usr/lib/wring /usr/share/doc/wring; do [ ! -e "$d" ] || fail "$d is left after dpkg --purge wring"; done
+if mount -t fuse.wring "$work/store" "$work/mnt" 2>/dev/null; then fail "mount -t fuse.wring still works after the purge"; fi
+ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files"
