@@ -15,6 +15,7 @@
 //! use them too): `wring_btrfs::scratch`.
 
 mod corpus;
+pub mod seaweed;
 
 pub use corpus::{interleave, random_bytes, samples, Sample, SplitMix, CORPUS_ENV, CORPUS_FILES};
 
@@ -40,6 +41,9 @@ pub enum Need {
     /// The kernel's zram (`/sys/block/zram0`; `modprobe zram`). Opt out with
     /// `WRING_SKIP_ZRAM=1`.
     Zram,
+    /// SeaweedFS's `weed` binary for the object-store tests ([`seaweed::weed_binary`];
+    /// `scripts/setup.sh` installs it). Opt out with `WRING_SKIP_S3=1`.
+    Seaweed,
 }
 
 /// Environment variable naming a file that skip records are appended to, one line each
@@ -51,7 +55,7 @@ pub const SKIP_PREFIX: &str = "wring-test-skipped: ";
 
 impl Need {
     /// Every need, in the order [`require`] checks them.
-    pub const ALL: [Need; 3] = [Need::Root, Need::Corpus, Need::Zram];
+    pub const ALL: [Need; 4] = [Need::Root, Need::Corpus, Need::Zram, Need::Seaweed];
 
     /// The variable that, set to anything but empty or `0`, turns a missing need into a skip.
     pub fn opt_out_var(self) -> &'static str {
@@ -59,6 +63,7 @@ impl Need {
             Need::Root => "WRING_SKIP_ROOT",
             Need::Corpus => "WRING_SKIP_CORPUS",
             Need::Zram => "WRING_SKIP_ZRAM",
+            Need::Seaweed => "WRING_SKIP_S3",
         }
     }
 
@@ -72,6 +77,7 @@ impl Need {
             Need::Zram => (!std::path::Path::new("/sys/block/zram0").exists()).then(|| {
                 "needs zram (/sys/block/zram0 is missing: modprobe zram, as root)".to_string()
             }),
+            Need::Seaweed => seaweed::weed_missing(),
         }
     }
 }
