@@ -1,0 +1,975 @@
+//! The segment store: extents appended into an open segment, sealed segments uploaded as
+//! immutable objects in parallel (a bounded queue), ranged reads through the chunk cache with
+//! sequential read-ahead, live/dead accounting per segment, the compactor's primitives and the
+//! lease. Mirrors btrfs's data block groups and its relocation: extents live in large
+//! containers, a container whose extents died is emptied by copying what is left and freed
+//! once nothing refers to it.
+//!
+//! The API is synchronous (FUSE threads are plain threads); a tokio runtime owned by the store
+//! runs the requests. Never call it from inside another tokio runtime.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+use object_store::path::Path as ObjPath;
+use object_store::{
+    ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion,
+};
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::Semaphore;
+
+use crate::addr::{parse_segment_name, segment_key, Addr};
+use crate::cache::{Cache, Key};
+use crate::config::MAX_EXTENT;
+use crate::config::{allow_http, Config};
+use crate::error::{Error, Result};
+use crate::lease::{valid_holder, Lease};
+use crate::segment::{self, find, Builder, Entry, Trailer, TRAILER_LEN};
+
+/// What the store holds and does, for `wring status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of segment objects in the bucket.
+    pub bucket_bytes: u64,
+    /// Segment objects in the bucket.
+    pub bucket_segments: u64,
+    /// Live extent bytes (in the bucket or on the way).
+    pub live_bytes: u64,
+    /// Bytes in the bucket no live extent uses (freed extents, indexes, trailers).
+    pub dead_bytes: u64,
+    /// Bytes appended but not in the bucket yet (open segment and upload queue).
+    pub pending_bytes: u64,
+    /// Sealed segments waiting for or in upload.
+    pub pending_segments: u64,
+    /// Uploads running now.
+    pub uploads_in_flight: u64,
+    /// Bytes in the local cache, and its limit.
+    pub cache_bytes: u64,
+    /// The cache's limit.
+    pub cache_limit: u64,
+    /// Cache lookups that hit, missed, and chunks evicted.
+    pub cache_hits: u64,
+    /// Cache lookups that missed.
+    pub cache_misses: u64,
+    /// Chunks evicted for the limit.
+    pub cache_evictions: u64,
+    /// GET requests and their bytes.
+    pub gets: u64,
+    /// Bytes fetched.
+    pub get_bytes: u64,
+    /// PUT requests (segments, leases) and their bytes.
+    pub puts: u64,
+    /// Bytes uploaded.
+    pub put_bytes: u64,
+    /// Objects deleted.
+    pub deletes: u64,
+    /// The last upload error, if uploads are failing now.
+    pub last_error: Option<String>,
+}
+
+/// One segment's usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentUsage {
+    /// The segment number.
+    pub segment: u32,
+    /// Bytes of its object (0 while open).
+    pub object_len: u64,
+    /// Live extent bytes in it.
+    pub live: u64,
+    /// Whether its object is in the bucket.
+    pub in_bucket: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct SegInfo {
+    object_len: u64,
+    live: u64,
+    in_bucket: bool,
+}
+
+struct Sealed {
+    bytes: Bytes,
+    entries: Arc<Vec<Entry>>,
+}
+
+struct State {
+    open_seg: u32,
+    open: Builder,
+    pending: BTreeMap<u32, Arc<Sealed>>,
+    segs: BTreeMap<u32, SegInfo>,
+    indexes: HashMap<u32, Arc<Vec<Entry>>>,
+    last_error: Option<String>,
+    last_read: Option<(u32, u32)>,
+    prefetching: HashSet<Key>,
+}
+
+#[derive(Default)]
+struct Counters {
+    gets: AtomicU64,
+    get_bytes: AtomicU64,
+    puts: AtomicU64,
+    put_bytes: AtomicU64,
+    deletes: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+struct Inner {
+    store: Arc<dyn ObjectStore>,
+    cfg: Config,
+    handle: Handle,
+    state: Mutex<State>,
+    changed: Condvar,
+    cache: Mutex<Cache>,
+    permits: Arc<Semaphore>,
+    closing: AtomicBool,
+    n: Counters,
+}
+
+/// The segment store of one filesystem (`s3://BUCKET/PREFIX`).
+pub struct ObjStore {
+    inner: Arc<Inner>,
+    rt: Option<Runtime>,
+}
+
+impl std::fmt::Debug for ObjStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjStore")
+            .field("bucket", &self.inner.cfg.bucket)
+            .field("prefix", &self.inner.cfg.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The S3 client for `cfg`.
+fn build_client(cfg: &Config) -> Result<Arc<dyn ObjectStore>> {
+    let c = &cfg.credentials;
+    let mut b = AmazonS3Builder::new()
+        .with_bucket_name(&cfg.bucket)
+        .with_region(&cfg.region)
+        .with_access_key_id(&c.access_key_id)
+        .with_secret_access_key(c.secret_access_key.expose())
+        .with_virtual_hosted_style_request(false)
+        .with_conditional_put(S3ConditionalPut::ETagMatch)
+        .with_retry(RetryConfig {
+            max_retries: 2,
+            retry_timeout: cfg.request_timeout,
+            ..RetryConfig::default()
+        })
+        .with_client_options(
+            ClientOptions::new()
+                .with_timeout(cfg.request_timeout)
+                .with_connect_timeout(Duration::from_secs(5)),
+        );
+    if let Some(t) = &c.session_token {
+        b = b.with_token(t.expose());
+    }
+    if let Some(e) = &cfg.endpoint {
+        b = b.with_endpoint(e).with_allow_http(allow_http(e)?);
+    }
+    let s3 = b
+        .build()
+        .map_err(|e| Error::Config(format!("building the S3 client: {e}")))?;
+    Ok(Arc::new(s3))
+}
+
+impl ObjStore {
+    /// Open the store at `cfg`: lists the segments in the bucket and counts `live`, the
+    /// (address, length) of every extent the caller's metadata refers to. Segments in the
+    /// bucket with no live extent (left by a crash or a compaction whose delete did not
+    /// happen) show as all dead and are the compactor's first candidates. New segments are
+    /// numbered after the highest one in the bucket.
+    pub fn open(cfg: Config, live: impl IntoIterator<Item = (Addr, u64)>) -> Result<ObjStore> {
+        cfg.check()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("wring-objstore")
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let store = build_client(&cfg)?;
+        let key0 = segment_key(&cfg.prefix, 0);
+        let list_at = ObjPath::from(key0.rsplit_once('/').map_or("seg", |(dir, _)| dir));
+        let what = format!("listing s3://{}/{list_at}", cfg.bucket);
+        let objects: Vec<_> = rt
+            .block_on(store.list(Some(&list_at)).try_collect::<Vec<_>>())
+            .map_err(|source| Error::Request { what, source })?;
+        let mut segs = BTreeMap::new();
+        for o in objects {
+            if let Some(n) = o.location.filename().and_then(parse_segment_name) {
+                let info = SegInfo {
+                    object_len: o.size,
+                    live: 0,
+                    in_bucket: true,
+                };
+                segs.insert(n, info);
+            }
+        }
+        let mut missing = 0u64;
+        for (a, len) in live {
+            match segs.get_mut(&a.segment()) {
+                Some(s) => s.live += len,
+                None => missing += 1,
+            }
+        }
+        if missing > 0 {
+            log::warn!(
+                "s3://{}/{}: {missing} live extents name segments that are not in the bucket",
+                cfg.bucket,
+                cfg.prefix
+            );
+        }
+        let open_seg = segs.keys().next_back().map_or(1, |n| n + 1);
+        let state = State {
+            open_seg,
+            open: Builder::default(),
+            pending: BTreeMap::new(),
+            segs,
+            indexes: HashMap::new(),
+            last_error: None,
+            last_read: None,
+            prefetching: HashSet::new(),
+        };
+        let inner = Inner {
+            store,
+            handle: rt.handle().clone(),
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+            cache: Mutex::new(Cache::new(cfg.cache_bytes)),
+            permits: Arc::new(Semaphore::new(cfg.max_uploads)),
+            closing: AtomicBool::new(false),
+            n: Counters::default(),
+            cfg,
+        };
+        Ok(ObjStore {
+            inner: Arc::new(inner),
+            rt: Some(rt),
+        })
+    }
+
+    fn block<F: Future>(&self, f: F) -> F::Output {
+        self.inner.handle.block_on(f)
+    }
+
+    fn key(&self, segment: u32) -> ObjPath {
+        ObjPath::from(segment_key(&self.inner.cfg.prefix, segment))
+    }
+
+    fn url(&self, path: &ObjPath) -> String {
+        format!("s3://{}/{path}", self.inner.cfg.bucket)
+    }
+
+    /// Append an extent's stored bytes; returns its address. Seals and queues the open
+    /// segment first when the extent would make it pass the segment size; waits (up to the
+    /// configured wait) while the upload queue is full.
+    pub fn append(&self, bytes: &[u8]) -> Result<Addr> {
+        let room = MAX_EXTENT;
+        if bytes.len() as u64 > room {
+            return Err(Error::TooLarge(format!(
+                "an extent of {} bytes does not fit in a segment (at most {room})",
+                bytes.len()
+            )));
+        }
+        let inner = &self.inner;
+        let mut st = lock(&inner.state);
+        let full = |st: &State| {
+            !st.open.data.is_empty()
+                && st.open.data.len() + bytes.len() > inner.cfg.segment_bytes as usize
+        };
+        if full(&st) {
+            st = self.wait_for(st, "appending an extent", |st| {
+                st.pending.len() < inner.cfg.queue_segments
+            })?;
+            if full(&st) {
+                self.seal(&mut st);
+            }
+        }
+        let offset = st.open.push(bytes);
+        let seg = st.open_seg;
+        st.segs.entry(seg).or_default().live += bytes.len() as u64;
+        Ok(Addr::new(seg, offset))
+    }
+
+    /// Wait on the state until `ready`, or fail after the configured wait naming the
+    /// upload error that keeps it from being ready.
+    fn wait_for<'a>(
+        &self,
+        mut st: MutexGuard<'a, State>,
+        what: &str,
+        ready: impl Fn(&State) -> bool,
+    ) -> Result<MutexGuard<'a, State>> {
+        let wait = self.inner.cfg.wait;
+        let deadline = Instant::now() + wait;
+        while !ready(&st) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Unavailable {
+                    what: what.to_string(),
+                    waited: wait,
+                    pending: st.pending.len(),
+                    last_error: st.last_error.clone().unwrap_or_else(|| "none".into()),
+                });
+            }
+            st = self
+                .inner
+                .changed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(st)
+    }
+
+    /// Seal the open segment (if it holds anything) and start its upload.
+    fn seal(&self, st: &mut State) {
+        if st.open.data.is_empty() {
+            return;
+        }
+        let seg = st.open_seg;
+        let (bytes, entries) = std::mem::take(&mut st.open).finish(seg as u64);
+        let entries = Arc::new(entries);
+        let sealed = Arc::new(Sealed {
+            bytes: Bytes::from(bytes),
+            entries: entries.clone(),
+        });
+        st.segs.entry(seg).or_default().object_len = sealed.bytes.len() as u64;
+        st.indexes.insert(seg, entries);
+        st.pending.insert(seg, sealed.clone());
+        st.open_seg += 1;
+        let inner = self.inner.clone();
+        let path = self.key(seg);
+        self.inner
+            .handle
+            .spawn(upload(inner, seg, path, sealed.bytes.clone()));
+    }
+
+    /// Return once every byte appended so far is in the bucket: seals the open segment, waits
+    /// for its upload and every one before it. Fails with [`Error::Unavailable`] after the
+    /// configured wait; the segments stay queued and keep being retried, so a later `sync`
+    /// can succeed.
+    pub fn sync(&self) -> Result<()> {
+        let mut st = lock(&self.inner.state);
+        self.seal(&mut st);
+        let upto = st.open_seg;
+        let _st = self.wait_for(st, "sync", |st| st.pending.range(..upto).next().is_none())?;
+        Ok(())
+    }
+
+    /// The caller's metadata no longer refers to the extent at `addr` (`len` bytes): its bytes
+    /// count as dead from now on.
+    pub fn free(&self, addr: Addr, len: u64) {
+        let mut st = lock(&self.inner.state);
+        if let Some(s) = st.segs.get_mut(&addr.segment()) {
+            s.live = s.live.saturating_sub(len);
+        }
+    }
+
+    /// Read the extent at `addr` into `buf` (its whole stored length), verified against its
+    /// checksum in the segment's index.
+    pub fn read(&self, addr: Addr, buf: &mut [u8]) -> Result<()> {
+        let (seg, off, len) = (addr.segment(), addr.offset(), buf.len() as u64);
+        let object_len = {
+            let st = lock(&self.inner.state);
+            if let Some(done) = self.read_unsealed(&st, addr, buf) {
+                return done;
+            }
+            match st.segs.get(&seg) {
+                Some(s) if s.in_bucket => s.object_len,
+                _ => return Err(self.missing(seg)),
+            }
+        };
+        let entries = self.index(seg, object_len)?;
+        let e = find(&entries, off)
+            .filter(|e| e.len as u64 == len)
+            .ok_or_else(|| self.no_extent(addr, len))?;
+        self.read_range(seg, object_len, off as u64, buf)?;
+        if crc32fast::hash(buf) != e.crc {
+            return Err(Error::Corrupt {
+                object: self.url(&self.key(seg)),
+                why: format!("the extent at offset {off} ({len} bytes) fails its checksum"),
+            });
+        }
+        self.prefetch(seg, object_len, off as u64, len);
+        Ok(())
+    }
+
+    /// Serve a read from the open segment or a segment still in the upload queue.
+    fn read_unsealed(&self, st: &State, addr: Addr, buf: &mut [u8]) -> Option<Result<()>> {
+        let (seg, off, len) = (addr.segment(), addr.offset(), buf.len() as u64);
+        let (data, entries): (&[u8], &[Entry]) = if seg == st.open_seg {
+            (&st.open.data, &st.open.entries)
+        } else if let Some(s) = st.pending.get(&seg) {
+            (&s.bytes, &s.entries)
+        } else {
+            return None;
+        };
+        let Some(e) = find(entries, off).filter(|e| e.len as u64 == len) else {
+            return Some(Err(self.no_extent(addr, len)));
+        };
+        buf.copy_from_slice(&data[e.offset as usize..(e.offset + e.len) as usize]);
+        Some(Ok(()))
+    }
+
+    fn missing(&self, segment: u32) -> Error {
+        Error::MissingSegment {
+            segment,
+            object: self.url(&self.key(segment)),
+        }
+    }
+
+    fn no_extent(&self, addr: Addr, len: u64) -> Error {
+        Error::NoExtent {
+            addr,
+            len,
+            object: self.url(&self.key(addr.segment())),
+        }
+    }
+
+    /// A segment's index, fetched (trailer, then index) the first time.
+    fn index(&self, seg: u32, object_len: u64) -> Result<Arc<Vec<Entry>>> {
+        if let Some(i) = lock(&self.inner.state).indexes.get(&seg) {
+            return Ok(i.clone());
+        }
+        let path = self.key(seg);
+        let corrupt = |why: String| Error::Corrupt {
+            object: self.url(&path),
+            why,
+        };
+        let Some(tail_at) = object_len.checked_sub(TRAILER_LEN as u64) else {
+            return Err(corrupt(format!(
+                "the object is {object_len} bytes, shorter than a segment trailer"
+            )));
+        };
+        let tail = self.get_range(&path, tail_at, object_len)?;
+        let trailer = Trailer::parse(&tail, object_len).map_err(|e| corrupt(e.0))?;
+        if trailer.segment != seg as u64 {
+            return Err(corrupt(format!(
+                "its trailer names segment {}",
+                trailer.segment
+            )));
+        }
+        let index = self.get_range(&path, trailer.data_len as u64, tail_at)?;
+        let entries = Arc::new(segment::parse_index(&index, &trailer).map_err(|e| corrupt(e.0))?);
+        lock(&self.inner.state).indexes.insert(seg, entries.clone());
+        Ok(entries)
+    }
+
+    /// One ranged GET of `[start, end)`; a short answer is corruption.
+    fn get_range(&self, path: &ObjPath, start: u64, end: u64) -> Result<Bytes> {
+        self.block(get_range(&self.inner, path, start, end))
+    }
+
+    /// Fill `buf` from `[start, start + buf.len())` of segment `seg` through the cache:
+    /// missing chunks are fetched with one ranged GET per run of them, in parallel.
+    fn read_range(&self, seg: u32, object_len: u64, start: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = self.inner.cfg.chunk_bytes as u64;
+        let end = start + buf.len() as u64;
+        if end > object_len {
+            return Err(Error::Corrupt {
+                object: self.url(&self.key(seg)),
+                why: format!("a read of [{start}, {end}) passes the object's end ({object_len})"),
+            });
+        }
+        let (first, last) = ((start / chunk) as u32, ((end - 1) / chunk) as u32);
+        let mut got: BTreeMap<u32, Bytes> = BTreeMap::new();
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        {
+            let mut cache = lock(&self.inner.cache);
+            for c in first..=last {
+                match cache.get((seg, c)) {
+                    Some(b) => {
+                        got.insert(c, b);
+                    }
+                    None => match runs.last_mut() {
+                        Some(r) if r.1 + 1 == c => r.1 = c,
+                        _ => runs.push((c, c)),
+                    },
+                }
+            }
+        }
+        let path = self.key(seg);
+        let fetched = self.block(futures::future::try_join_all(runs.iter().map(|&(a, b)| {
+            let hi = ((b as u64 + 1) * chunk).min(object_len);
+            get_range(&self.inner, &path, a as u64 * chunk, hi)
+        })))?;
+        for (&(a, b), bytes) in runs.iter().zip(fetched) {
+            let chunks = split_chunks(&bytes, chunk);
+            let mut cache = lock(&self.inner.cache);
+            for (c, piece) in (a..=b).zip(chunks) {
+                cache.insert((seg, c), piece.clone());
+                got.insert(c, piece);
+            }
+        }
+        for (c, b) in got {
+            let cs = c as u64 * chunk;
+            let (lo, hi) = (start.max(cs), end.min(cs + b.len() as u64));
+            if lo < hi {
+                buf[(lo - start) as usize..(hi - start) as usize]
+                    .copy_from_slice(&b[(lo - cs) as usize..(hi - cs) as usize]);
+            }
+        }
+        Ok(())
+    }
+
+    /// After a read of `[off, off + len)`: when reads of this segment go forward, fetch the
+    /// next chunks (into the next segment past this one's end) in the background.
+    fn prefetch(&self, seg: u32, object_len: u64, off: u64, len: u64) {
+        let inner = &self.inner;
+        let n = inner.cfg.prefetch_chunks;
+        let chunk = inner.cfg.chunk_bytes as u64;
+        let (first, last) = (
+            (off / chunk) as u32,
+            ((off + len.max(1) - 1) / chunk) as u32,
+        );
+        let mut st = lock(&inner.state);
+        let sequential = st
+            .last_read
+            .is_some_and(|(s, c)| s == seg && (c == first || c + 1 == first));
+        st.last_read = Some((seg, last));
+        if !sequential || n == 0 {
+            return;
+        }
+        let chunks_in = |len: u64| len.div_ceil(chunk) as u32;
+        let mut want: Vec<(u32, u32, u64)> = Vec::new();
+        for i in 1..=n {
+            let c = last + i;
+            if c < chunks_in(object_len) {
+                want.push((seg, c, object_len));
+            } else if let Some(next) = st.segs.get(&(seg + 1)).filter(|s| s.in_bucket) {
+                let c = c - chunks_in(object_len);
+                if c < chunks_in(next.object_len) {
+                    want.push((seg + 1, c, next.object_len));
+                }
+            }
+        }
+        let cache = lock(&inner.cache);
+        want.retain(|&(s, c, _)| !cache.contains((s, c)) && !st.prefetching.contains(&(s, c)));
+        drop(cache);
+        for &(s, c, _) in &want {
+            st.prefetching.insert((s, c));
+        }
+        drop(st);
+        for (s, c, olen) in want {
+            let inner = self.inner.clone();
+            let path = self.key(s);
+            self.inner.handle.spawn(async move {
+                let hi = ((c as u64 + 1) * chunk).min(olen);
+                let r = get_range(&inner, &path, c as u64 * chunk, hi).await;
+                if let Ok(b) = r {
+                    lock(&inner.cache).insert((s, c), b);
+                }
+                lock(&inner.state).prefetching.remove(&(s, c));
+            });
+        }
+    }
+
+    /// Whether the cache holds the chunk with the byte at `addr` (for `wring stat` and tests).
+    pub fn is_cached(&self, addr: Addr) -> bool {
+        let chunk = addr.offset() / self.inner.cfg.chunk_bytes;
+        lock(&self.inner.cache).contains((addr.segment(), chunk))
+    }
+
+    /// Fetch segment `seg` whole and verify its trailer, index and every extent's checksum
+    /// (fsck).
+    pub fn verify_segment(&self, seg: u32) -> Result<Vec<Entry>> {
+        let path = self.key(seg);
+        let what = format!("reading {}", self.url(&path));
+        let bytes = self
+            .block(async {
+                let r = self.inner.store.get(&path).await?;
+                r.bytes().await
+            })
+            .map_err(|source| match source {
+                object_store::Error::NotFound { .. } => self.missing(seg),
+                source => Error::Request { what, source },
+            })?;
+        self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
+        let corrupt = |why: String| Error::Corrupt {
+            object: self.url(&path),
+            why,
+        };
+        let (t, entries) = segment::verify_object(&bytes).map_err(|e| corrupt(e.0))?;
+        if t.segment != seg as u64 {
+            return Err(corrupt(format!("its trailer names segment {}", t.segment)));
+        }
+        Ok(entries)
+    }
+
+    /// Counters for `wring status`.
+    pub fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let st = lock(&inner.state);
+        let mut s = Stats::default();
+        for info in st.segs.values() {
+            s.live_bytes += info.live;
+            if info.in_bucket {
+                s.bucket_bytes += info.object_len;
+                s.bucket_segments += 1;
+                s.dead_bytes += info.object_len.saturating_sub(info.live);
+            }
+        }
+        s.pending_segments = st.pending.len() as u64;
+        s.pending_bytes = st.open.data.len() as u64
+            + st.pending
+                .values()
+                .map(|p| p.bytes.len() as u64)
+                .sum::<u64>();
+        s.last_error = st.last_error.clone();
+        drop(st);
+        let cache = lock(&inner.cache);
+        (s.cache_bytes, s.cache_limit) = (cache.bytes(), inner.cfg.cache_bytes);
+        (s.cache_hits, s.cache_misses, s.cache_evictions) =
+            (cache.hits, cache.misses, cache.evictions);
+        drop(cache);
+        let n = &inner.n;
+        s.uploads_in_flight = n.in_flight.load(Ordering::Relaxed) as u64;
+        s.gets = n.gets.load(Ordering::Relaxed);
+        s.get_bytes = n.get_bytes.load(Ordering::Relaxed);
+        s.puts = n.puts.load(Ordering::Relaxed);
+        s.put_bytes = n.put_bytes.load(Ordering::Relaxed);
+        s.deletes = n.deletes.load(Ordering::Relaxed);
+        s
+    }
+
+    /// Every known segment's usage, by number.
+    pub fn segments(&self) -> Vec<SegmentUsage> {
+        let st = lock(&self.inner.state);
+        st.segs
+            .iter()
+            .map(|(&segment, i)| SegmentUsage {
+                segment,
+                object_len: i.object_len,
+                live: i.live,
+                in_bucket: i.in_bucket,
+            })
+            .collect()
+    }
+
+    /// Segments in the bucket whose live bytes are under `threshold` (0.0 to 1.0) of their
+    /// object's size, emptiest first: the compactor's candidates.
+    pub fn compaction_candidates(&self, threshold: f64) -> Vec<u32> {
+        let mut c: Vec<SegmentUsage> = self
+            .segments()
+            .into_iter()
+            .filter(|s| s.in_bucket && (s.live as f64) < threshold * s.object_len as f64)
+            .collect();
+        c.sort_by_key(|s| (s.live, s.segment));
+        c.into_iter().map(|s| s.segment).collect()
+    }
+
+    /// Copy the live extents `extents` (address, length — every live extent of the segments
+    /// being compacted) into new segments and sync them; returns the old → new address map.
+    /// The old segments' live bytes move to the new ones. The caller then commits the new
+    /// addresses durably, and only after that calls [`ObjStore::delete_segments`] (see
+    /// docs/objstore.md for why this order is crash-safe).
+    pub fn rewrite(&self, extents: &[(Addr, u64)]) -> Result<Vec<(Addr, Addr)>> {
+        let mut map = Vec::with_capacity(extents.len());
+        let mut buf = Vec::new();
+        for &(old, len) in extents {
+            buf.resize(len as usize, 0);
+            self.read(old, &mut buf)?;
+            map.push((old, self.append(&buf)?));
+        }
+        self.sync()?;
+        for &(old, len) in extents {
+            self.free(old, len);
+        }
+        Ok(map)
+    }
+
+    /// Delete segment objects the caller's durable metadata no longer points at. Refuses a
+    /// segment that still has live bytes, or that is open or not uploaded yet.
+    pub fn delete_segments(&self, segs: &[u32]) -> Result<()> {
+        for &seg in segs {
+            {
+                let st = lock(&self.inner.state);
+                match st.segs.get(&seg) {
+                    Some(i) if i.live > 0 => {
+                        return Err(Error::InUse {
+                            segment: seg,
+                            live: i.live,
+                        })
+                    }
+                    Some(i) if i.in_bucket => {}
+                    _ => return Err(self.missing(seg)),
+                }
+            }
+            let path = self.key(seg);
+            let what = format!("deleting {}", self.url(&path));
+            match self.block(self.inner.store.delete(&path)) {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(source) => return Err(Error::Request { what, source }),
+            }
+            self.inner.n.deletes.fetch_add(1, Ordering::Relaxed);
+            let mut st = lock(&self.inner.state);
+            st.segs.remove(&seg);
+            st.indexes.remove(&seg);
+            drop(st);
+            lock(&self.inner.cache).remove_segment(seg);
+        }
+        Ok(())
+    }
+
+    fn lease_path(&self) -> ObjPath {
+        let p = self.inner.cfg.prefix.trim_matches('/');
+        ObjPath::from(if p.is_empty() {
+            "lease".to_string()
+        } else {
+            format!("{p}/lease")
+        })
+    }
+
+    /// The lease as it is in the bucket (None when nobody holds it), with its version.
+    fn lease_now(&self) -> Result<Option<(Lease, UpdateVersion)>> {
+        let path = self.lease_path();
+        let what = format!("reading {}", self.url(&path));
+        let got = self.block(async {
+            let r = self.inner.store.get(&path).await?;
+            let v = UpdateVersion {
+                e_tag: r.meta.e_tag.clone(),
+                version: r.meta.version.clone(),
+            };
+            Ok::<_, object_store::Error>((r.bytes().await?, v))
+        });
+        let (bytes, version) = match got {
+            Ok(b) => b,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(source) => return Err(Error::Request { what, source }),
+        };
+        self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
+        let lease = Lease::parse(&bytes).map_err(|e| Error::Corrupt {
+            object: self.url(&path),
+            why: format!("{e} (break the lease to replace it)"),
+        })?;
+        Ok(Some((lease, version)))
+    }
+
+    /// Who holds the lease, if anyone.
+    pub fn lease(&self) -> Result<Option<Lease>> {
+        Ok(self.lease_now()?.map(|(l, _)| l))
+    }
+
+    /// Take the lease for `holder`: created only if absent (a conditional put, If-None-Match),
+    /// renewed if `holder` already holds it, refused with [`Error::LeaseHeld`] naming the
+    /// holder otherwise.
+    pub fn acquire_lease(&self, holder: &str) -> Result<Lease> {
+        valid_holder(holder).map_err(|e| Error::Config(e.0))?;
+        let path = self.lease_path();
+        let lease = Lease {
+            holder: holder.to_string(),
+            since: now_unix(),
+        };
+        for _ in 0..3 {
+            let mode = match self.lease_now()? {
+                None => PutMode::Create,
+                Some((l, version)) if l.holder == holder => PutMode::Update(version),
+                Some((l, _)) => {
+                    return Err(Error::LeaseHeld {
+                        object: self.url(&path),
+                        holder: l.holder,
+                        since: l.since,
+                    })
+                }
+            };
+            let opts = PutOptions::from(mode);
+            let body = PutPayload::from(lease.encode());
+            match self.block(self.inner.store.put_opts(&path, body, opts)) {
+                Ok(_) => {
+                    self.inner.n.puts.fetch_add(1, Ordering::Relaxed);
+                    return Ok(lease);
+                }
+                // Someone else wrote it between our read and our put: look again.
+                Err(object_store::Error::AlreadyExists { .. })
+                | Err(object_store::Error::Precondition { .. }) => continue,
+                Err(source) => {
+                    let what = format!("writing {}", self.url(&path));
+                    return Err(Error::Request { what, source });
+                }
+            }
+        }
+        match self.lease()? {
+            Some(l) if l.holder != holder => Err(Error::LeaseHeld {
+                object: self.url(&path),
+                holder: l.holder,
+                since: l.since,
+            }),
+            _ => Err(Error::Config(format!(
+                "{} changed under every attempt to take it; try again",
+                self.url(&path)
+            ))),
+        }
+    }
+
+    /// Give the lease up. Refused when someone else holds it; nothing to do when nobody does.
+    pub fn release_lease(&self, holder: &str) -> Result<()> {
+        let path = self.lease_path();
+        match self.lease_now()? {
+            None => Ok(()),
+            Some((l, _)) if l.holder != holder => Err(Error::LeaseHeld {
+                object: self.url(&path),
+                holder: l.holder,
+                since: l.since,
+            }),
+            Some(_) => self.delete_lease(&path),
+        }
+    }
+
+    /// Break the lease whoever holds it (a stale one: its holder is gone). Returns the lease
+    /// that was broken; a corrupt record is removed as well.
+    pub fn break_lease(&self) -> Result<Option<Lease>> {
+        let path = self.lease_path();
+        let old = match self.lease_now() {
+            Ok(l) => l.map(|(l, _)| l),
+            Err(Error::Corrupt { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        self.delete_lease(&path)?;
+        Ok(old)
+    }
+
+    fn delete_lease(&self, path: &ObjPath) -> Result<()> {
+        match self.block(self.inner.store.delete(path)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+                self.inner.n.deletes.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(source) => Err(Error::Request {
+                what: format!("deleting {}", self.url(path)),
+                source,
+            }),
+        }
+    }
+
+    /// Sync, then stop the runtime.
+    pub fn close(self) -> Result<()> {
+        self.sync()
+    }
+}
+
+impl Drop for ObjStore {
+    /// Stops the runtime: uploads not finished are abandoned (as at a crash: only what `sync`
+    /// returned for is promised).
+    fn drop(&mut self) {
+        self.inner.closing.store(true, Ordering::SeqCst);
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+    }
+}
+
+/// `bytes` cut into `chunk`-sized pieces (the last one shorter).
+fn split_chunks(bytes: &Bytes, chunk: u64) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let end = (at + chunk as usize).min(bytes.len());
+        out.push(bytes.slice(at..end));
+        at = end;
+    }
+    out
+}
+
+/// One ranged GET; an answer shorter than asked is corruption, not a panic.
+async fn get_range(inner: &Inner, path: &ObjPath, start: u64, end: u64) -> Result<Bytes> {
+    let url = || format!("s3://{}/{path}", inner.cfg.bucket);
+    let bytes = inner
+        .store
+        .get_range(path, start..end)
+        .await
+        .map_err(|source| match source {
+            object_store::Error::NotFound { .. } => Error::Corrupt {
+                object: url(),
+                why: "the object is gone".into(),
+            },
+            source => Error::Request {
+                what: format!("reading [{start}, {end}) of {}", url()),
+                source,
+            },
+        })?;
+    inner.n.gets.fetch_add(1, Ordering::Relaxed);
+    inner
+        .n
+        .get_bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    if bytes.len() as u64 != end - start {
+        return Err(Error::Corrupt {
+            object: url(),
+            why: format!(
+                "asked for [{start}, {end}) and got {} bytes (the object is short)",
+                bytes.len()
+            ),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Upload one sealed segment, retrying with backoff until it is in the bucket or the store
+/// closes; the segment stays readable from memory meanwhile. On success its chunks go into
+/// the cache (written segments are read back soon, as the page cache keeps written pages).
+async fn upload(inner: Arc<Inner>, seg: u32, path: ObjPath, bytes: Bytes) {
+    let Ok(_permit) = inner.permits.clone().acquire_owned().await else {
+        return;
+    };
+    inner.n.in_flight.fetch_add(1, Ordering::SeqCst);
+    let mut backoff = Duration::from_millis(50);
+    while !inner.closing.load(Ordering::SeqCst) {
+        match inner
+            .store
+            .put(&path, PutPayload::from(bytes.clone()))
+            .await
+        {
+            Ok(_) => {
+                inner.n.puts.fetch_add(1, Ordering::Relaxed);
+                inner
+                    .n
+                    .put_bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                let chunk = inner.cfg.chunk_bytes as u64;
+                {
+                    let mut cache = lock(&inner.cache);
+                    for (c, piece) in split_chunks(&bytes, chunk).into_iter().enumerate() {
+                        cache.insert((seg, c as u32), piece);
+                    }
+                }
+                let mut st = lock(&inner.state);
+                st.pending.remove(&seg);
+                if let Some(i) = st.segs.get_mut(&seg) {
+                    i.in_bucket = true;
+                }
+                if st.pending.is_empty() {
+                    st.last_error = None;
+                }
+                break;
+            }
+            Err(e) => {
+                let msg = format!("uploading s3://{}/{path}: {e}", inner.cfg.bucket);
+                log::warn!("{msg}; retrying in {backoff:?}");
+                lock(&inner.state).last_error = Some(msg);
+                inner.changed.notify_all();
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+    inner.n.in_flight.fetch_sub(1, Ordering::SeqCst);
+    inner.changed.notify_all();
+}
