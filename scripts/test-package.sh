@@ -153,3 +153,21 @@ done <"$work/files"
 for d in /usr/lib/wring /usr/share/doc/wring; do [ ! -e "$d" ] || fail "$d is left after dpkg --purge wring"; done
 if mount -t fuse.wring "$work/store" "$work/mnt" 2>/dev/null; then fail "mount -t fuse.wring still works after the purge"; fi
 ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files"
+
+# scripts/install.sh, for other distributions, into a DESTDIR; then --uninstall.
+root="$work/root"
+DESTDIR="$root" PREFIX=/usr/local scripts/install.sh "$@" >/dev/null
+for f in /usr/local/bin/wring /sbin/mount.fuse.wring /usr/local/lib/wring/libwring_blk_nbdkit.so \
+  /usr/local/share/man/man1/wring-mount.1.gz /usr/local/share/man/man5/wring-mount-options.5.gz \
+  /usr/local/share/bash-completion/completions/wring /usr/local/share/zsh/site-functions/_wring \
+  /etc/systemd/system/wring-blk@.service; do
+  [ -e "$root$f" ] || [ -L "$root$f" ] || fail "scripts/install.sh did not install $f"
+done
+[ "$(readlink "$root/sbin/mount.fuse.wring")" = /usr/local/lib/wring/wring ] || fail "mount.fuse.wring links to $(readlink "$root/sbin/mount.fuse.wring")"
+grep -qx 'ExecStart=/usr/local/bin/wring blk-config start %i' "$root/etc/systemd/system/wring-blk@.service" ||
+  fail "the installed unit does not run /usr/local/bin/wring"
+"$root/usr/local/lib/wring/wring" --version >/dev/null || fail "the installed binary does not run"
+DESTDIR="$root" PREFIX=/usr/local scripts/install.sh --uninstall >/dev/null
+left=$(find "$root" ! -type d)
+[ -z "$left" ] || fail "scripts/install.sh --uninstall left: $left"
+ok "scripts/install.sh installs under PREFIX, mount.fuse.wring in /sbin, the unit in /etc; --uninstall removes it all"
