@@ -75,6 +75,11 @@ struct InodeState {
     extent_size: u32,
     /// Time of the last write.
     mtime: Time,
+    /// Generation of the last write's extents.
+    last_gen: u64,
+    /// A setattr set the times after the writes up to this generation: their writeback
+    /// leaves the times alone (a utimens after a write wins, as it does on Linux).
+    times_set: u64,
     /// Jobs queued, in flight or ready.
     jobs: usize,
 }
@@ -109,7 +114,8 @@ struct State {
 pub(crate) struct Pending {
     pub size: u64,
     pub extent_size: u32,
-    pub mtime: Time,
+    /// The last write's time, unless a setattr set the times after it.
+    pub mtime: Option<Time>,
 }
 
 /// The delalloc queue of one mount.
@@ -166,8 +172,26 @@ impl Delalloc {
         self.state().inodes.get(&ino).map(|s| Pending {
             size: s.size,
             extent_size: s.extent_size,
-            mtime: s.mtime,
+            mtime: (s.last_gen > s.times_set).then_some(s.mtime),
         })
+    }
+
+    /// A setattr set `ino`'s times: the writeback of what was written so far must not move
+    /// them (called under the inode lock, before that setattr commits).
+    pub fn times_set(&self, ino: u64) {
+        let mut st = self.state();
+        let gen = st.next_gen;
+        if let Some(s) = st.inodes.get_mut(&ino) {
+            s.times_set = gen;
+        }
+    }
+
+    /// Whether `job`'s writeback sets its inode's times (no setattr set them since).
+    fn sets_times(&self, job: &Job) -> bool {
+        self.state()
+            .inodes
+            .get(&job.ino)
+            .is_none_or(|s| job.gen > s.times_set)
     }
 
     /// The dirty contents of extent `idx` of `ino`.
@@ -207,10 +231,12 @@ impl Delalloc {
             let s = st.inodes.entry(ino).or_default();
             s.jobs += 1;
         }
+        let gen = st.next_gen;
         let s = st.inodes.entry(ino).or_default();
         s.size = s.size.max(size);
         s.extent_size = extent_size;
         s.mtime = time;
+        s.last_gen = gen;
     }
 
     /// Whether `job` is still the dirty version of its extent.
@@ -473,7 +499,9 @@ impl Volume {
             if mark {
                 inode.flags |= FLAG_NOCOMPRESS;
             }
-            crate::volume::apply_write_time(&mut inode, job.time);
+            if self.da.sets_times(job) {
+                crate::volume::apply_write_time(&mut inode, job.time);
+            }
         }
         txn.open_table(INODES)?
             .insert(ino, inode.to_bytes().as_slice())?;
@@ -622,6 +650,52 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A setattr of times, mode or owner goes in beside the file's writeback instead of
+    /// waiting for it (cp -a's utimens after each file's write serialised every file's
+    /// compression); a utimens after a write still wins over the write's later writeback, and
+    /// a chmod after it still lets the write move mtime on.
+    #[test]
+    fn a_setattr_of_times_does_not_wait_for_writeback_and_wins_over_it() {
+        let (dir, vol) = scratch("utimens");
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
+        // Queued as a write queues it, with no writeback thread to take it yet.
+        vol.da
+            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+        vol.da
+            .enqueue(b, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+        let written = vol.da.pending(b).unwrap().mtime.unwrap();
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        let utimens = SetAttr {
+            atime: Some(Some(old)),
+            mtime: Some(Some(old)),
+            ..SetAttr::default()
+        };
+        let i = vol.setattr(a, &utimens).unwrap();
+        assert_eq!(i.size, 4096, "the size the dirty extent adds");
+        let chmod = SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        };
+        vol.setattr(b, &chmod).unwrap();
+        assert_eq!(
+            vol.da.totals().1,
+            2,
+            "a setattr waited for the file's writeback"
+        );
+        let old = crate::store::records::Time::from_system(old);
+        assert_eq!(vol.inode(a).unwrap().mtime, old, "before the writeback");
+        vol.flush_delalloc(a).unwrap();
+        vol.flush_delalloc(b).unwrap();
+        let ia = vol.inode(a).unwrap();
+        assert_eq!((ia.mtime, ia.size), (old, 4096), "after the writeback");
+        let ib = vol.inode(b).unwrap();
+        assert_eq!((ib.mtime, ib.perm & 0o777), (written, 0o600));
+        assert!(ib.ctime > written, "the chmod's ctime stays");
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// An xattr change between a write and its writeback moves ctime on; the write's mtime
     /// still lands (a setattr, which would win, waits for the writeback instead).
     #[test]
@@ -632,7 +706,7 @@ mod tests {
         // Queued as a write queues it, with no writeback thread to take it yet.
         vol.da
             .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
-        let written = vol.da.pending(a).unwrap().mtime;
+        let written = vol.da.pending(a).unwrap().mtime.unwrap();
         vol.setxattr(a, b"user.tag", b"1", 0).unwrap();
         vol.flush_delalloc(a).unwrap();
         let inode = vol.inode(a).unwrap();

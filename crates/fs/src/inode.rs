@@ -511,9 +511,17 @@ impl Volume {
         target.ok_or(errno(libc::EINVAL))
     }
 
-    /// Change attributes; a size change truncates or extends.
+    /// Change attributes; a size change truncates or extends. Only a size change waits for
+    /// the file's writeback: times, mode and owner go in beside it (a close, which flushes the
+    /// kernel's times, and `cp -a`'s chmod/chown/utimens no longer wait for compression).
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
-        let _g = self.quiesce(ino);
+        let _g = match set.size {
+            Some(_) => self.quiesce(ino),
+            None => self.inode_lock(ino),
+        };
+        if set.mtime.is_some() {
+            self.da.times_set(ino);
+        }
         let txn = self.store.write()?;
         let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         let now = Time::now();
@@ -552,7 +560,8 @@ impl Volume {
         inode.ctime = set.ctime.map_or(now, Time::from_system);
         put_inode(&txn, ino, &inode)?;
         self.store.commit(txn, false)?;
-        Ok(inode)
+        // The size (and, for writes after a chmod, mtime) its dirty extents add.
+        Ok(crate::volume::with_pending(self.da.pending(ino), inode))
     }
 
     /// An extended attribute's value.

@@ -588,19 +588,21 @@ impl Volume {
 
 /// `inode` as it will be once the dirty extents `pending` describes are written back (size and
 /// times).
-fn with_pending(pending: Option<Pending>, mut inode: Inode) -> Inode {
+pub(crate) fn with_pending(pending: Option<Pending>, mut inode: Inode) -> Inode {
     if let Some(p) = pending {
         inode.size = inode.size.max(p.size);
-        apply_write_time(&mut inode, p.mtime);
+        if let Some(t) = p.mtime {
+            apply_write_time(&mut inode, t);
+        }
     }
     inode
 }
 
 /// A write made at `t` reaches the inode (its writeback commits, or a lookup adds its dirty
-/// extents). A setattr after the write waits for that writeback, so none can have come after
-/// it yet: from the last change on (`ctime`) the write sets both times; before it (a rename,
-/// link or xattr change came after the write, or a later writeback of the file committed
-/// first) it still moves mtime forward.
+/// extents), unless a setattr set the times after it (see `Delalloc::times_set`): from the
+/// last change on (`ctime`) the write sets both times; before it (a chmod, rename, link or
+/// xattr change came after the write, or a later writeback of the file committed first) it
+/// still moves mtime forward.
 pub(crate) fn apply_write_time(inode: &mut Inode, t: crate::store::records::Time) {
     if t >= inode.ctime {
         inode.mtime = t;
