@@ -265,6 +265,7 @@ fn counters(mnt: &Path) -> Result<BTreeMap<String, f64>, BenchError> {
         };
         let prefix = match head {
             "fuse" => "",
+            "fuse_ms" => "ms_",
             "transactions" => "txn_",
             "writeback_waits" => "writeback_wait_",
             _ => continue,
@@ -288,7 +289,7 @@ fn delta(
         .iter()
         .filter_map(|(k, v)| {
             let d = v - before.get(k).copied().unwrap_or(0.0);
-            let total = k.ends_with("_ms");
+            let total = k.ends_with("_ms") || k.starts_with("ms_");
             (d > 0.0).then(|| (k.clone(), if total { d } else { d / entries as f64 }))
         })
         .collect()
@@ -538,7 +539,7 @@ impl MetaReport {
             let fields: Vec<String> = r
                 .wring_counters
                 .iter()
-                .map(|(k, v)| match k.ends_with("_ms") {
+                .map(|(k, v)| match k.ends_with("_ms") || k.starts_with("ms_") {
                     true => format!("{k}={v:.0}"),
                     false => format!("{k}={v:.2}"),
                 })

@@ -83,16 +83,36 @@ const NAMES: [&str; 31] = [
     "readdirplus",
 ];
 
-/// FUSE requests by opcode.
+/// FUSE requests by opcode, and the time the daemon spent on each kind.
 #[derive(Default)]
 pub struct OpCounts {
     counts: [AtomicU64; NAMES.len()],
+    nanos: [AtomicU64; NAMES.len()],
+}
+
+/// Adds the time from its making to its drop to its request's kind.
+pub struct Timed<'a> {
+    counts: &'a OpCounts,
+    op: Op,
+    start: Instant,
+}
+
+impl Drop for Timed<'_> {
+    fn drop(&mut self) {
+        let ns = self.start.elapsed().as_nanos() as u64;
+        self.counts.nanos[self.op as usize].fetch_add(ns, Ordering::Relaxed);
+    }
 }
 
 impl OpCounts {
-    /// Count one request.
-    pub fn count(&self, op: Op) {
+    /// Count one request; the time until the returned guard drops is its handling time.
+    pub fn count(&self, op: Op) -> Timed<'_> {
         self.counts[op as usize].fetch_add(1, Ordering::Relaxed);
+        Timed {
+            counts: self,
+            op,
+            start: Instant::now(),
+        }
     }
 
     /// Count `n` of one request (a batch of forgets).
@@ -112,6 +132,21 @@ impl OpCounts {
             }
         }
         format!("fuse: total={total}{s}\n")
+    }
+
+    /// `fuse_ms: total=X name=X …`: milliseconds the handlers of each kind took (replies
+    /// included), for the kinds seen so far.
+    pub fn time_line(&self) -> String {
+        let mut total = 0;
+        let mut s = String::new();
+        for (name, c) in NAMES.iter().zip(&self.nanos) {
+            let n = c.load(Ordering::Relaxed);
+            total += n;
+            if n > 0 {
+                let _ = write!(s, " {name}={:.1}", n as f64 / 1e6);
+            }
+        }
+        format!("fuse_ms: total={:.1}{s}\n", total as f64 / 1e6)
     }
 }
 
@@ -194,10 +229,10 @@ mod tests {
     #[test]
     fn the_fuse_line_names_what_was_counted() {
         let c = OpCounts::default();
-        c.count(Op::Lookup);
-        c.count(Op::Create);
+        drop(c.count(Op::Lookup));
+        drop(c.count(Op::Create));
         c.add(Op::Forget, 3);
-        c.count(Op::Readdirplus);
+        drop(c.count(Op::Readdirplus));
         assert_eq!(
             c.line(),
             "fuse: total=6 lookup=1 forget=3 create=1 readdirplus=1\n"

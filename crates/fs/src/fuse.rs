@@ -208,17 +208,17 @@ impl fuser::Filesystem for WringFs {
     /// its last name goes (fuser's batch_forget, whose argument type it does not export,
     /// calls this once per inode).
     fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {
-        self.vol.ops.count(Op::Forget);
+        let _t = self.vol.ops.count(Op::Forget);
         self.vol.forget(_ino.0, _nlookup);
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.vol.ops.count(Op::Lookup);
+        let _t = self.vol.ops.count(Op::Lookup);
         self.entry(reply, self.vol.lookup_held(parent.0, name.as_bytes()));
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.vol.ops.count(Op::Getattr);
+        let _t = self.vol.ops.count(Op::Getattr);
         match self.vol.inode(ino.0) {
             Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
             Err(e) => reply.error(err(e)),
@@ -243,7 +243,7 @@ impl fuser::Filesystem for WringFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        self.vol.ops.count(Op::Setattr);
+        let _t = self.vol.ops.count(Op::Setattr);
         let set = SetAttr {
             mode,
             uid,
@@ -261,7 +261,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.vol.ops.count(Op::Readlink);
+        let _t = self.vol.ops.count(Op::Readlink);
         match self.vol.readlink(ino.0) {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(err(e)),
@@ -278,7 +278,7 @@ impl fuser::Filesystem for WringFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.vol.ops.count(Op::Mknod);
+        let _t = self.vol.ops.count(Op::Mknod);
         match Kind::from_mode(mode) {
             Some(k) if k != Kind::Dir && k != Kind::Symlink => self.entry(
                 reply,
@@ -302,7 +302,7 @@ impl fuser::Filesystem for WringFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        self.vol.ops.count(Op::Mkdir);
+        let _t = self.vol.ops.count(Op::Mkdir);
         self.entry(
             reply,
             self.vol.create_held(
@@ -315,7 +315,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.vol.ops.count(Op::Unlink);
+        let _t = self.vol.ops.count(Op::Unlink);
         match self.vol.remove(parent.0, name.as_bytes(), false) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -323,7 +323,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.vol.ops.count(Op::Rmdir);
+        let _t = self.vol.ops.count(Op::Rmdir);
         match self.vol.remove(parent.0, name.as_bytes(), true) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -338,7 +338,7 @@ impl fuser::Filesystem for WringFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        self.vol.ops.count(Op::Symlink);
+        let _t = self.vol.ops.count(Op::Symlink);
         let t = target.as_os_str().as_bytes();
         self.entry(
             reply,
@@ -361,7 +361,7 @@ impl fuser::Filesystem for WringFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Rename);
+        let _t = self.vol.ops.count(Op::Rename);
         match self.vol.rename(
             parent.0,
             name.as_bytes(),
@@ -382,7 +382,7 @@ impl fuser::Filesystem for WringFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        self.vol.ops.count(Op::Link);
+        let _t = self.vol.ops.count(Op::Link);
         self.entry(
             reply,
             self.vol
@@ -392,7 +392,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        self.vol.ops.count(Op::Open);
+        let _t = self.vol.ops.count(Op::Open);
         match self.vol.open_existing(ino.0) {
             Ok(_) => reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty()),
             Err(e) => reply.error(err(e)),
@@ -410,7 +410,7 @@ impl fuser::Filesystem for WringFs {
         _lock: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.vol.ops.count(Op::Read);
+        let _t = self.vol.ops.count(Op::Read);
         thread_local! {
             /// The reply buffer of this request thread, kept between reads.
             static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -433,7 +433,7 @@ impl fuser::Filesystem for WringFs {
         _lock: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.vol.ops.count(Op::Write);
+        let _t = self.vol.ops.count(Op::Write);
         let kill = wf
             .contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
             .then(|| caller(req));
@@ -451,7 +451,7 @@ impl fuser::Filesystem for WringFs {
         _lock: LockOwner,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Flush);
+        let _t = self.vol.ops.count(Op::Flush);
         reply.ok();
     }
 
@@ -465,7 +465,7 @@ impl fuser::Filesystem for WringFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Release);
+        let _t = self.vol.ops.count(Op::Release);
         match self.vol.released(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -480,7 +480,7 @@ impl fuser::Filesystem for WringFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Fsync);
+        let _t = self.vol.ops.count(Op::Fsync);
         match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -497,7 +497,7 @@ impl fuser::Filesystem for WringFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Fallocate);
+        let _t = self.vol.ops.count(Op::Fallocate);
         match self.vol.fallocate(ino.0, offset, length, mode) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -505,7 +505,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        self.vol.ops.count(Op::Opendir);
+        let _t = self.vol.ops.count(Op::Opendir);
         match self.vol.opendir(ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(err(e)),
@@ -520,7 +520,7 @@ impl fuser::Filesystem for WringFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        self.vol.ops.count(Op::Readdir);
+        let _t = self.vol.ops.count(Op::Readdir);
         match self.vol.readdir(ino.0, fh.0, offset) {
             Ok(list) => {
                 let from = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -549,7 +549,7 @@ impl fuser::Filesystem for WringFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Releasedir);
+        let _t = self.vol.ops.count(Op::Releasedir);
         match self.vol.releasedir(ino.0, fh.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -564,7 +564,7 @@ impl fuser::Filesystem for WringFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Fsyncdir);
+        let _t = self.vol.ops.count(Op::Fsyncdir);
         match self.vol.fsync(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -572,7 +572,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        self.vol.ops.count(Op::Statfs);
+        let _t = self.vol.ops.count(Op::Statfs);
         match self.vol.statfs() {
             Ok((blocks, free, files)) => {
                 reply.statfs(blocks, free, free, files, u32::MAX as u64, 4096, 255, 4096)
@@ -591,7 +591,7 @@ impl fuser::Filesystem for WringFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        self.vol.ops.count(Op::Setxattr);
+        let _t = self.vol.ops.count(Op::Setxattr);
         let name = name.as_bytes();
         let r = if ino.0 == ROOT && name == OPTIONS_XATTR.as_bytes() {
             if !privileged(req) {
@@ -615,7 +615,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        self.vol.ops.count(Op::Getxattr);
+        let _t = self.vol.ops.count(Op::Getxattr);
         let r = match self.control_get(req, ino.0, name.as_bytes()) {
             Some(r) => r,
             None => self.vol.getxattr(ino.0, name.as_bytes()),
@@ -627,7 +627,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        self.vol.ops.count(Op::Listxattr);
+        let _t = self.vol.ops.count(Op::Listxattr);
         match self.vol.listxattr(ino.0) {
             Ok(names) => {
                 let mut buf = Vec::new();
@@ -642,7 +642,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.vol.ops.count(Op::Removexattr);
+        let _t = self.vol.ops.count(Op::Removexattr);
         match self.vol.removexattr(ino.0, name.as_bytes()) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
@@ -650,7 +650,7 @@ impl fuser::Filesystem for WringFs {
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
-        self.vol.ops.count(Op::Access);
+        let _t = self.vol.ops.count(Op::Access);
         reply.ok();
     }
 
@@ -664,7 +664,7 @@ impl fuser::Filesystem for WringFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        self.vol.ops.count(Op::Create);
+        let _t = self.vol.ops.count(Op::Create);
         let new = Self::new_inode(req, Kind::File, mode, 0, None, umask);
         // One hold for the open, one for the kernel's reference to the new entry.
         match self.vol.create_held(parent.0, name.as_bytes(), new, 2) {

@@ -28,6 +28,7 @@ pub fn status_text(vol: &Volume) -> String {
         s += &format!("store: used={} inodes={files}\n", human(used));
     }
     s += &vol.ops.line();
+    s += &vol.ops.time_line();
     s += &vol.store.counts.line();
     s += &vol.wb_waits.line();
     s
