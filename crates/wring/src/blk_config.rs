@@ -21,6 +21,19 @@ use anyhow::{bail, Context, Result};
 /// Where the units read the configuration.
 pub const DEFAULT_CONFIG: &str = "/etc/wring/blk.conf";
 
+/// The file's format, for `--help` and the man pages.
+pub const FORMAT: &str = "The config file (/etc/wring/blk.conf) has one [NAME] section per \
+device; `systemctl enable --now wring-blk@NAME` starts section [NAME]. In a section, KEY = VALUE \
+lines ('#' and ';' start comments):\n  \
+size = SIZE         the device's size (zram's disksize), required\n  \
+algorithm = ALG     comp_algorithm: lzo, lz4, lz4hc[:L], zstd[:L], deflate[:L]\n  \
+listen = [ADDR:]PORT   serve NBD over TCP instead of the Unix socket\n  \
+KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, the idle, \
+recompress and writeback policies); `wring blk start` checks it\n\
+Example:\n  [swap0]\n  size = 4G\n  algorithm = zstd:3\n  streams = 2\n  mem_limit = 1G\n\
+The device serves nbd+unix:///?socket=/run/wring/blk/NAME/nbd.sock. A filesystem or swap on it \
+orders itself after the unit with x-systemd.requires=wring-blk@NAME.service in fstab.";
+
 /// `wring blk-config` subcommands.
 #[derive(clap::Subcommand)]
 pub enum Command {

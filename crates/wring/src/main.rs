@@ -46,7 +46,7 @@ enum Command {
     #[command(subcommand)]
     Blk(cmd::blk::Command),
     /// Block devices from a config file, one section per device (/etc/wring/blk.conf)
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = blk_config::FORMAT)]
     BlkConfig(blk_config::Command),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
