@@ -1045,3 +1045,46 @@ fn two_clients_in_lockstep_with_every_action_live() {
     let st = s.stat();
     assert_eq!(st.io_stat.failed_reads, 0, "{:?}", st.io_stat);
 }
+
+/// `train_dict` runs while nbdcopy is still writing: the dictionary is trained on the pages
+/// written so far, installed at priority 2 beside the configured one, and every page — those
+/// recompressed with it and those written after — reads back.
+#[test]
+fn train_dict_runs_live_under_load() {
+    let s = Server::start(
+        "16M",
+        &[
+            "comp_algorithm=lz4",
+            "streams=2",
+            "recomp_algorithm=algo=zstd:1 priority=1",
+        ],
+    );
+    let input: Vec<u8> = mixed(12 << 20, 33);
+    let src = s.file("in.img");
+    std::fs::write(&src, &input).expect("write the source");
+    let (from, to) = (src.to_str().expect("utf-8").to_string(), s.uri());
+    let copier = std::thread::spawn(move || nbdcopy(&from, &to));
+    let ctl = s.control();
+    let mut tries = 0u32;
+    while s.stat().mm_stat.orig_data_size < (1 << 20) && !copier.is_finished() {
+        tries += 1;
+        std::thread::yield_now();
+    }
+    let r = control::train_dict(
+        &ctl,
+        wring_blk::TrainRequest::parse("size=8K level=3").expect("a request"),
+    )
+    .expect("train_dict");
+    copier.join().expect("nbdcopy");
+    assert_eq!(r.priority, 2, "{r:?}");
+    assert!(r.recompress.recompressed > 0, "{r:?} after {tries} polls");
+    let st = s.stat();
+    assert_eq!(
+        st.recomp_algorithms,
+        ["zstd:1 priority=1", "zstd:3+dict priority=2"]
+    );
+    let back = device_bytes(&s);
+    if let Some(i) = first_difference(&back[..input.len()], &input) {
+        panic!("the device differs from its input at byte {i} after train_dict");
+    }
+}

@@ -15,6 +15,7 @@
 //! | `recompress [type=…] [threshold=N] [algo=NAME]` | a [`RecompressReport`] | `recompress` |
 //! | `writeback idle\|huge\|huge_idle\|incompressible` | a [`WritebackReport`] | `writeback` |
 //! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
+//! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`] | (beyond zram) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -32,7 +33,7 @@ use crate::backing::{WritebackReport, WritebackType};
 use crate::error::BlkError;
 use crate::options::parse_wb_limit;
 use crate::options::{parse_size, parse_streams};
-use crate::recompress::{RecompressReport, RecompressRequest};
+use crate::recompress::{RecompressReport, RecompressRequest, TrainReport, TrainRequest};
 use crate::stats::Stat;
 use crate::store::Store;
 
@@ -55,6 +56,8 @@ pub enum Request {
     Idle(Option<u64>),
     /// Recompress with secondary algorithms.
     Recompress(RecompressRequest),
+    /// Train a zstd dictionary from the pages and recompress with it.
+    TrainDict(TrainRequest),
     /// Write pages back to the backing file.
     Writeback(WritebackType),
     /// Set the writeback budget in pages (`None`: no limit).
@@ -81,6 +84,11 @@ impl Request {
                 return Ok(Request::Recompress(RecompressRequest::parse(rest)?));
             }
         }
+        if let Some(rest) = line.trim().strip_prefix("train_dict") {
+            if rest.is_empty() || rest.starts_with(' ') {
+                return Ok(Request::TrainDict(TrainRequest::parse(rest)?));
+            }
+        }
         let mut words = line.split_whitespace();
         let req = match (words.next(), words.next()) {
             (Some("stat"), None) => Request::Stat,
@@ -93,7 +101,7 @@ impl Request {
             (Some("writeback_limit"), Some(v)) => Request::WritebackLimit(parse_wb_limit(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off, train_dict [size=BYTES] [level=L]",
                     line.trim()
                 )))
             }
@@ -119,6 +127,7 @@ impl Request {
             Request::Idle(Some(s)) => format!("idle {s}"),
             Request::Recompress(r) => format!("recompress {}", r.text()).trim_end().to_string(),
             Request::Writeback(t) => format!("writeback {}", t.name()),
+            Request::TrainDict(t) => format!("train_dict {}", t.text()),
             Request::WritebackLimit(Some(n)) => format!("writeback_limit {n}"),
             Request::WritebackLimit(None) => "writeback_limit off".into(),
         }
@@ -146,6 +155,8 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
         }
         Request::Idle(older_than) => json!(store.mark_idle(older_than)),
         Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
+            .map_err(|e| BlkError::Option(e.to_string()))?,
+        Request::TrainDict(t) => serde_json::to_value(store.train_dict(&t)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
         Request::Writeback(t) => serde_json::to_value(store.writeback(t)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
@@ -230,6 +241,12 @@ pub fn writeback(path: &Path, kind: WritebackType) -> Result<WritebackReport, Bl
     serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad writeback reply: {e}")))
 }
 
+/// Train a dictionary over the control socket at `path`.
+pub fn train_dict(path: &Path, req: TrainRequest) -> Result<TrainReport, BlkError> {
+    let v = request(path, Request::TrainDict(req))?;
+    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad train_dict reply: {e}")))
+}
+
 /// Recompress over the control socket at `path`.
 pub fn recompress(path: &Path, req: RecompressRequest) -> Result<RecompressReport, BlkError> {
     let v = request(path, Request::Recompress(req))?;
@@ -255,6 +272,8 @@ mod tests {
             Request::Writeback(WritebackType::HugeIdle),
             Request::WritebackLimit(Some(10)),
             Request::WritebackLimit(None),
+            Request::TrainDict(TrainRequest::default()),
+            Request::TrainDict(TrainRequest::parse("size=16K level=9 save=/tmp/d").unwrap()),
             Request::Recompress(
                 RecompressRequest::parse("type=huge_idle threshold=3000 algo=zstd max_pages=9")
                     .unwrap(),
@@ -283,6 +302,9 @@ mod tests {
             "recompressx",
             "writeback all",
             "writeback_limit",
+            "train_dict size=1",
+            "train_dict level=0",
+            "train_dicts",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }

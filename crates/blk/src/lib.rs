@@ -14,15 +14,19 @@
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
 //! * [`recompress`]: zram's `recompress` with up to three secondary algorithms.
+//! * [`dict`]: zstd with a dictionary (`algorithm_params dict=FILE`, `train_dict`).
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
 
-#![forbid(unsafe_code)]
+// Unsafe code only in `dict` (libzstd's dictionary API), each block with its SAFETY note.
+#![deny(unsafe_code)]
 
 pub mod arena;
 pub mod backing;
 pub mod clock;
 pub mod control;
+#[allow(unsafe_code)]
+pub mod dict;
 mod error;
 pub mod options;
 pub mod recompress;
@@ -36,23 +40,45 @@ pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
-pub use recompress::{RecompressReport, RecompressRequest, RecompressType};
+pub use recompress::{
+    RecompressReport, RecompressRequest, RecompressType, TrainReport, TrainRequest,
+};
 pub use stats::{BdStat, IoStat, MmStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
+/// The streams for the algorithm at `prio`: zstd with its dictionary when `algorithm_params`
+/// gave one, else the engine's offload.
+fn make_streams(
+    options: &Options,
+    prio: u8,
+    alg: &CompAlgorithm,
+    streams: usize,
+) -> Result<Box<dyn Streams>, BlkError> {
+    let Some((_, path)) = options.dicts.iter().find(|(p, _)| *p == prio) else {
+        return Ok(Box::new(OffloadStreams::new(
+            alg.spec,
+            &alg.text(),
+            streams,
+        )?));
+    };
+    let bytes = std::fs::read(path).map_err(|source| BlkError::Io {
+        what: format!("reading the dictionary {}", path.display()),
+        source,
+    })?;
+    let name = format!("{}+dict", alg.text());
+    let s = dict::DictStreams::new(bytes, alg.spec.level, &name)?;
+    s.set_streams(streams)?;
+    Ok(Box::new(s))
+}
+
 /// A store with `options`, compressing on the engine's offload.
 pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
-    let streams = OffloadStreams::new(
-        options.comp_algorithm.spec,
-        &options.comp_algorithm.text(),
-        options.streams,
-    )?;
-    let mut store = Store::new(size, options.mem_limit, Box::new(streams))?;
+    let streams = make_streams(options, 0, &options.comp_algorithm, options.streams)?;
+    let mut store = Store::new(size, options.mem_limit, streams)?;
     for (prio, alg) in &options.recomp_algorithm {
         // Recompression is one request at a time: one stream each.
-        let s = OffloadStreams::new(alg.spec, &alg.text(), 1)?;
-        store.set_recomp(*prio, Box::new(s))?;
+        store.set_recomp(*prio, make_streams(options, *prio, alg, 1)?)?;
     }
     if let Some(path) = &options.backing_dev {
         store.set_backing(Backing::open(path, size.div_ceil(PAGE_SIZE as u64))?);

@@ -14,7 +14,9 @@
 //!
 //! `algorithm_params` is zram's too: `priority=N level=L` (or `algo=NAME level=L`) sets the
 //! level of the primary algorithm (priority 0, the default) or of a `recomp_algorithm`; give
-//! it after the algorithm it changes, as zram wants the algorithm chosen first.
+//! it after the algorithm it changes, as zram wants the algorithm chosen first. `dict=FILE`
+//! gives a zstd algorithm a dictionary (zstd's format, e.g. one `train_dict save=FILE` wrote,
+//! or raw content).
 //!
 //! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
 //! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
@@ -116,6 +118,8 @@ pub struct Options {
     pub backing_dev: Option<std::path::PathBuf>,
     /// `writeback_limit` in 4 KiB pages; `None`: no limit.
     pub writeback_limit: Option<u64>,
+    /// `algorithm_params dict=FILE`: (priority, zstd dictionary file).
+    pub dicts: Vec<(u8, std::path::PathBuf)>,
 }
 
 impl Default for Options {
@@ -133,6 +137,7 @@ impl Default for Options {
             recomp_algorithm: Vec::new(),
             backing_dev: None,
             writeback_limit: None,
+            dicts: Vec::new(),
         }
     }
 }
@@ -231,7 +236,7 @@ impl Options {
 
     /// Apply `algorithm_params` (`priority=1 level=9`, `algo=zstd level=9`).
     fn set_params(&mut self, value: &str) -> Result<(), BlkError> {
-        let (mut prio, mut algo, mut level) = (None, None, None);
+        let (mut prio, mut algo, mut level, mut dict) = (None, None, None, None);
         let bad = |word: &str, why: &str| {
             BlkError::Option(format!(
                 "algorithm_params: '{word}' {why}; write it as zram does, \
@@ -249,40 +254,46 @@ impl Options {
                     Ok(n) => level = Some(n),
                     Err(_) => return Err(bad(word, "needs a whole number")),
                 },
-                Some(("dict", _)) => {
-                    return Err(bad(
-                        word,
-                        "is not available yet: wring's codecs take no dictionary",
-                    ))
-                }
+                Some(("dict", f)) if !f.is_empty() => dict = Some(std::path::PathBuf::from(f)),
                 _ => return Err(bad(word, "is not understood")),
             }
         }
-        let Some(level) = level else {
+        if level.is_none() && dict.is_none() {
             return Err(bad(value, "sets nothing"));
-        };
-        let target: &mut CompAlgorithm = match (prio, &algo) {
+        }
+        let target: u8 = match (prio, &algo) {
             (Some(_), Some(_)) => return Err(bad(value, "names both algo= and priority=")),
-            (None | Some(0), None) => &mut self.comp_algorithm,
-            (Some(p), None) => match self.recomp_algorithm.iter_mut().find(|(q, _)| *q == p) {
+            (None, None) => 0,
+            (Some(p), None) => p,
+            (None, Some(a)) if self.comp_algorithm.name == a => 0,
+            (None, Some(a)) => match self.recomp_algorithm.iter().find(|(_, r)| r.name == a) {
+                Some((p, _)) => *p,
+                None => return Err(bad(value, "names an algorithm the device does not use")),
+            },
+        };
+        let alg: &mut CompAlgorithm = if target == 0 {
+            &mut self.comp_algorithm
+        } else {
+            match self.recomp_algorithm.iter_mut().find(|(q, _)| *q == target) {
                 Some((_, a)) => a,
                 None => return Err(bad(value, "names a priority with no recomp_algorithm yet")),
-            },
-            (None, Some(a)) => {
-                if self.comp_algorithm.name == a {
-                    &mut self.comp_algorithm
-                } else {
-                    match self.recomp_algorithm.iter_mut().find(|(_, r)| r.name == a) {
-                        Some((_, r)) => r,
-                        None => {
-                            return Err(bad(value, "names an algorithm the device does not use"))
-                        }
-                    }
-                }
             }
         };
-        *target = CompAlgorithm::parse(&format!("{}:{level}", target.name))
-            .map_err(|e| BlkError::Option(format!("algorithm_params: {e}")))?;
+        if let Some(level) = level {
+            *alg = CompAlgorithm::parse(&format!("{}:{level}", alg.name))
+                .map_err(|e| BlkError::Option(format!("algorithm_params: {e}")))?;
+        }
+        if let Some(dict) = dict {
+            if alg.name != "zstd" {
+                return Err(bad(
+                    value,
+                    "gives a dictionary to an algorithm other than zstd",
+                ));
+            }
+            self.dicts.retain(|(q, _)| *q != target);
+            self.dicts.push((target, dict));
+            self.dicts.sort_by_key(|(q, _)| *q);
+        }
         Ok(())
     }
 
@@ -297,6 +308,12 @@ impl Options {
             v.push((
                 "recomp_algorithm".to_string(),
                 format!("algo={a} priority={p}"),
+            ));
+        }
+        for (p, d) in &self.dicts {
+            v.push((
+                "algorithm_params".to_string(),
+                format!("priority={p} dict={}", d.display()),
             ));
         }
         if let Some(b) = &self.backing_dev {
@@ -415,12 +432,17 @@ mod tests {
         let got: Vec<String> = p.recomp_algorithm.iter().map(|(_, a)| a.text()).collect();
         assert_eq!(got, ["zstd:12", "lz4hc:4"]);
         assert_eq!(Options::parse(&p.text()).unwrap(), p);
+        let d = Options::parse(&(p.text() + ",algorithm_params=priority=1 dict=/tmp/d")).unwrap();
+        assert_eq!(d.dicts, [(1, std::path::PathBuf::from("/tmp/d"))]);
+        assert_eq!(Options::parse(&d.text()).unwrap(), d);
         for bad in [
             "algorithm_params=level=3",            // lz4 has no levels
             "algorithm_params=priority=2 level=3", // no such recomp_algorithm
             "comp_algorithm=zstd,algorithm_params=level=x",
             "comp_algorithm=zstd,algorithm_params=priority=1",
             "comp_algorithm=zstd,algorithm_params=algo=lz4 level=1",
+            "algorithm_params=dict=/tmp/d", // lz4 takes no dictionary here
+            "comp_algorithm=zstd,algorithm_params=dict=",
         ] {
             assert!(Options::parse(bad).is_err(), "{bad}");
         }

@@ -169,12 +169,8 @@ enum Outcome {
 impl Store {
     /// The priorities `[start, end)` a request tries.
     fn recomp_range(&self, req: &RecompressRequest) -> Result<(u8, u8), BlkError> {
-        let configured: Vec<(u8, String)> = self
-            .recomp
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| Some((i as u8 + 1, r.as_ref()?.algorithm())))
-            .collect();
+        let configured: Vec<(u8, String)> =
+            self.recomps().map(|(p, s)| (p, s.algorithm())).collect();
         let Some(&(top, _)) = configured.last() else {
             return Err(BlkError::Option(
                 "recompress: the device has no recomp_algorithm; start it with \
@@ -224,7 +220,7 @@ impl Store {
     /// zram's `recompress`: live, page by page under each slot's lock.
     pub fn recompress(&self, req: &RecompressRequest) -> Result<RecompressReport, BlkError> {
         let (start, end) = self.recomp_range(req)?;
-        let secondaries = self.recomp.iter().filter(|r| r.is_some()).count();
+        let secondaries = self.recomps().count();
         let mut report = RecompressReport::default();
         for (page, slot) in self.slots.iter().enumerate() {
             if req.max_pages != 0 && report.scanned >= req.max_pages {
@@ -276,11 +272,7 @@ impl Store {
         let mut tried = 0;
         let mut found: Option<(u8, usize)> = None;
         for prio in start.max(e.prio + 1)..end {
-            if self
-                .recomp
-                .get(usize::from(prio) - 1)
-                .is_none_or(|r| r.is_none())
-            {
+            if self.recomp_at(prio).is_none() {
                 continue;
             }
             tried += 1;
@@ -326,5 +318,146 @@ impl Store {
             before: old_len as usize,
             after: n,
         })
+    }
+}
+
+/// A `train_dict` request: `size=BYTES level=L samples=PAGES save=FILE`, all optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrainRequest {
+    /// Dictionary capacity in bytes.
+    pub size: usize,
+    /// zstd level to compress with.
+    pub level: i32,
+    /// Pages to train on, at most (taken evenly over the device).
+    pub samples: usize,
+    /// Where to save the dictionary (for `algorithm_params=priority=N dict=FILE` later).
+    pub save: Option<std::path::PathBuf>,
+}
+
+impl Default for TrainRequest {
+    fn default() -> Self {
+        TrainRequest {
+            size: 64 << 10,
+            level: 3,
+            samples: 4096,
+            save: None,
+        }
+    }
+}
+
+impl TrainRequest {
+    /// Parse the words.
+    pub fn parse(text: &str) -> Result<TrainRequest, BlkError> {
+        let mut r = TrainRequest::default();
+        let bad = |word: &str| {
+            BlkError::Option(format!(
+                "train_dict: '{word}' is not understood; accepted: size=BYTES (1K to 1M) \
+                 level=1..22 samples=PAGES save=FILE"
+            ))
+        };
+        for word in text.split_whitespace() {
+            match word.split_once('=') {
+                Some(("size", v)) => {
+                    r.size = crate::options::parse_size("train_dict size", v)? as usize;
+                    if !(1024..=1 << 20).contains(&r.size) {
+                        return Err(bad(word));
+                    }
+                }
+                Some(("level", v)) => match v.parse::<i32>() {
+                    Ok(l) if (1..=22).contains(&l) => r.level = l,
+                    _ => return Err(bad(word)),
+                },
+                Some(("samples", v)) => match v.parse::<usize>() {
+                    Ok(n) if n >= 8 => r.samples = n,
+                    _ => return Err(bad(word)),
+                },
+                Some(("save", v)) if !v.is_empty() => r.save = Some(v.into()),
+                _ => return Err(bad(word)),
+            }
+        }
+        Ok(r)
+    }
+
+    /// The words [`TrainRequest::parse`] reads back.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "size={} level={} samples={}",
+            self.size, self.level, self.samples
+        );
+        if let Some(p) = &self.save {
+            s += &format!(" save={}", p.display());
+        }
+        s
+    }
+}
+
+/// What `train_dict` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainReport {
+    /// Pages trained on.
+    pub samples: u64,
+    /// The dictionary's size.
+    pub dict_bytes: u64,
+    /// The priority the dictionary's algorithm was installed at.
+    pub priority: u8,
+    /// The recompression with it that followed.
+    pub recompress: RecompressReport,
+}
+
+impl Store {
+    /// Beyond zram: train a zstd dictionary from the device's own pages, install zstd with it
+    /// as a recompression algorithm at the lowest free priority, and recompress every page
+    /// with it (each kept only if it saves memory).
+    pub fn train_dict(&self, req: &TrainRequest) -> Result<TrainReport, BlkError> {
+        let samples = self.sample_pages(req.samples)?;
+        let views: Vec<&[u8]> = samples.iter().map(|p| &p[..]).collect();
+        let dict = crate::dict::train(&views, req.size)?;
+        if let Some(path) = &req.save {
+            std::fs::write(path, &dict).map_err(|source| BlkError::Io {
+                what: format!("train_dict: saving the dictionary to {}", path.display()),
+                source,
+            })?;
+        }
+        let name = format!("zstd:{}+dict", req.level);
+        let dict_bytes = dict.len() as u64;
+        let streams = crate::dict::DictStreams::new(dict, req.level, &name)?;
+        let priority = self.install_recomp(Box::new(streams))?;
+        let recompress = self.recompress(&RecompressRequest {
+            priority: Some(priority),
+            ..RecompressRequest::default()
+        })?;
+        Ok(TrainReport {
+            samples: samples.len() as u64,
+            dict_bytes,
+            priority,
+            recompress,
+        })
+    }
+
+    /// Up to `max` stored pages, decompressed, taken evenly over the device.
+    fn sample_pages(&self, max: usize) -> Result<Vec<Vec<u8>>, BlkError> {
+        let stored = self
+            .slots
+            .iter()
+            .filter(|s| matches!(lock(s).slot, Slot::Stored { .. }))
+            .count();
+        let stride = stored.div_ceil(max.max(1)).max(1);
+        let mut out = Vec::new();
+        let mut seen = 0usize;
+        for (page, slot) in self.slots.iter().enumerate() {
+            let e = lock(slot);
+            // Huge pages are noise to a dictionary; compressed ones are what it is for.
+            if !matches!(e.slot, Slot::Stored { .. }) || e.slot.is_huge() {
+                continue;
+            }
+            seen += 1;
+            if !seen.is_multiple_of(stride) || out.len() >= max {
+                continue;
+            }
+            let mut buf = [0u8; PAGE_SIZE];
+            self.load(&e, page, &mut buf)?;
+            out.push(buf.to_vec());
+        }
+        Ok(out)
     }
 }

@@ -28,7 +28,7 @@
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::arena::{Arena, Handle, PAGE_SIZE};
 use crate::backing::Backing;
@@ -181,7 +181,8 @@ pub struct Store {
     pub(crate) arena: Arena,
     streams: Box<dyn Streams>,
     /// Secondary algorithms by priority 1 to 3 (`recomp_algorithm`).
-    pub(crate) recomp: [Option<Box<dyn Streams>>; 3],
+    /// Set once each: at creation, or live by `train_dict` into a free priority.
+    recomp: [OnceLock<Box<dyn Streams>>; 3],
     /// The backing file (`backing_dev`).
     pub(crate) backing: Option<Backing>,
     /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
@@ -224,7 +225,7 @@ impl Store {
             slots,
             arena: Arena::new(),
             streams,
-            recomp: [None, None, None],
+            recomp: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             backing: None,
             wb_limit: Mutex::new(None),
             counters: Counters::default(),
@@ -235,24 +236,55 @@ impl Store {
 
     /// Add a recompression algorithm at `prio` (1 to 3), before the store is shared.
     pub fn set_recomp(&mut self, prio: u8, streams: Box<dyn Streams>) -> Result<(), BlkError> {
-        match self.recomp.get_mut(usize::from(prio).wrapping_sub(1)) {
-            Some(slot) => {
-                *slot = Some(streams);
-                Ok(())
-            }
-            None => Err(BlkError::Option(format!(
+        let i = usize::from(prio).wrapping_sub(1);
+        if i < self.recomp.len() {
+            self.recomp[i] = OnceLock::new();
+        }
+        match self.recomp.get(i).map(|s| s.set(streams)) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(BlkError::Option(format!(
                 "recomp_algorithm priority={prio} is out of range; use 1 to 3"
             ))),
         }
     }
 
+    /// Add a recompression algorithm live at the lowest free priority; returns it.
+    pub fn install_recomp(&self, streams: Box<dyn Streams>) -> Result<u8, BlkError> {
+        let mut streams = streams;
+        for (i, slot) in self.recomp.iter().enumerate() {
+            match slot.set(streams) {
+                Ok(()) => return Ok(i as u8 + 1),
+                Err(back) => streams = back,
+            }
+        }
+        Err(BlkError::Option(format!(
+            "all three recompression priorities are taken ({}); start the device with fewer \
+             recomp_algorithm options to leave one for {}",
+            self.recomps()
+                .map(|(p, s)| format!("{} priority={p}", s.algorithm()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            streams.algorithm()
+        )))
+    }
+
+    /// The recompression algorithm at `prio` (1 to 3), if one is set.
+    pub(crate) fn recomp_at(&self, prio: u8) -> Option<&dyn Streams> {
+        self.recomp
+            .get(usize::from(prio).wrapping_sub(1))?
+            .get()
+            .map(|b| b.as_ref())
+    }
+
+    /// Every recompression algorithm set, by priority.
+    pub(crate) fn recomps(&self) -> impl Iterator<Item = (u8, &dyn Streams)> {
+        (1..=3u8).filter_map(|p| Some((p, self.recomp_at(p)?)))
+    }
+
     /// The algorithm of priority `prio` (0 the primary). A priority with no algorithm (which
     /// no stored object can carry) falls back to the primary.
     pub(crate) fn algo(&self, prio: u8) -> &dyn Streams {
-        match self.recomp.get(usize::from(prio).wrapping_sub(1)) {
-            Some(Some(s)) => s.as_ref(),
-            _ => self.streams.as_ref(),
-        }
+        self.recomp_at(prio).unwrap_or(self.streams.as_ref())
     }
 
     /// One slot's algorithm priority (0 the primary).
@@ -758,12 +790,8 @@ impl Store {
             },
             idle_pages: g(&c.idle_pages),
             recomp_algorithms: self
-                .recomp
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| {
-                    Some(format!("{} priority={}", r.as_ref()?.algorithm(), i + 1))
-                })
+                .recomps()
+                .map(|(p, s)| format!("{} priority={p}", s.algorithm()))
                 .collect(),
             recompressed_pages: g(&c.recomp_pages),
             incompressible_pages: g(&c.incompressible_pages),
@@ -778,12 +806,7 @@ impl Store {
                 .map(|b| b.path().display().to_string()),
             writeback_limit: self.writeback_limit(),
             stream_stats: std::iter::once((0u8, self.streams.as_ref()))
-                .chain(
-                    self.recomp
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, r)| Some((i as u8 + 1, r.as_deref()?))),
-                )
+                .chain(self.recomps())
                 .map(|(prio, s)| StreamStat {
                     priority: prio,
                     ..s.figures()

@@ -7,7 +7,8 @@
 //! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
 //!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS`,
 //!   `recompress NAME [type=huge|idle|huge_idle] [threshold=N] [algo=NAME]`,
-//!   `writeback NAME idle|huge|huge_idle|incompressible`, `writeback-limit NAME N|off` over the device's control socket
+//!   `writeback NAME idle|huge|huge_idle|incompressible`, `writeback-limit NAME N|off`,
+//!   `train-dict NAME [size=B] [level=L] [save=FILE]` over the device's control socket
 //!   ([`wring_blk::control`]: one request line, one JSON reply line).
 //!
 //! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
@@ -108,6 +109,14 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
         /// Pages, or off
         pages: String,
     },
+    /// Beyond zram: train a zstd dictionary from the device's own pages, add it as a
+    /// recompression algorithm and recompress every page with it
+    TrainDict {
+        /// The device's name
+        name: String,
+        /// size=BYTES level=L samples=PAGES save=FILE (save keeps it for algorithm_params dict=)
+        words: Vec<String>,
+    },
     /// Mark pages idle (zram's idle): `all`, or those not read or written for SECONDS;
     /// a read or write clears the mark
     Idle {
@@ -197,6 +206,24 @@ pub fn run(cmd: Command) -> Result<()> {
                 Request::WritebackLimit(limit),
             )?;
             println!("{name}: writeback_limit {v}");
+            Ok(())
+        }
+        Command::TrainDict { name, words } => {
+            let mut req = wring_blk::TrainRequest::parse(&words.join(" "))?;
+            if let Some(p) = req.save.as_mut() {
+                *p = absolute(p)?;
+            }
+            let r = control::train_dict(&device(&name)?.join("control.sock"), req)?;
+            println!(
+                "{name}: a {}-byte dictionary from {} pages, recomp priority {}; {} pages \
+                 recompressed ({} -> {} bytes)",
+                r.dict_bytes,
+                r.samples,
+                r.priority,
+                r.recompress.recompressed,
+                r.recompress.bytes_before,
+                r.recompress.bytes_after
+            );
             Ok(())
         }
         Command::Idle { name, age } => {
@@ -355,13 +382,12 @@ fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
 fn start(a: StartArgs) -> Result<()> {
     check_name(&a.name)?;
     let mut options = Options::parse(&a.options)?;
-    // nbdkit runs from another directory: name the backing file absolutely.
+    // nbdkit runs from another directory: name the files absolutely.
     if let Some(b) = options.backing_dev.as_mut() {
-        if b.is_relative() {
-            *b = std::env::current_dir()
-                .context("finding the current directory for backing_dev")?
-                .join(&*b);
-        }
+        *b = absolute(b)?;
+    }
+    for (_, d) in options.dicts.iter_mut() {
+        *d = absolute(d)?;
     }
     let size = wring_blk::options::parse_size("--size", &a.size)?;
     if size == 0 {
@@ -457,6 +483,16 @@ fn start(a: StartArgs) -> Result<()> {
     std::fs::write(dir.join("uri"), format!("{uri}\n")).context("writing the uri file")?;
     println!("{uri}");
     Ok(())
+}
+
+/// `p` made absolute against the current directory (the daemon runs elsewhere).
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    Ok(std::env::current_dir()
+        .context("finding the current directory")?
+        .join(p))
 }
 
 fn stop(name: &str) -> Result<()> {
