@@ -182,6 +182,7 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
             return Err(io(format!("mounting on {}", mountpoint.display()))(e));
         }
     };
+    vol.set_notifier(session.notifier());
     if let Some(canon) = &canon {
         crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
     }

@@ -433,6 +433,7 @@ impl Volume {
             self.da.finish(&r.job, err.take(), r.out);
         }
         drop(g);
+        self.attrs_changed(ino);
     }
 
     /// `f()`, or `None` (and a log line) when it panicked.

@@ -24,7 +24,11 @@ use crate::store::ROOT;
 use crate::volume::Volume;
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 
-const TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may trust an entry or attributes without asking: the daemon is the
+/// only writer, every change made through the mount is one the kernel makes or sees, and the
+/// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
+/// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
+const TTL: Duration = Duration::from_secs(60);
 
 /// The FUSE face of a volume.
 pub struct WringFs {

@@ -65,6 +65,8 @@ pub struct Volume {
     remounting: Mutex<()>,
     /// Orphans waiting for their deletion (see [`Volume::forget`]); doomed meanwhile.
     forgotten: Mutex<Vec<u64>>,
+    /// Tells the kernel to drop its copy of an inode's attributes (set once mounted).
+    notifier: std::sync::OnceLock<fuser::Notifier>,
     /// FUSE requests by opcode, for `wring status`.
     pub ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
@@ -186,6 +188,7 @@ impl Volume {
             removals: AtomicU64::new(0),
             remounting: Mutex::new(()),
             forgotten: Mutex::default(),
+            notifier: std::sync::OnceLock::new(),
             ops: crate::counters::OpCounts::default(),
             wb_waits: crate::counters::WaitCounts::default(),
         })
@@ -293,6 +296,22 @@ impl Volume {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// Invalidate the kernel's attributes of `ino` through `notifier` from now on.
+    pub fn set_notifier(&self, notifier: fuser::Notifier) {
+        let _ = self.notifier.set(notifier);
+    }
+
+    /// The daemon changed `ino`'s attributes behind the kernel (a writeback commit changes
+    /// `st_blocks`): the kernel asks again at the next stat instead of trusting its copy for
+    /// the attribute timeout. Not under any lock a request thread may wait for: the kernel
+    /// may have to wait for a request to finish before it can drop the inode's attributes.
+    pub(crate) fn attrs_changed(&self, ino: u64) {
+        if let Some(n) = self.notifier.get() {
+            // ENOENT: the kernel does not hold the inode; nothing to drop.
+            let _ = n.inval_inode(fuser::INodeNo(ino), -1, 0);
         }
     }
 

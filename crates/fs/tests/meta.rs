@@ -63,3 +63,55 @@ fn sync_after_unlinking_written_files_succeeds_and_leaves_no_orphans() {
     let inodes = wring_fs::store::counter(&txn, "inodes").unwrap();
     assert_eq!(inodes, 1, "inodes left in the store besides the root");
 }
+
+/// `lookup=N` and `getattr=N` from the mount's status.
+fn lookups_and_getattrs(mnt: &Path) -> (u64, u64) {
+    let status = wring_fs::daemon::status(mnt).unwrap();
+    let line = status.lines().find(|l| l.starts_with("fuse: ")).unwrap();
+    let get = |name: &str| {
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    (get("lookup"), get("getattr"))
+}
+
+/// The kernel keeps entries and attributes for longer than a second (the daemon is the only
+/// writer): a tree stat'ed twice, the second time after a pause, does not ask the daemon again.
+/// What the daemon changes behind the kernel — st_blocks once a file's writeback commits — is
+/// invalidated, so `du` after a sync sees the stored size, not the 0 the create replied.
+#[test]
+fn the_kernel_keeps_attributes_and_sees_what_writeback_changes() {
+    if !require_root("the_kernel_keeps_attributes_and_sees_what_writeback_changes") {
+        return;
+    }
+    let mut m = Mount::new("ttl");
+    m.start("compress=zstd:1");
+    fs::create_dir(m.p("d")).unwrap();
+    let body: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8 / 16).collect();
+    for i in 0..20 {
+        fs::write(m.p(&format!("d/f{i}")), &body).unwrap();
+        // The kernel's copy, taken while the file's writeback may still be under way.
+        fs::metadata(m.p(&format!("d/f{i}"))).unwrap();
+    }
+    syncfs(&m.mnt).unwrap();
+    wring_fs::daemon::get_xattr(&m.mnt, wring_fs::SYNC_XATTR).unwrap();
+    let blocks: Vec<u64> = (0..20)
+        .map(|i| fs::metadata(m.p(&format!("d/f{i}"))).unwrap().blocks())
+        .collect();
+    for (i, b) in blocks.iter().enumerate() {
+        // Stored compressed: more than nothing, less than the 2048 sectors of the data.
+        assert!(*b > 0 && *b < 1024, "d/f{i}: st_blocks {b} after sync");
+    }
+    let before = lookups_and_getattrs(&m.mnt);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    for i in 0..20 {
+        fs::symlink_metadata(m.p(&format!("d/f{i}"))).unwrap();
+    }
+    let after = lookups_and_getattrs(&m.mnt);
+    assert_eq!(
+        before, after,
+        "(lookups, getattrs) the daemon answered for a tree the kernel had just stat'ed"
+    );
+    m.stop();
+}
