@@ -25,6 +25,9 @@ fn main() {
         .or_else(|| git_commit(&manifest))
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=WRING_GIT_COMMIT={commit}");
+    // The commit's date dates the man pages (reproducibly; empty without git).
+    let date = git(&manifest, &["log", "-1", "--format=%cs"]).unwrap_or_default();
+    println!("cargo:rustc-env=WRING_GIT_DATE={date}");
 
     let lock = manifest.join("../../Cargo.lock");
     println!("cargo:rerun-if-changed={}", lock.display());
@@ -35,18 +38,21 @@ fn main() {
     }
 }
 
+/// `git ARGS` in `dir`: its trimmed output, if it succeeded.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// `git rev-parse --short=12 HEAD` in the source tree, and rerun when HEAD moves.
 fn git_commit(dir: &Path) -> Option<String> {
-    let git = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
+    let git = |args: &[&str]| git(dir, args);
     let git_dir = PathBuf::from(git(&["rev-parse", "--absolute-git-dir"])?);
     println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
     if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {

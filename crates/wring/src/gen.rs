@@ -170,8 +170,9 @@ pub fn completions(mut cmd: clap::Command, shell: clap_complete::Shell) -> Resul
 /// Write every man page into `dir` (created if missing); returns their file names.
 pub fn man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    clap_mangen::generate_to(cmd, dir)
-        .with_context(|| format!("writing man pages into {}", dir.display()))?;
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    write_pages(cmd, dir).with_context(|| format!("writing man pages into {}", dir.display()))?;
     let page = dir.join("wring-mount-options.5");
     std::fs::write(&page, mount_options_page())
         .with_context(|| format!("writing {}", page.display()))?;
@@ -184,6 +185,23 @@ pub fn man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// clap_mangen::generate_to, with every page's footer naming wring and its version (clap_mangen
+/// puts the subcommand's own name and no version there).
+fn write_pages(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+        write_pages(sub, dir)?;
+    }
+    clap_mangen::Man::new(cmd)
+        .date(env!("WRING_GIT_DATE"))
+        .source(SOURCE)
+        .manual("wring")
+        .generate_to(dir)?;
+    Ok(())
+}
+
+/// The footer's source: the program and its version.
+const SOURCE: &str = concat!("wring ", env!("CARGO_PKG_VERSION"));
+
 fn para(roff: &mut Roff, text: impl Into<Vec<Inline>>) {
     roff.control("PP", []).text(text);
 }
@@ -191,7 +209,16 @@ fn para(roff: &mut Roff, text: impl Into<Vec<Inline>>) {
 /// wring-mount-options(5) in roff.
 pub fn mount_options_page() -> String {
     let mut r = Roff::new();
-    r.control("TH", ["wring-mount-options", "5"]);
+    r.control(
+        "TH",
+        [
+            "wring-mount-options",
+            "5",
+            env!("WRING_GIT_DATE"),
+            SOURCE,
+            "wring",
+        ],
+    );
     r.control("SH", ["NAME"]);
     r.text([roman(
         "wring-mount-options - mount options of the wring filesystem",
@@ -291,7 +318,7 @@ mod tests {
     #[test]
     fn page_renders_every_option() {
         let page = mount_options_page();
-        assert!(page.contains("\n.TH wring-mount-options 5\n"), "{page}");
+        assert!(page.contains("\n.TH wring-mount-options 5 "), "{page}");
         for o in MOUNT_OPTIONS {
             let name = format!("\\fB{}\\fR", o.name.replace('-', "\\-"));
             assert!(page.contains(&name), "{name} in {page}");
