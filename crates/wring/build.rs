@@ -54,14 +54,14 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 fn git_commit(dir: &Path) -> Option<String> {
     let git = |args: &[&str]| git(dir, args);
     let git_dir = PathBuf::from(git(&["rev-parse", "--absolute-git-dir"])?);
-    println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
+    // Only files that exist: cargo reruns a build script every time for a missing one.
+    let mut watch = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
     if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        println!("cargo:rerun-if-changed={}", git_dir.join(r).display());
+        watch.push(git_dir.join(r));
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        git_dir.join("packed-refs").display()
-    );
+    for p in watch.iter().filter(|p| p.exists()) {
+        println!("cargo:rerun-if-changed={}", p.display());
+    }
     git(&["rev-parse", "--short=12", "HEAD"]).filter(|c| !c.is_empty())
 }
 
