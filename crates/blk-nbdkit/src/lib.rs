@@ -88,6 +88,7 @@ impl Server for WringBlk {
              recomp_algorithm='algo=ALG priority=N'  a secondary algorithm (up to 3)\n\
              backing_dev=FILE            the writeback file\n\
              writeback_limit=PAGES       writeback budget in 4 KiB pages (default: none)\n\
+             policy='every=S age=S [recompress=T] [writeback=T]'  scheduled aging/recompression/writeback\n\
              control=PATH                the control socket for `wring blk`",
         )
     }
@@ -145,6 +146,8 @@ impl Server for WringBlk {
         if let Some(l) = LISTENER.lock().unwrap_or_else(|e| e.into_inner()).take() {
             control::serve(l, Arc::clone(store));
         }
+        // The scheduled policy (idle for a device without one, which can get one live).
+        wring_blk::policy::spawn(Arc::clone(store));
         Ok(())
     }
 

@@ -1088,3 +1088,57 @@ fn train_dict_runs_live_under_load() {
         panic!("the device differs from its input at byte {i} after train_dict");
     }
 }
+
+/// A policy set live over the control socket runs in the server's own thread: pages written
+/// by a client end up on the backing file without any further request, and read back.
+#[test]
+fn a_policy_set_live_runs_in_the_server() {
+    let backing = std::env::temp_dir().join(format!("wring-blk-policy-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&backing);
+    let _guard = RemoveFile(backing.clone());
+    let s = Server::start(
+        "4M",
+        &[
+            "comp_algorithm=lz4",
+            &format!("backing_dev={}", backing.display()),
+        ],
+    );
+    let data = mixed(2 << 20, 41);
+    let mut c = Raw::connect(&s.dir.join("nbd.sock"));
+    for (i, chunk) in data.chunks(256 << 10).enumerate() {
+        let off = (i * (256 << 10)) as u64;
+        assert_eq!(
+            c.request(1, off, chunk.len() as u32, chunk)
+                .expect("write")
+                .0,
+            0
+        );
+    }
+    let policy =
+        wring_blk::Policy::parse("every=1 age=0 recompress=off writeback=idle").expect("a policy");
+    let v = control::request(&s.control(), Request::Policy(Some(policy))).expect("policy");
+    assert_eq!(v, "every=1 age=0 recompress=off writeback=idle");
+    // The server's policy thread checks once a second; wait for its first round.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let st = loop {
+        let st = s.stat();
+        if st.policy.as_ref().is_some_and(|p| p.rounds > 0) {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the policy never ran: {:?}",
+            st.policy
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(st.bd_stat.bd_count > 0, "{:?} {:?}", st.bd_stat, st.policy);
+    let (e, back) = c.request(0, 0, data.len() as u32, &[]).expect("read back");
+    assert_eq!(e, 0);
+    assert!(
+        back == data,
+        "the data differs after the policy wrote it back"
+    );
+    control::request(&s.control(), Request::Policy(None)).expect("policy off");
+    assert!(s.stat().policy.is_none());
+}

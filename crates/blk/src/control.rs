@@ -16,6 +16,7 @@
 //! | `writeback idle\|huge\|huge_idle\|incompressible` | a [`WritebackReport`] | `writeback` |
 //! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
 //! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`] | (beyond zram) |
+//! | `policy every=S age=S [recompress=T] [writeback=T]` or `policy off` | the policy | (beyond zram) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -33,6 +34,7 @@ use crate::backing::{WritebackReport, WritebackType};
 use crate::error::BlkError;
 use crate::options::parse_wb_limit;
 use crate::options::{parse_size, parse_streams};
+use crate::policy::Policy;
 use crate::recompress::{RecompressReport, RecompressRequest, TrainReport, TrainRequest};
 use crate::stats::Stat;
 use crate::store::Store;
@@ -58,6 +60,8 @@ pub enum Request {
     Recompress(RecompressRequest),
     /// Train a zstd dictionary from the pages and recompress with it.
     TrainDict(TrainRequest),
+    /// Set the scheduled policy (`None`: off).
+    Policy(Option<Policy>),
     /// Write pages back to the backing file.
     Writeback(WritebackType),
     /// Set the writeback budget in pages (`None`: no limit).
@@ -84,6 +88,12 @@ impl Request {
                 return Ok(Request::Recompress(RecompressRequest::parse(rest)?));
             }
         }
+        if let Some(rest) = line.trim().strip_prefix("policy ") {
+            return Ok(Request::Policy(match rest.trim() {
+                "off" => None,
+                spec => Some(Policy::parse(spec)?),
+            }));
+        }
         if let Some(rest) = line.trim().strip_prefix("train_dict") {
             if rest.is_empty() || rest.starts_with(' ') {
                 return Ok(Request::TrainDict(TrainRequest::parse(rest)?));
@@ -101,7 +111,7 @@ impl Request {
             (Some("writeback_limit"), Some(v)) => Request::WritebackLimit(parse_wb_limit(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off, train_dict [size=BYTES] [level=L]",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off, train_dict [size=BYTES] [level=L], policy every=S age=S …|off",
                     line.trim()
                 )))
             }
@@ -128,6 +138,8 @@ impl Request {
             Request::Recompress(r) => format!("recompress {}", r.text()).trim_end().to_string(),
             Request::Writeback(t) => format!("writeback {}", t.name()),
             Request::TrainDict(t) => format!("train_dict {}", t.text()),
+            Request::Policy(None) => "policy off".into(),
+            Request::Policy(Some(p)) => format!("policy {}", p.text()),
             Request::WritebackLimit(Some(n)) => format!("writeback_limit {n}"),
             Request::WritebackLimit(None) => "writeback_limit off".into(),
         }
@@ -156,6 +168,11 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
         Request::Idle(older_than) => json!(store.mark_idle(older_than)),
         Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
+        Request::Policy(p) => {
+            let text = p.as_ref().map(Policy::text);
+            store.set_policy(p);
+            json!(text)
+        }
         Request::TrainDict(t) => serde_json::to_value(store.train_dict(&t)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
         Request::Writeback(t) => serde_json::to_value(store.writeback(t)?)
@@ -273,6 +290,10 @@ mod tests {
             Request::WritebackLimit(Some(10)),
             Request::WritebackLimit(None),
             Request::TrainDict(TrainRequest::default()),
+            Request::Policy(None),
+            Request::Policy(Some(
+                Policy::parse("every=9 age=99 writeback=huge").unwrap(),
+            )),
             Request::TrainDict(TrainRequest::parse("size=16K level=9 save=/tmp/d").unwrap()),
             Request::Recompress(
                 RecompressRequest::parse("type=huge_idle threshold=3000 algo=zstd max_pages=9")
@@ -305,6 +326,8 @@ mod tests {
             "train_dict size=1",
             "train_dict level=0",
             "train_dicts",
+            "policy every=1",
+            "policy",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }

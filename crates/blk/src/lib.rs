@@ -15,6 +15,7 @@
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
 //! * [`recompress`]: zram's `recompress` with up to three secondary algorithms.
 //! * [`dict`]: zstd with a dictionary (`algorithm_params dict=FILE`, `train_dict`).
+//! * [`policy`]: beyond zram, idle aging, recompression and writeback on a schedule.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
 
@@ -29,6 +30,7 @@ pub mod control;
 pub mod dict;
 mod error;
 pub mod options;
+pub mod policy;
 pub mod recompress;
 pub mod stats;
 pub mod store;
@@ -40,10 +42,11 @@ pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
+pub use policy::{Policy, PolicyReport};
 pub use recompress::{
     RecompressReport, RecompressRequest, RecompressType, TrainReport, TrainRequest,
 };
-pub use stats::{BdStat, IoStat, MmStat, Stat, StreamStat};
+pub use stats::{BdStat, IoStat, MmStat, PolicyStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
@@ -84,5 +87,6 @@ pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
         store.set_backing(Backing::open(path, size.div_ceil(PAGE_SIZE as u64))?);
     }
     store.set_writeback_limit(options.writeback_limit);
+    store.set_policy(options.policy.clone());
     Ok(store)
 }

@@ -26,7 +26,7 @@ use wring_engine::{Algorithm, CompressSpec};
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 7] = [
+pub const KEYS: [&str; 8] = [
     "comp_algorithm",
     "algorithm_params",
     "streams",
@@ -34,6 +34,7 @@ pub const KEYS: [&str; 7] = [
     "recomp_algorithm",
     "backing_dev",
     "writeback_limit",
+    "policy",
 ];
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's, except `lzo-rle`).
@@ -120,6 +121,8 @@ pub struct Options {
     pub writeback_limit: Option<u64>,
     /// `algorithm_params dict=FILE`: (priority, zstd dictionary file).
     pub dicts: Vec<(u8, std::path::PathBuf)>,
+    /// Beyond zram: the scheduled policy (`policy=every=60 age=300 …`).
+    pub policy: Option<crate::policy::Policy>,
 }
 
 impl Default for Options {
@@ -138,6 +141,7 @@ impl Default for Options {
             backing_dev: None,
             writeback_limit: None,
             dicts: Vec::new(),
+            policy: None,
         }
     }
 }
@@ -178,6 +182,8 @@ impl Options {
             }
             "backing_dev" => self.backing_dev = Some(value.into()),
             "writeback_limit" => self.writeback_limit = parse_wb_limit(value)?,
+            "policy" if value.trim() == "off" => self.policy = None,
+            "policy" => self.policy = Some(crate::policy::Policy::parse(value)?),
             other => {
                 return Err(BlkError::Option(format!(
                     "unknown option '{other}'; accepted: {}",
@@ -322,6 +328,9 @@ impl Options {
         if let Some(l) = self.writeback_limit {
             v.push(("writeback_limit".to_string(), l.to_string()));
         }
+        if let Some(p) = &self.policy {
+            v.push(("policy".to_string(), p.text()));
+        }
         v
     }
 
@@ -446,7 +455,14 @@ mod tests {
         ] {
             assert!(Options::parse(bad).is_err(), "{bad}");
         }
-        let w = Options::parse("backing_dev=/tmp/b,writeback_limit=100").unwrap();
+        let w = Options::parse(
+            "backing_dev=/tmp/b,writeback_limit=100,policy=every=60 age=600 writeback=huge_idle",
+        )
+        .unwrap();
+        assert_eq!(
+            w.policy.as_ref().map(|p| p.text()).as_deref(),
+            Some("every=60 age=600 recompress=idle writeback=huge_idle")
+        );
         assert_eq!(w.writeback_limit, Some(100));
         assert_eq!(Options::parse(&w.text()).unwrap(), w);
         let e = Options::parse(&(o.text() + ",recomp_algorithm=lz4"))

@@ -153,6 +153,17 @@ pub struct StreamStat {
     pub failures: u64,
 }
 
+/// The scheduled policy in `stat`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyStat {
+    /// The policy as text.
+    pub policy: String,
+    /// Rounds run.
+    pub rounds: u64,
+    /// The last round.
+    pub last: Option<crate::policy::PolicyReport>,
+}
+
 /// `bd_stat`: the backing file, in zram's units (4 KiB pages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BdStat {
@@ -208,6 +219,9 @@ pub struct Stat {
     /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
     #[serde(default)]
     pub writeback_limit: Option<u64>,
+    /// The scheduled policy, if one is set.
+    #[serde(default)]
+    pub policy: Option<PolicyStat>,
     /// Per stream set: the primary algorithm's, then each `recomp_algorithm`'s.
     #[serde(default)]
     pub stream_stats: Vec<StreamStat>,
@@ -278,6 +292,21 @@ impl Stat {
         }
         if let Some(l) = self.writeback_limit {
             s += &format!("writeback_limit   {l}\n");
+        }
+        if let Some(p) = &self.policy {
+            s += &format!("policy            {} ({} rounds)\n", p.policy, p.rounds);
+            if let Some(l) = &p.last {
+                s += &format!(
+                    "policy_last       at {} s: {} idle, {} recompressed, {} written back{}\n",
+                    l.at,
+                    l.idle,
+                    l.recompress.map_or(0, |r| r.recompressed),
+                    l.writeback.map_or(0, |w| w.written),
+                    l.error
+                        .as_ref()
+                        .map_or(String::new(), |e| format!(" ({e})"))
+                );
+            }
         }
         if !self.stream_stats.is_empty() {
             s += &format!(

@@ -34,7 +34,8 @@ use crate::arena::{Arena, Handle, PAGE_SIZE};
 use crate::backing::Backing;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
-use crate::stats::{BdStat, Counters, IoStat, MmStat, Stat, StreamStat};
+use crate::policy::PolicyState;
+use crate::stats::{BdStat, Counters, IoStat, MmStat, PolicyStat, Stat, StreamStat};
 use crate::streams::{PageJob, Streams};
 use crate::sync::{lock, Mutex};
 
@@ -190,6 +191,8 @@ pub struct Store {
     pub(crate) counters: Counters,
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
+    /// The scheduled policy and its last round.
+    pub(crate) policy: Mutex<PolicyState>,
 }
 
 impl std::fmt::Debug for Store {
@@ -231,6 +234,7 @@ impl Store {
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(MonotonicClock::default()),
+            policy: Mutex::new(PolicyState::default()),
         })
     }
 
@@ -336,6 +340,16 @@ impl Store {
             e.flags &= !f;
             Counters::sub(counter, 1);
         }
+    }
+
+    /// Seconds on the store's clock.
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Whether the device has a backing file.
+    pub(crate) fn has_backing(&self) -> bool {
+        self.backing.is_some()
     }
 
     /// A read or write of the page (`zram_accessed`): no longer idle, stamped now.
@@ -805,6 +819,14 @@ impl Store {
                 .as_ref()
                 .map(|b| b.path().display().to_string()),
             writeback_limit: self.writeback_limit(),
+            policy: {
+                let (p, rounds, last) = self.policy();
+                p.map(|p| PolicyStat {
+                    policy: p.text(),
+                    rounds,
+                    last,
+                })
+            },
             stream_stats: std::iter::once((0u8, self.streams.as_ref()))
                 .chain(self.recomps())
                 .map(|(prio, s)| StreamStat {

@@ -534,3 +534,71 @@ fn train_dict_learns_from_the_pages_and_recompresses_with_it() {
         .unwrap_err();
     assert!(e.to_string().contains("priorities are taken"), "{e}");
 }
+
+#[test]
+fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
+    let f = TempFile::new("policy");
+    let clock = Arc::new(ManualClock::default());
+    let mut s = Store::new(8 * P, 0, Box::new(ToyStreams)).unwrap();
+    s.set_clock(Arc::clone(&clock) as Arc<dyn wring_blk::Clock>);
+    s.set_backing(wring_blk::Backing::open(&f.0, 8).unwrap());
+    let data: Vec<u8> = (0..8u8).flat_map(text).collect();
+    s.write(0, &data).unwrap(); // t=0
+    assert!(s.policy_tick().is_none(), "no policy, no round");
+    s.set_policy(Some(
+        wring_blk::Policy::parse("every=60 age=100 recompress=off writeback=idle").unwrap(),
+    ));
+    let r = s.policy_tick().expect("the first round runs at once");
+    assert_eq!((r.at, r.idle), (0, 0));
+    assert_eq!(r.writeback.map(|w| w.written), Some(0));
+    assert!(r.recompress.is_none() && r.error.is_none(), "{r:?}");
+    assert!(s.policy_tick().is_none(), "not due again yet");
+    clock.advance(59);
+    assert!(s.policy_tick().is_none(), "not due again yet");
+    clock.advance(1); // t=60: due, but nothing is 100 s old
+    let mut b = [0u8; 1];
+    s.read(0, &mut b).unwrap(); // page 0 accessed at t=60
+    assert_eq!(s.policy_tick().map(|r| r.idle), Some(0));
+    clock.advance(60); // t=120: pages 1-7 were last touched at t=0
+    let r = s.policy_tick().expect("due");
+    assert_eq!((r.idle, r.writeback.map(|w| w.written)), (7, Some(7)));
+    assert_eq!(s.stat().bd_stat.bd_count, 7);
+    assert!(matches!(s.slot(0), Some(Slot::Stored { .. })));
+    assert_eq!(read_all(&s), data);
+    let st = s.stat();
+    let p = st.policy.as_ref().expect("the policy shows in stat");
+    assert_eq!(p.rounds, 3);
+    assert!(st.table().contains("7 written back"), "{}", st.table());
+    s.set_policy(None);
+    clock.advance(1000);
+    assert!(s.policy_tick().is_none());
+}
+
+#[test]
+fn the_policy_recompresses_idle_pages_and_reports_a_full_backing_file() {
+    let f = TempFile::new("policy-full");
+    std::fs::write(&f.0, vec![0u8; PAGE_SIZE]).unwrap(); // one block
+    let clock = Arc::new(ManualClock::default());
+    let mut s = open(
+        &format!(
+            "comp_algorithm=lz4,recomp_algorithm=algo=zstd:6 priority=1,{}",
+            f.option()
+        ),
+        8,
+    );
+    s.set_clock(Arc::clone(&clock) as Arc<dyn wring_blk::Clock>);
+    let data = fill(&s);
+    clock.advance(10);
+    s.set_policy(Some(
+        wring_blk::Policy::parse("every=5 age=10 recompress=idle writeback=idle").unwrap(),
+    ));
+    let r = s.policy_tick().expect("runs");
+    assert_eq!(r.idle, 7, "{r:?}");
+    assert!(r.recompress.is_some_and(|x| x.recompressed >= 4), "{r:?}");
+    assert!(
+        r.error.as_deref().is_some_and(|e| e.contains("full")),
+        "{r:?}"
+    );
+    assert_eq!(s.stat().bd_stat.bd_count, 1);
+    assert_eq!(read_all(&s), data);
+}

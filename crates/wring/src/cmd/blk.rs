@@ -8,7 +8,7 @@
 //!   `mem-limit NAME SIZE`, `streams NAME N`, `idle NAME all|SECONDS`,
 //!   `recompress NAME [type=huge|idle|huge_idle] [threshold=N] [algo=NAME]`,
 //!   `writeback NAME idle|huge|huge_idle|incompressible`, `writeback-limit NAME N|off`,
-//!   `train-dict NAME [size=B] [level=L] [save=FILE]` over the device's control socket
+//!   `train-dict NAME [size=B] [level=L] [save=FILE]`, `policy NAME SPEC|off` over the device's control socket
 //!   ([`wring_blk::control`]: one request line, one JSON reply line).
 //!
 //! Each device lives in a runtime directory of its own, `$XDG_RUNTIME_DIR/wring/blk/NAME`
@@ -117,6 +117,15 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
         /// size=BYTES level=L samples=PAGES save=FILE (save keeps it for algorithm_params dict=)
         words: Vec<String>,
     },
+    /// Beyond zram: set the schedule that ages, recompresses and writes back idle pages
+    /// (`every=60 age=300 [recompress=idle|huge|huge_idle|all|off]
+    /// [writeback=idle|huge|huge_idle|incompressible|off]`), or `off`
+    Policy {
+        /// The device's name
+        name: String,
+        /// The policy's words, or off
+        words: Vec<String>,
+    },
     /// Mark pages idle (zram's idle): `all`, or those not read or written for SECONDS;
     /// a read or write clears the mark
     Idle {
@@ -132,7 +141,8 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
 pub struct StartArgs {
     /// zram's options: comp_algorithm=lzo|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
     /// mem_limit=SIZE, recomp_algorithm='algo=zstd priority=1' (up to 3), backing_dev=FILE,
-    /// writeback_limit=PAGES (comma-separated)
+    /// writeback_limit=PAGES, algorithm_params='priority=N level=L dict=FILE',
+    /// policy='every=S age=S recompress=T writeback=T' (comma-separated)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     /// Device size (disksize), e.g. 1G
@@ -224,6 +234,16 @@ pub fn run(cmd: Command) -> Result<()> {
                 r.recompress.bytes_before,
                 r.recompress.bytes_after
             );
+            Ok(())
+        }
+        Command::Policy { name, words } => {
+            let text = words.join(" ");
+            let p = match text.trim() {
+                "off" => None,
+                spec => Some(wring_blk::Policy::parse(spec)?),
+            };
+            let v = control::request(&device(&name)?.join("control.sock"), Request::Policy(p))?;
+            println!("{name}: policy {}", v.as_str().unwrap_or("off"));
             Ok(())
         }
         Command::Idle { name, age } => {
