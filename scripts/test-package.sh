@@ -20,6 +20,10 @@ if dpkg -s wring >/dev/null 2>&1; then
   fail "a wring package is installed already; this test installs and purges its own: dpkg --purge wring first"
 fi
 
+if grep -qs '^path-exclude.*/usr/share/man' /etc/dpkg/dpkg.cfg.d/*; then
+  fail "dpkg here drops man pages (path-exclude in /etc/dpkg/dpkg.cfg.d/): remove that line to test them"
+fi
+
 deb=$(packaging/build-deb.sh "$@" | tail -n 1)
 [ -f "$deb" ] || fail "packaging/build-deb.sh did not print a .deb path (got '$deb')"
 
@@ -151,6 +155,8 @@ while read -r f; do
   if [ -e "$f" ] || [ -L "$f" ]; then fail "$f is left after dpkg --purge wring"; fi
 done <"$work/files"
 for d in /usr/lib/wring /usr/share/doc/wring; do [ ! -e "$d" ] || fail "$d is left after dpkg --purge wring"; done
+left=$(pgrep -af "$work" | grep -v '^[0-9]* \[' || true)
+[ -z "$left" ] || fail "processes of the test are left: $left"
 if mount -t fuse.wring "$work/store" "$work/mnt" 2>/dev/null; then fail "mount -t fuse.wring still works after the purge"; fi
 ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files"
 
