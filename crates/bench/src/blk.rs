@@ -32,8 +32,10 @@ use crate::report::csv_text;
 use crate::zram::{AlignedBuf, ZramDevice, PAGE};
 use crate::{interrupt, BenchError};
 
-/// wring's algorithms by default (zram's names; lzo-rle is not in wring yet).
-pub const DEFAULT_WRING: &str = "lz4,lzo,zstd:1,zstd:3";
+/// wring's algorithms by default (zram's names; lzo-rle is not in wring yet). `zstd:3+dict`
+/// is zstd:3 with a dictionary trained from the same input on a first device
+/// (`train_dict save=FILE`), then given to a fresh one (`algorithm_params dict=FILE`).
+pub const DEFAULT_WRING: &str = "lz4,lzo,zstd:1,zstd:3,zstd:3+dict";
 /// zram's algorithms by default.
 pub const DEFAULT_ZRAM: &str = "lz4,lzo-rle";
 /// The shared corpus's files the mixed input is made of (~120 MB).
@@ -66,6 +68,9 @@ pub struct BlkConfig {
     /// Write and read each device this many times (over the same pages) and keep the fastest
     /// of each; memory and ratio are from the first write.
     pub repeat: usize,
+    /// The multi-client scaling pair: wring with the first algorithm, one nbdcopy connection
+    /// on one stream, then two connections on two streams.
+    pub scaling: bool,
 }
 
 impl BlkConfig {
@@ -83,6 +88,7 @@ impl BlkConfig {
             zram_force: false,
             work_dir: std::env::temp_dir(),
             repeat: 1,
+            scaling: true,
         }
     }
 }
@@ -107,6 +113,8 @@ pub enum Target {
     NbdkitSparse,
     /// The kernel's zram.
     Zram,
+    /// wring driven by N nbdcopy connections (multi-conn) on N streams: the scaling pair.
+    WringClients,
 }
 
 impl Target {
@@ -117,6 +125,7 @@ impl Target {
             Target::NbdkitZstd => "nbdkit memory",
             Target::NbdkitSparse => "nbdkit memory (no compression)",
             Target::Zram => "kernel zram",
+            Target::WringClients => "wring (clients × streams)",
         }
     }
 }
@@ -199,7 +208,13 @@ pub fn run(
     for method in &cfg.wring {
         interrupt::check()?;
         progress.step(format!("blk: wring {method}"));
-        let server = Nbdkit::start(&work.path, wring_args(cfg, method, bytes))?;
+        let mut args = wring_args(cfg, method, bytes, cfg.streams);
+        if let Some(base) = method.strip_suffix("+dict") {
+            let dict = train_dict(&work.path, cfg, base, &input, bytes)?;
+            args = wring_args(cfg, base, bytes, cfg.streams);
+            args.push(format!("algorithm_params=dict={}", dict.display()));
+        }
+        let server = Nbdkit::start(&work.path, args)?;
         rows.push(nbd_row(
             &server,
             cfg,
@@ -208,7 +223,26 @@ pub fn run(
             &data,
             Target::Wring,
             method,
+            None,
         )?);
+    }
+    if let Some(method) = cfg.wring.first().filter(|_| cfg.scaling) {
+        let method = method.strip_suffix("+dict").unwrap_or(method);
+        for n in [1, 2] {
+            interrupt::check()?;
+            progress.step(format!("blk: wring {method}, {n} clients on {n} streams"));
+            let server = Nbdkit::start(&work.path, wring_args(cfg, method, bytes, n))?;
+            rows.push(nbd_row(
+                &server,
+                cfg,
+                &work.path,
+                &input,
+                &data,
+                Target::WringClients,
+                &format!("{method} {n}×{n}"),
+                Some(n),
+            )?);
+        }
     }
     if cfg.nbdkit_zstd {
         interrupt::check()?;
@@ -227,6 +261,7 @@ pub fn run(
             &data,
             Target::NbdkitZstd,
             "zstd",
+            None,
         )?);
     }
     if cfg.nbdkit_sparse {
@@ -242,6 +277,7 @@ pub fn run(
             &data,
             Target::NbdkitSparse,
             "none",
+            None,
         )?);
     }
     drop(fs::remove_file(&input));
@@ -252,16 +288,43 @@ pub fn run(
     Ok(rows)
 }
 
-fn wring_args(cfg: &BlkConfig, method: &str, bytes: u64) -> Vec<String> {
+fn wring_args(cfg: &BlkConfig, method: &str, bytes: u64, streams: usize) -> Vec<String> {
     vec![
         cfg.plugin.display().to_string(),
         format!("size={bytes}"),
         format!("comp_algorithm={method}"),
-        format!("streams={}", cfg.streams),
+        format!("streams={streams}"),
     ]
 }
 
-/// Write and read back through nbdcopy; the row's figures.
+/// Write the input to a device with `method` (a zstd level), train a dictionary from its
+/// pages and save it; the file's path.
+fn train_dict(
+    dir: &Path,
+    cfg: &BlkConfig,
+    method: &str,
+    input: &Path,
+    bytes: u64,
+) -> Result<PathBuf, BenchError> {
+    let level = method
+        .strip_prefix("zstd")
+        .map(|l| l.trim_start_matches(':'))
+        .map(|l| if l.is_empty() { "3" } else { l })
+        .ok_or_else(|| failed(format!("{method}+dict: a dictionary needs zstd")))?;
+    let server = Nbdkit::start(dir, wring_args(cfg, method, bytes, cfg.streams))?;
+    nbdcopy(input.as_os_str(), server.uri().as_ref(), None)?;
+    let path = dir.join("train.dict");
+    let req =
+        wring_blk::TrainRequest::parse(&format!("size=64K level={level} save={}", path.display()))
+            .map_err(|e| failed(format!("train_dict: {e}")))?;
+    wring_blk::control::train_dict(&server.control(), req)
+        .map_err(|e| failed(format!("training a dictionary on wring's device: {e}")))?;
+    Ok(path)
+}
+
+/// Write and read back through nbdcopy (on `clients` connections and threads, or nbdcopy's
+/// defaults); the row's figures.
+#[allow(clippy::too_many_arguments)]
 fn nbd_row(
     server: &Nbdkit,
     cfg: &BlkConfig,
@@ -270,13 +333,14 @@ fn nbd_row(
     data: &[u8],
     target: Target,
     method: &str,
+    clients: Option<usize>,
 ) -> Result<BlkRow, BenchError> {
     let uri = server.uri();
     let before = server.rss()?;
-    let mut write = nbdcopy(input.as_os_str(), uri.as_ref())?;
+    let mut write = nbdcopy(input.as_os_str(), uri.as_ref(), clients)?;
     let after = server.rss()?;
     let stat = match target {
-        Target::Wring => Some(
+        Target::Wring | Target::WringClients => Some(
             wring_blk::control::stat(&server.control())
                 .map_err(|e| failed(format!("asking wring's device for its stat: {e}")))?,
         ),
@@ -288,9 +352,9 @@ fn nbd_row(
     for i in 0..cfg.repeat.max(1) {
         if i > 0 {
             interrupt::check()?;
-            write = write.min(nbdcopy(input.as_os_str(), uri.as_ref())?);
+            write = write.min(nbdcopy(input.as_os_str(), uri.as_ref(), clients)?);
         }
-        read = read.min(nbdcopy(uri.as_ref(), output.as_os_str())?);
+        read = read.min(nbdcopy(uri.as_ref(), output.as_os_str(), clients)?);
         let same = same_content(&output, data);
         drop(fs::remove_file(&output));
         if !same? {
@@ -387,7 +451,12 @@ fn compare(rows: &mut [BlkRow]) {
         .iter()
         .find(|r| r.target == Target::NbdkitZstd)
         .cloned();
-    let compressing = |r: &&mut BlkRow| !matches!(r.target, Target::Zram | Target::NbdkitSparse);
+    let compressing = |r: &&mut BlkRow| {
+        !matches!(
+            r.target,
+            Target::Zram | Target::NbdkitSparse | Target::WringClients
+        )
+    };
     for row in rows.iter_mut().filter(compressing) {
         let base = zram_counterpart(&row.method)
             .iter()
@@ -410,7 +479,7 @@ fn over(row: &BlkRow, base: &BlkRow) -> Over {
             "lzo" => "zram lzo",
             _ => "zram",
         },
-        Target::Wring => "wring",
+        Target::Wring | Target::WringClients => "wring",
     };
     Over {
         method,
@@ -425,10 +494,20 @@ fn failed(message: String) -> BenchError {
     BenchError::io("bench blk", std::io::Error::other(message))
 }
 
-/// Run nbdcopy from `src` to `dst`; its wall-clock seconds.
-fn nbdcopy(src: &std::ffi::OsStr, dst: &std::ffi::OsStr) -> Result<f64, BenchError> {
+/// Run nbdcopy from `src` to `dst` (with `clients` connections and as many threads, or
+/// nbdcopy's defaults); its wall-clock seconds.
+fn nbdcopy(
+    src: &std::ffi::OsStr,
+    dst: &std::ffi::OsStr,
+    clients: Option<usize>,
+) -> Result<f64, BenchError> {
+    let mut cmd = Command::new("nbdcopy");
+    if let Some(n) = clients {
+        cmd.arg(format!("--connections={n}"))
+            .arg(format!("--threads={n}"));
+    }
     let start = Instant::now();
-    let out = Command::new("nbdcopy")
+    let out = cmd
         .arg(src)
         .arg(dst)
         .stdin(Stdio::null())
@@ -607,6 +686,22 @@ impl BlkReport {
         }
     }
 
+    /// Write and read MB/s of the two-clients-on-two-streams row over the one-on-one row.
+    pub fn scaling(&self) -> Option<(Option<f64>, Option<f64>)> {
+        let pair: Vec<&BlkRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.target == Target::WringClients)
+            .collect();
+        let [one, two] = pair.as_slice() else {
+            return None;
+        };
+        Some((
+            quotient(two.write_mbps, one.write_mbps),
+            quotient(two.read_mbps, one.read_mbps),
+        ))
+    }
+
     /// Pretty-printed JSON of everything.
     pub fn json(&self) -> Result<String, BenchError> {
         Ok(serde_json::to_string_pretty(self)?)
@@ -623,6 +718,12 @@ impl BlkReport {
         let _ = writeln!(s, "- wring: {} streams; ratio = input / mem_used_total (mm_stat); nbdkit memory allocator=zstd (zstd level 3, 32 KiB pages, one lock): it has no mm_stat, so its mem_used_total is its VmRSS growth over the write", self.streams);
         let _ = writeln!(s, "- nbdkit memory (no compression): its sparse allocator through the same nbdcopy commands — what the socket hop and nbdcopy cost on this machine, the ceiling of any NBD row");
         let _ = writeln!(s, "- × zram / × nbdkit: the row's figure over that row's (for mem, below 1 is less memory); wring lzo is compared with zram lzo-rle");
+        if let Some(x) = self.scaling() {
+            let _ = writeln!(s, "- two clients on two streams over one client on one stream (nbdcopy --connections=N --threads=N, multi-conn): write {}, read {}", times(x.0), times(x.1));
+        }
+        if self.rows.iter().any(|r| r.method.ends_with("+dict")) {
+            let _ = writeln!(s, "- +dict: zstd with a 64 KiB dictionary that train_dict learned from this same input on a first device, given to a fresh one with algorithm_params dict=FILE (the best case for a dictionary: it has seen the data)");
+        }
         for n in &self.notes {
             let _ = writeln!(s, "- {n}");
         }
