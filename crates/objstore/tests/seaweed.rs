@@ -133,13 +133,13 @@ fn ranged_reads_cache_limit_and_read_ahead() {
             break;
         }
     }
+    // The first extent wholly past the chunks the reads touched.
+    let (a_last, len_last) = addrs[last];
+    let next_chunk = (a_last.offset() as u64 + len_last - 1) / chunk + 1;
     let next = in_seg
         .iter()
         .copied()
-        .find(|&i| {
-            i > last
-                && addrs[i].0.offset() as u64 >= (addrs[last].0.offset() as u64 / chunk + 1) * chunk
-        })
+        .find(|&i| i > last && addrs[i].0.offset() as u64 >= next_chunk * chunk)
         .expect("an extent in a later chunk of the segment");
     let ahead = addrs[next].0;
     let mut waited = 0;
