@@ -104,11 +104,16 @@ mount -a -T "$work/fstab" || fail "a second mount -a failed on the mounted line"
 n=$(awk -v m="$work/mnt" '$5 == m' /proc/self/mountinfo | wc -l)
 [ "$n" -eq 1 ] || fail "after a second mount -a, $work/mnt is mounted $n times"
 pid=$(getfattr --only-values -n wring.pid "$work/mnt" 2>/dev/null) || fail "no wring.pid on $work/mnt"
+# systemd sends SIGTERM to a mount unit's leftover processes right after unmounting: the daemon
+# of a mount(8) mount ignores it, so its final commit is not cut short.
+kill -TERM "$pid"
+$W status "$work/mnt" >/dev/null || fail "the daemon of a mount(8) mount died of SIGTERM"
+grep -q '^State:[[:space:]]*[RSD]' "/proc/$pid/status" || fail "daemon $pid is not running after SIGTERM"
 umount "$work/mnt" || fail "umount $work/mnt failed"
 findmnt -n "$work/mnt" >/dev/null && fail "$work/mnt is still mounted after umount"
 # umount returns before the daemon's final commit: wait for it to exit before reusing the store.
 while [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; do sleep 0.1; done
-ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store, umount"
+ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store, SIGTERM ignored, umount"
 
 # mount -t fuse.wring: a bad option fails with wring's words and mounts nothing; a good one mounts.
 if err=$(mount -t fuse.wring "$work/store" "$work/mnt" -o compress=zstdd 2>&1); then

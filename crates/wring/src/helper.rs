@@ -101,12 +101,24 @@ pub fn run(args: &[OsString]) -> Result<()> {
         );
         return Ok(());
     }
+    spare_from_sigterm();
     crate::cmd::fs::run(crate::cmd::fs::Command::Mount {
         options: m.options,
         foreground: false,
         dir: source,
         mountpoint: m.target,
     })
+}
+
+/// Ignore SIGTERM here and so in the daemon, which inherits it (an ignored signal stays ignored
+/// across exec). systemd stops a mount unit by unmounting it and then sends SIGTERM to what is
+/// left in the unit: the daemon, still writing its final commit, which SIGTERM would cut short.
+/// Ignoring it, the daemon finishes and exits by itself once unmounted, as it does after a
+/// plain `umount`; what stops it is unmounting (or SIGKILL).
+fn spare_from_sigterm() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler and touches no
+    // memory; this process is single-threaded here.
+    unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
 }
 
 /// mountinfo's octal escapes (`\040` for a space) undone.
