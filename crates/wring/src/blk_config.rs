@@ -212,6 +212,17 @@ mod tests {
     }
 
     #[test]
+    fn the_packaged_example_parses() {
+        let text = include_str!("../../../packaging/blk.conf");
+        let s = parse(text, "packaging/blk.conf").unwrap();
+        assert_eq!(s.len(), 2);
+        for section in &s {
+            let args = start_args(section, "packaging/blk.conf").unwrap();
+            assert!(args.contains(&"--size".to_string()), "{args:?}");
+        }
+    }
+
+    #[test]
     fn mistakes_are_named_with_their_line() {
         for (text, want) in [
             ("size = 1G\n", "line 1: size comes before any [NAME]"),
