@@ -49,7 +49,7 @@ const BLOCK: usize = M4_MAX_OFFSET + 1;
 /// reused, so a call allocates nothing; it is cleared at the start of every
 /// block, so the output depends only on the input.
 pub struct CompressState {
-    table: Box<[u16; D_SIZE]>,
+    pub(crate) table: Box<[u16; D_SIZE]>,
 }
 
 impl CompressState {

@@ -4,6 +4,8 @@
 //! The raw codec mirrors the kernel's lib/lzo: [`compress`] emits a standard
 //! LZO1X stream (the same format `lzo1x_1_compress` writes, never the
 //! `lzo-rle` variant) ending with the end-of-stream marker `0x11 0x00 0x00`,
+//! [`compress_rle`] writes the `lzo-rle` variant zram uses (the kernel's
+//! `lzorle1x_1_compress`: zero runs as instructions of their own),
 //! and [`decompress`] accepts exactly what `lzo1x_decompress_safe` accepts.
 //! Neither function allocates, panics on any input, or touches memory outside
 //! the slices it is given. The crate contains no `unsafe` code.
@@ -13,9 +15,11 @@
 pub mod btrfs;
 mod compress;
 mod decompress;
+mod rle;
 
 pub use compress::{compress, CompressState};
 pub use decompress::decompress;
+pub use rle::{compress_rle, RLE_VERSION};
 
 /// Worst-case compressed size of `n` input bytes: `n + n/16 + 64 + 3`, the
 /// kernel's `lzo1x_worst_compress`. A `dst` this large never overruns.
