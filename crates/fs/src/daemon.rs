@@ -175,7 +175,8 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
     config.n_threads = Some(n_threads);
     config.clone_fd = true;
     let canon = mountpoint.canonicalize().ok();
-    let session = match fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config) {
+    let source = format!("wring:{}", dir.display());
+    let (session, own_mount) = match open_session(&vol, mountpoint, &source, config) {
         Ok(s) => s,
         Err(e) => {
             close(vol);
@@ -199,8 +200,37 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
         }
     }
     let r = session.run().map_err(io("serving the mount"));
+    if r.is_err() && own_mount {
+        crate::kmount::detach(mountpoint);
+    }
     close(vol);
     r
+}
+
+/// Mount with the kernel type `fuse.wring` ([`crate::kmount`]) and serve that descriptor, or,
+/// where this process may not call mount(2), let fuser mount through fusermount3. The flag
+/// says whether the mount is this process's own to detach.
+fn open_session(
+    vol: &Arc<Volume>,
+    mountpoint: &Path,
+    source: &str,
+    config: Config,
+) -> std::io::Result<(fuser::Session<WringFs>, bool)> {
+    let spec = crate::kmount::MountSpec {
+        source,
+        allow_other: config.acl == SessionACL::All,
+    };
+    match crate::kmount::mount(mountpoint, &spec)? {
+        Some(fd) => {
+            let acl = config.acl;
+            fuser::Session::from_fd(WringFs::new(vol.clone()), fd, acl, config)
+                .map(|s| (s, true))
+                .inspect_err(|_| crate::kmount::detach(mountpoint))
+        }
+        None => {
+            fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config).map(|s| (s, false))
+        }
+    }
 }
 
 /// Drop the volume on this thread once the threads that borrow it for a moment (committer,

@@ -25,6 +25,7 @@ pub mod extent;
 pub mod fsck;
 pub mod fuse;
 pub mod inode;
+pub mod kmount;
 pub mod options;
 pub mod stat;
 pub mod status;
