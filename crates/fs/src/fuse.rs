@@ -398,7 +398,12 @@ impl fuser::Filesystem for WringFs {
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _t = self.vol.ops.count(Op::Open);
         match self.vol.open_existing(ino.0) {
-            Ok(_) => reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty()),
+            Ok(i) => {
+                if i.kind == Kind::File {
+                    self.vol.handle_opened(ino.0);
+                }
+                reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty())
+            }
             Err(e) => reply.error(err(e)),
         }
     }
@@ -470,7 +475,7 @@ impl fuser::Filesystem for WringFs {
         reply: ReplyEmpty,
     ) {
         let _t = self.vol.ops.count(Op::Release);
-        match self.vol.released(ino.0) {
+        match self.vol.release_handle(ino.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
         }
@@ -673,6 +678,7 @@ impl fuser::Filesystem for WringFs {
         // One hold for the open, one for the kernel's reference to the new entry.
         match self.vol.create_held(parent.0, name.as_bytes(), new, 2) {
             Ok((ino, i)) => {
+                self.vol.handle_opened(ino);
                 reply.created(
                     &TTL,
                     &attr(ino, &i, self.blksize()),

@@ -115,3 +115,65 @@ fn the_kernel_keeps_attributes_and_sees_what_writeback_changes() {
     );
     m.stop();
 }
+
+/// `commits=N` from the mount's status.
+fn commits(mnt: &Path) -> u64 {
+    let status = wring_fs::daemon::status(mnt).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("transactions: "))
+        .unwrap();
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix("commits="))
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+/// `rm -rf` costs one transaction per file, not two: the kernel's flush of the ctime an
+/// unlink gave a file, as it drops the inode, needs none when nobody has the file open. A file
+/// still open keeps its times: futimens on it after the unlink is what fstat then shows.
+#[test]
+fn removing_files_nobody_has_open_costs_one_commit_each() {
+    if !require_root("removing_files_nobody_has_open_costs_one_commit_each") {
+        return;
+    }
+    let mut m = Mount::new("rm-commits");
+    m.start("compress=zstd:1");
+    fs::create_dir(m.p("d")).unwrap();
+    const FILES: u64 = 200;
+    for i in 0..FILES {
+        fs::write(m.p(&format!("d/f{i}")), format!("file {i}\n")).unwrap();
+    }
+    syncfs(&m.mnt).unwrap();
+    let before = commits(&m.mnt);
+    for i in 0..FILES {
+        fs::remove_file(m.p(&format!("d/f{i}"))).unwrap();
+    }
+    syncfs(&m.mnt).unwrap();
+    let used = commits(&m.mnt) - before;
+    // One per unlink, and the deletions of the forgotten orphans in a batch or two.
+    assert!(
+        used <= FILES + 5,
+        "{used} commits to remove {FILES} files nobody had open"
+    );
+    // Open while unlinked: its times are kept.
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.p("d/open"))
+        .unwrap();
+    fs::remove_file(m.p("d/open")).unwrap();
+    let t = libc::timespec {
+        tv_sec: 1_000_000_000,
+        tv_nsec: 0,
+    };
+    // SAFETY: futimens on an open descriptor with two valid timespecs.
+    let r = unsafe { libc::futimens(f.as_raw_fd(), [t, t].as_ptr()) };
+    assert_eq!(r, 0, "futimens: {}", std::io::Error::last_os_error());
+    assert_eq!(f.metadata().unwrap().mtime(), 1_000_000_000);
+    drop(f);
+    syncfs(&m.mnt).unwrap();
+    m.stop();
+    let report = wring_fs::fsck::fsck(&m.store).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
