@@ -32,10 +32,10 @@ use crate::report::csv_text;
 use crate::zram::{AlignedBuf, ZramDevice, PAGE};
 use crate::{interrupt, BenchError};
 
-/// wring's algorithms by default (zram's names; lzo-rle is not in wring yet). `zstd:3+dict`
+/// wring's algorithms by default (zram's names). `zstd:3+dict`
 /// is zstd:3 with a dictionary trained from the same input on a first device
 /// (`train_dict save=FILE`), then given to a fresh one (`algorithm_params dict=FILE`).
-pub const DEFAULT_WRING: &str = "lz4,lzo,zstd:1,zstd:3,zstd:3+dict";
+pub const DEFAULT_WRING: &str = "lz4,lzo-rle,zstd:1,zstd:3,zstd:3+dict";
 /// zram's algorithms by default.
 pub const DEFAULT_ZRAM: &str = "lz4,lzo-rle";
 /// The shared corpus's files the mixed input is made of (~120 MB).

@@ -82,7 +82,7 @@ impl Server for WringBlk {
     fn config_help() -> Option<&'static str> {
         Some(
             "size=SIZE                   (required) device size, e.g. 1G\n\
-             comp_algorithm=ALG[:LEVEL]  lzo, lz4, lz4hc, zstd, deflate (default lz4)\n\
+             comp_algorithm=ALG[:LEVEL]  lzo, lzo-rle, lz4, lz4hc, zstd, deflate (default lz4)\n\
              streams=N                   compression streams (default: CPUs)\n\
              mem_limit=SIZE              most memory for compressed pages (default: none)\n\
              recomp_algorithm='algo=ALG priority=N'  a secondary algorithm (up to 3)\n\

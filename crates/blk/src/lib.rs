@@ -7,6 +7,7 @@
 //! * [`store`]: slots, same-filled and huge pages, read-modify-write, discard, block status,
 //!   `mem_limit`, `compact`, `reset`.
 //! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
+//! * `lzorle`: zram's default `lzo-rle` ([`LzoRleStreams`], wring-lzo's port of the kernel's).
 //! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
 //!   models).
 //! * [`backing`]: writeback to a backing file, `writeback_limit`, `bd_stat`.
@@ -29,6 +30,7 @@ pub mod control;
 #[allow(unsafe_code)]
 pub mod dict;
 mod error;
+mod lzorle;
 pub mod options;
 pub mod policy;
 pub mod recompress;
@@ -41,6 +43,7 @@ pub use arena::PAGE_SIZE;
 pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
+pub use lzorle::LzoRleStreams;
 pub use options::{CompAlgorithm, Options};
 pub use policy::{Policy, PolicyReport};
 pub use recompress::{
@@ -59,6 +62,9 @@ fn make_streams(
     streams: usize,
 ) -> Result<Box<dyn Streams>, BlkError> {
     let Some((_, path)) = options.dicts.iter().find(|(p, _)| *p == prio) else {
+        if alg.name == "lzo-rle" {
+            return Ok(Box::new(LzoRleStreams::new(streams)));
+        }
         return Ok(Box::new(OffloadStreams::new(
             alg.spec,
             &alg.text(),

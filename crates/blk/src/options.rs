@@ -5,8 +5,8 @@
 //! Algorithms take zram's names — `lzo`, `lz4`, `lz4hc`, `zstd`, `deflate`, with a level as
 //! `zstd:3` — and map onto the engine's codecs (`crypto_comp` names in zcomp.c's backends
 //! list). Differs from zram: `lzo` and `deflate` pages carry the engine's btrfs/zlib framing
-//! (8 and 6 bytes more per page than the kernel's raw LZO1X / raw deflate); `lzo-rle` is not in
-//! the engine yet and is refused with a pointer to `lzo`.
+//! (8 and 6 bytes more per page than the kernel's raw LZO1X / raw deflate); `lzo-rle` is the
+//! kernel's own stream (wring-lzo's port of `lzorle1x_1_compress`), outside the engine.
 //!
 //! `recomp_algorithm` takes zram's spelling, `algo=zstd priority=1` (a level as `zstd:3`), up
 //! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
@@ -37,8 +37,8 @@ pub const KEYS: [&str; 8] = [
     "policy",
 ];
 
-/// Algorithm names [`CompAlgorithm::parse`] accepts (zram's, except `lzo-rle`).
-pub const ALGORITHMS: [&str; 5] = ["lzo", "lz4", "lz4hc", "zstd", "deflate"];
+/// Algorithm names [`CompAlgorithm::parse`] accepts (zram's).
+pub const ALGORITHMS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
 
 /// A compression algorithm by zram's name, with the engine spec that implements it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,12 +63,12 @@ impl CompAlgorithm {
             "lz4hc" => ("lz4hc", Algorithm::Lz4hc),
             "zstd" => ("zstd", Algorithm::Zstd),
             "deflate" => ("deflate", Algorithm::Zlib),
+            // The engine's lzo spec stands in; `open` gives it wring-lzo's lzo-rle streams.
+            "lzo-rle" if level.is_none() => ("lzo-rle", Algorithm::Lzo),
             "lzo-rle" => {
-                return Err(BlkError::Option(
-                    "comp_algorithm=lzo-rle is not available in wring yet; use lzo (the same \
-                     LZO1X-1 bitstream without the run-length extension)"
-                        .into(),
-                ))
+                return Err(BlkError::Option(format!(
+                    "comp_algorithm={text}: lzo-rle has no levels"
+                )))
             }
             other => {
                 return Err(BlkError::Option(format!(
@@ -397,7 +397,13 @@ mod tests {
         assert!(e.contains("streams=0"), "{e}");
         let e = Options::parse("mem_limit=lots").unwrap_err().to_string();
         assert!(e.contains("mem_limit"), "{e}");
-        assert!(Options::parse("comp_algorithm=lzo-rle").is_err());
+        assert_eq!(
+            Options::parse("comp_algorithm=lzo-rle")
+                .map(|o| o.comp_algorithm.text())
+                .ok(),
+            Some("lzo-rle".to_string())
+        );
+        assert!(Options::parse("comp_algorithm=lzo-rle:1").is_err());
         for bad in [
             "recomp_algorithm=algo=zstd priority=4",
             "recomp_algorithm=priority=1",

@@ -602,3 +602,25 @@ fn the_policy_recompresses_idle_pages_and_reports_a_full_backing_file() {
     assert_eq!(s.stat().bd_stat.bd_count, 1);
     assert_eq!(read_all(&s), data);
 }
+
+#[test]
+fn lzo_rle_stores_the_kernels_stream() {
+    let s = open("comp_algorithm=lzo-rle,streams=2", 4);
+    let mut page = vec![0u8; PAGE_SIZE];
+    page[100..140].copy_from_slice(&prose(3)[..40]);
+    page[3000..3016].copy_from_slice(b"zram lzo-rle pg.");
+    s.write(0, &page).unwrap();
+    let mut packed = vec![0u8; 2 * PAGE_SIZE];
+    let n =
+        wring_lzo::compress_rle(&page, &mut packed, &mut wring_lzo::CompressState::new()).unwrap();
+    let st = s.stat();
+    assert_eq!(st.comp_algorithm, "lzo-rle");
+    assert_eq!(
+        st.mm_stat.compr_data_size, n as u64,
+        "the stored object is the stream"
+    );
+    assert_eq!(st.stream_stats[0].compressed, 1);
+    let mut back = vec![0u8; PAGE_SIZE];
+    s.read(0, &mut back).unwrap();
+    assert_eq!(back, page);
+}

@@ -204,7 +204,15 @@ fn reset_racing_writes_keeps_stats_consistent() {
 /// add up.
 #[test]
 fn writeback_racing_writes_and_reads_keeps_every_page() {
+    /// Removes the backing file also when a run fails.
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
     let path = std::env::temp_dir().join(format!("wring-blk-model-{}.img", std::process::id()));
+    let _guard = Remove(path.clone());
     let p = path.clone();
     shuttle::check_random(
         move || {
@@ -244,5 +252,4 @@ fn writeback_racing_writes_and_reads_keeps_every_page() {
         },
         ITERATIONS,
     );
-    let _ = std::fs::remove_file(&path);
 }

@@ -142,7 +142,7 @@ proptest! {
 
 #[test]
 fn every_algorithm_round_trips() {
-    for alg in ["lzo", "lz4", "lz4hc", "zstd:3", "deflate:6"] {
+    for alg in ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd:3", "deflate:6"] {
         let o = Options::parse(&format!("comp_algorithm={alg},streams=2")).unwrap();
         let store = wring_blk::open(8 * PAGE_SIZE as u64, &o).unwrap();
         let d: Vec<u8> = (0..8).flat_map(|k| data(PAGE_SIZE, k % 3, k)).collect();

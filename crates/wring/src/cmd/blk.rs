@@ -139,7 +139,7 @@ Where the kernel has the nbd module, nbd-client attaches the export to /dev/nbdN
 /// Options of `wring blk start`.
 #[derive(clap::Args)]
 pub struct StartArgs {
-    /// zram's options: comp_algorithm=lzo|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
+    /// zram's options: comp_algorithm=lzo|lzo-rle|lz4|lz4hc|zstd[:L]|deflate[:L], streams=N,
     /// mem_limit=SIZE, recomp_algorithm='algo=zstd priority=1' (up to 3), backing_dev=FILE,
     /// writeback_limit=PAGES, algorithm_params='priority=N level=L dict=FILE',
     /// policy='every=S age=S recompress=T writeback=T' (comma-separated)

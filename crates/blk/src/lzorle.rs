@@ -1,0 +1,145 @@
+//! `lzo-rle`, zram's default algorithm, on the calling thread: wring-lzo's port of the
+//! kernel's `lzorle1x_1_compress` (the same stream the kernel writes) and its
+//! `lzo1x_decompress_safe`. The engine's codecs have no lzo-rle (btrfs never writes it), so
+//! these streams sit beside the offload's: a pool of 16 KiB dictionaries, one per stream in
+//! use, as zram's per-CPU `zcomp_strm` workspaces.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use wring_lzo::CompressState;
+
+use crate::arena::PAGE_SIZE;
+use crate::error::BlkError;
+use crate::stats::StreamStat;
+use crate::streams::{PageJob, Streams};
+
+/// lzo-rle streams.
+#[derive(Debug, Default)]
+pub struct LzoRleStreams {
+    states: Mutex<Vec<CompressState>>,
+    streams: AtomicUsize,
+    compressed: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    did_not_fit: AtomicU64,
+    decompressed: AtomicU64,
+    failures: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl LzoRleStreams {
+    /// Streams for `streams` callers at once (workspaces are made as they are needed).
+    pub fn new(streams: usize) -> LzoRleStreams {
+        let s = LzoRleStreams::default();
+        s.streams.store(streams.max(1), Ordering::Release);
+        s
+    }
+
+    fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        let taken = self.states.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut state = match taken {
+            Some(s) => s,
+            None => CompressState::try_new().ok_or_else(|| BlkError::Compress {
+                algorithm: "lzo-rle".into(),
+                message: "could not allocate a 16 KiB dictionary".into(),
+            })?,
+        };
+        let r = wring_lzo::compress_rle(input, out, &mut state);
+        self.states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(state);
+        match r {
+            Ok(n) => Ok(Some(n)),
+            Err(wring_lzo::Error::OutputOverrun) => Ok(None),
+            Err(e) => Err(BlkError::Compress {
+                algorithm: "lzo-rle".into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+impl Streams for LzoRleStreams {
+    fn compress(&self, jobs: &mut [PageJob<'_>]) {
+        for job in jobs {
+            let r = self.compress_one(job.input, job.output);
+            match &r {
+                Ok(Some(n)) => {
+                    bump(&self.compressed, 1);
+                    bump(&self.bytes_in, job.input.len() as u64);
+                    bump(&self.bytes_out, *n as u64);
+                }
+                Ok(None) => {
+                    bump(&self.compressed, 1);
+                    bump(&self.bytes_in, job.input.len() as u64);
+                    bump(&self.did_not_fit, 1);
+                }
+                Err(_) => bump(&self.failures, 1),
+            }
+            job.result = Some(r);
+        }
+    }
+
+    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
+        for job in jobs {
+            let r = match wring_lzo::decompress(job.input, job.output) {
+                Ok(n) if n == PAGE_SIZE => Ok(Some(n)),
+                Ok(n) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: format!("lzo-rle decompressed to {n} bytes, not a page"),
+                }),
+                Err(e) => Err(BlkError::Corrupt {
+                    page: 0,
+                    message: format!("lzo-rle: {e}"),
+                }),
+            };
+            bump(
+                if r.is_ok() {
+                    &self.decompressed
+                } else {
+                    &self.failures
+                },
+                1,
+            );
+            job.result = Some(r);
+        }
+    }
+
+    fn streams(&self) -> usize {
+        self.streams.load(Ordering::Acquire)
+    }
+
+    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
+        self.streams.store(n.max(1), Ordering::Release);
+        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        states.truncate(n.max(1));
+        Ok(())
+    }
+
+    fn algorithm(&self) -> String {
+        "lzo-rle".into()
+    }
+
+    fn figures(&self) -> StreamStat {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StreamStat {
+            priority: 0,
+            algorithm: self.algorithm(),
+            streams: self.streams(),
+            workspaces: self.states.lock().map_or(0, |v| v.len()),
+            busy: 0,
+            waits: 0,
+            compressed: g(&self.compressed),
+            bytes_in: g(&self.bytes_in),
+            bytes_out: g(&self.bytes_out),
+            did_not_fit: g(&self.did_not_fit),
+            decompressed: g(&self.decompressed),
+            failures: g(&self.failures),
+        }
+    }
+}
