@@ -98,6 +98,8 @@ sed -i 's/,noauto / /' "$work/fstab"
 mount -a -T "$work/fstab" || fail "mount -a -T $work/fstab failed"
 src=$(findmnt -n -o SOURCE "$work/mnt") || fail "findmnt does not show $work/mnt after mount -a"
 [ "$src" = "wring:$work/store" ] || fail "findmnt shows source '$src' for $work/mnt, not wring:$work/store"
+fstype=$(findmnt -n -o FSTYPE "$work/mnt")
+[ "$fstype" = "fuse.wring" ] || fail "findmnt shows type '$fstype' for $work/mnt, not fuse.wring"
 $W status "$work/mnt" | grep -q '^options: compress=zstd:3,' || fail "the fstab options did not reach the mount: $($W status "$work/mnt" | head -n 1)"
 echo "written through fstab" >"$work/mnt/f"
 mount -a -T "$work/fstab" || fail "a second mount -a failed on the mounted line"
@@ -113,7 +115,7 @@ umount "$work/mnt" || fail "umount $work/mnt failed"
 findmnt -n "$work/mnt" >/dev/null && fail "$work/mnt is still mounted after umount"
 # umount returns before the daemon's final commit: wait for it to exit before reusing the store.
 while [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; do sleep 0.1; done
-ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store, SIGTERM ignored, umount"
+ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store as fuse.wring, SIGTERM ignored, umount"
 
 # mount -t fuse.wring: a bad option fails with wring's words and mounts nothing; a good one mounts.
 if err=$(mount -t fuse.wring "$work/store" "$work/mnt" -o compress=zstdd 2>&1); then
