@@ -534,3 +534,51 @@ fn reads_while_the_server_is_down_fail_clearly() {
     drop(store);
     sw.stop_and_check().expect("clean stop");
 }
+
+#[test]
+fn seaweedfs_conditional_puts() {
+    let Some(sw) = seaweed("seaweedfs_conditional_puts") else {
+        return;
+    };
+    use object_store::{PutMode, PutOptions, UpdateVersion};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let raw = raw_client(&sw);
+    let key = object_store::path::Path::from("cond/object");
+    let put = |mode: PutMode, body: &'static [u8]| {
+        rt.block_on(raw.put_opts(&key, body.into(), PutOptions::from(mode)))
+    };
+    // The bucket answers once weed shell's bucket reaches the gateway.
+    let mut first = put(PutMode::Create, b"one");
+    for _ in 0..120 {
+        if first.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        first = put(PutMode::Create, b"one");
+    }
+    let v1 = first.expect("create");
+    let again = put(PutMode::Create, b"two").expect_err("If-None-Match: * replaced an object");
+    assert!(
+        matches!(again, object_store::Error::AlreadyExists { .. }),
+        "{again}"
+    );
+    let version = |r: &object_store::PutResult| UpdateVersion {
+        e_tag: r.e_tag.clone(),
+        version: r.version.clone(),
+    };
+    let v2 = put(PutMode::Update(version(&v1)), b"three").expect("If-Match with the current ETag");
+    let stale = put(PutMode::Update(version(&v1)), b"four");
+    let got = rt
+        .block_on(async { raw.get(&key).await?.bytes().await })
+        .expect("get");
+    assert!(
+        stale.is_err(),
+        "If-Match with a stale ETag replaced the object (now {got:?})"
+    );
+    assert_eq!(&got[..], b"three");
+    put(PutMode::Update(version(&v2)), b"five").expect("If-Match with the current ETag");
+    sw.stop_and_check().expect("clean stop");
+}
