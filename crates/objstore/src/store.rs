@@ -678,7 +678,8 @@ impl ObjStore {
 
     /// Copy the live extents `extents` (address, length — every live extent of the segments
     /// being compacted) into new segments and sync them; returns the old → new address map.
-    /// The old segments' live bytes move to the new ones. The caller then commits the new
+    /// The old segments' live bytes move to the new ones (so the caller does not `free` the old
+    /// addresses itself). The caller then commits the new
     /// addresses durably, and only after that calls [`ObjStore::delete_segments`] (see
     /// docs/objstore.md for why this order is crash-safe).
     pub fn rewrite(&self, extents: &[(Addr, u64)]) -> Result<Vec<(Addr, Addr)>> {
@@ -727,6 +728,70 @@ impl ObjStore {
             lock(&self.inner.cache).remove_segment(seg);
         }
         Ok(())
+    }
+
+    /// `PREFIX/meta/NAME`: where the filesystem keeps metadata snapshots for handover.
+    fn meta_path(&self, name: &str) -> Result<ObjPath> {
+        let ok = !name.is_empty()
+            && name.len() <= 128
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && !name.starts_with('.');
+        if !ok {
+            return Err(Error::Config(format!(
+                "`{name}` is not a metadata object name (1 to 128 of A-Z a-z 0-9 - _ ., not \
+                 starting with .)"
+            )));
+        }
+        let p = self.inner.cfg.prefix.trim_matches('/');
+        Ok(ObjPath::from(if p.is_empty() {
+            format!("meta/{name}")
+        } else {
+            format!("{p}/meta/{name}")
+        }))
+    }
+
+    /// Store `bytes` as the metadata object `PREFIX/meta/NAME` (a snapshot of the redb store
+    /// for handover), replacing what was there.
+    pub fn put_meta(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        let path = self.meta_path(name)?;
+        let len = bytes.len() as u64;
+        match self.block(self.inner.store.put(&path, PutPayload::from(bytes))) {
+            Ok(_) => {
+                self.inner.n.puts.fetch_add(1, Ordering::Relaxed);
+                self.inner.n.put_bytes.fetch_add(len, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(source) => Err(Error::Request {
+                what: format!("writing {}", self.url(&path)),
+                source,
+            }),
+        }
+    }
+
+    /// The metadata object `PREFIX/meta/NAME`, or None when there is none.
+    pub fn get_meta(&self, name: &str) -> Result<Option<Bytes>> {
+        let path = self.meta_path(name)?;
+        let got = self.block(async {
+            let r = self.inner.store.get(&path).await?;
+            r.bytes().await
+        });
+        match got {
+            Ok(b) => {
+                self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
+                self.inner
+                    .n
+                    .get_bytes
+                    .fetch_add(b.len() as u64, Ordering::Relaxed);
+                Ok(Some(b))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(Error::Request {
+                what: format!("reading {}", self.url(&path)),
+                source,
+            }),
+        }
     }
 
     fn lease_path(&self) -> ObjPath {

@@ -582,3 +582,32 @@ fn seaweedfs_conditional_puts() {
     put(PutMode::Update(version(&v2)), b"five").expect("If-Match with the current ETag");
     sw.stop_and_check().expect("clean stop");
 }
+
+#[test]
+fn metadata_objects_round_trip() {
+    let Some(sw) = seaweed("metadata_objects_round_trip") else {
+        return;
+    };
+    let cfg = config(&sw, "meta");
+    let store = open(&cfg, &[]);
+    assert!(store.get_meta("snapshot-1").expect("get").is_none());
+    let snapshot = wring_testing::random_bytes(9, 3 << 20);
+    store.put_meta("snapshot-1", snapshot.clone()).expect("put");
+    let got = store.get_meta("snapshot-1").expect("get").expect("there");
+    assert!(got[..] == snapshot[..], "the snapshot came back different");
+    store
+        .put_meta("snapshot-1", b"newer".to_vec())
+        .expect("replace");
+    let got = store.get_meta("snapshot-1").expect("get").expect("there");
+    assert_eq!(&got[..], b"newer");
+    for bad in ["", "../lease", "a/b", ".hidden"] {
+        let err = store.put_meta(bad, Vec::new()).expect_err(bad);
+        assert!(matches!(err, Error::Config(_)), "{bad}: {err}");
+    }
+    // Not a segment: a new instance does not count it.
+    drop(store);
+    let again = open(&cfg, &[]);
+    assert_eq!(again.stats().bucket_segments, 0);
+    drop(again);
+    sw.stop_and_check().expect("clean stop");
+}
