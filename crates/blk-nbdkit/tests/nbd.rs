@@ -701,10 +701,11 @@ fn idle_recompress_and_writeback_run_live_under_load() {
     let backing = std::env::temp_dir().join(format!("wring-blk-live-{}.img", std::process::id()));
     let _ = std::fs::remove_file(&backing);
     let _guard = RemoveFile(backing.clone());
+    // zram's default primary, lzo-rle, under the load.
     let s = Server::start(
         "16M",
         &[
-            "comp_algorithm=lz4",
+            "comp_algorithm=lzo-rle",
             "streams=2",
             "recomp_algorithm=algo=zstd:6 priority=1",
             &format!("backing_dev={}", backing.display()),

@@ -333,6 +333,50 @@ mod tests {
         }
     }
 
+    /// Request lines: a command and key=value words from its own keys (mostly well formed,
+    /// so that many are accepted), or arbitrary text.
+    fn line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let value = prop_oneof![
+            "[0-9]{1,4}",
+            "[1-9][0-9]{0,2}[KM]",
+            "huge|idle|huge_idle|all|off|incompressible",
+            "zstd(:[0-9])?|lz4hc|/tmp/[a-z]{1,4}",
+        ];
+        let kvs = |keys: &'static str| {
+            prop::collection::vec((keys, value.clone()), 0..4).prop_map(|kv| {
+                kv.into_iter()
+                    .map(|(k, v)| format!(" {k}={v}"))
+                    .collect::<String>()
+            })
+        };
+        prop_oneof![
+            kvs("type|threshold|algo|priority|max_pages").prop_map(|w| format!("recompress{w}")),
+            kvs("size|level|samples|save").prop_map(|w| format!("train_dict{w}")),
+            kvs("every|age|recompress|writeback").prop_map(|w| format!("policy{w}")),
+            value.clone().prop_map(|v| format!("idle {v}")),
+            value.clone().prop_map(|v| format!("writeback {v}")),
+            value.clone().prop_map(|v| format!("writeback_limit {v}")),
+            value.clone().prop_map(|v| format!("mem_limit {v}")),
+            value.prop_map(|v| format!("streams {v}")),
+            "\\PC{0,40}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// The control parser on any line: never panics, and whatever it accepts prints back
+        /// as a line that parses to the same request (the fuzz target's property, run in CI).
+        #[test]
+        fn any_line_parses_or_is_refused_and_accepted_ones_round_trip(l in line()) {
+            if let Ok(r) = Request::parse(&l) {
+                let again = Request::parse(&r.line());
+                proptest::prop_assert_eq!(again.ok(), Some(r));
+            }
+        }
+    }
+
     #[test]
     fn a_served_socket_answers_and_is_private() {
         /// Removes the directory also when an assertion fails.

@@ -594,6 +594,54 @@ fn serde_json_text(s: &Stat) -> Result<String> {
 mod tests {
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    fn parse(args: &[&str]) -> Command {
+        use clap::Parser;
+        match Cli::try_parse_from(std::iter::once("blk").chain(args.iter().copied())) {
+            Ok(c) => c.command,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_live_actions_parse_with_zrams_words() {
+        match parse(&["recompress", "swap0", "type=huge_idle", "threshold=3000"]) {
+            Command::Recompress { name, words } => {
+                assert_eq!(name, "swap0");
+                let r = wring_blk::RecompressRequest::parse(&words.join(" ")).unwrap();
+                assert_eq!(r.threshold, 3000);
+            }
+            _ => panic!("not recompress"),
+        }
+        assert!(matches!(
+            parse(&["writeback", "swap0", "huge_idle"]),
+            Command::Writeback { kind, .. } if kind == "huge_idle"
+        ));
+        assert!(matches!(
+            parse(&["writeback-limit", "swap0", "off"]),
+            Command::WritebackLimit { pages, .. } if pages == "off"
+        ));
+        assert!(matches!(
+            parse(&["idle", "swap0", "all"]),
+            Command::Idle { age, .. } if age == "all"
+        ));
+        assert!(matches!(
+            parse(&["train-dict", "swap0", "size=16K", "save=d"]),
+            Command::TrainDict { words, .. } if words.len() == 2
+        ));
+        match parse(&["policy", "swap0", "every=60", "age=300"]) {
+            Command::Policy { words, .. } => {
+                assert!(wring_blk::Policy::parse(&words.join(" ")).is_ok());
+            }
+            _ => panic!("not policy"),
+        }
+    }
+
     #[test]
     fn names_and_listen_addresses() {
         assert!(check_name("swap0").is_ok());
