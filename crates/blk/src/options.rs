@@ -28,9 +28,9 @@ use crate::error::BlkError;
 /// Keys [`Options::set`] accepts.
 pub const KEYS: [&str; 8] = [
     "comp_algorithm",
-    "algorithm_params",
     "streams",
     "mem_limit",
+    "algorithm_params",
     "recomp_algorithm",
     "backing_dev",
     "writeback_limit",
