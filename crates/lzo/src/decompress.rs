@@ -20,8 +20,8 @@
 //! in the instruction byte) share one branch-free decoding, a literal run
 //! being a match of length 0 followed by its literals. Every match distance
 //! is still checked against the output produced. Anything else (the end
-//! marker, long lengths, the last few instructions of a stream, `lzo-rle`
-//! streams) goes through [`step`], one fully checked instruction at a time;
+//! marker, long lengths, the last few instructions of a stream, `lzo-rle`'s
+//! zero runs) goes through [`step`], one fully checked instruction at a time;
 //! the fast loop leaves an instruction to it rather than fail where `step`
 //! might fail differently, so both give the same result for every input.
 
@@ -51,11 +51,8 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
     let mut class = first_literals(src, dst, &mut ip, &mut op)?;
     loop {
         // Near the ends of the buffers only `step` can go on.
-        if version == 0
-            && src.len().saturating_sub(ip) >= FAST_IN
-            && dst.len().saturating_sub(op) >= FAST_OUT
-        {
-            (ip, op, class) = fast_loop(src, dst, ip, op, class)?;
+        if src.len().saturating_sub(ip) >= FAST_IN && dst.len().saturating_sub(op) >= FAST_OUT {
+            (ip, op, class) = fast_loop(src, dst, ip, op, class, version)?;
         }
         if let Some(n) = step(src, dst, &mut ip, &mut op, &mut class, version)? {
             return Ok(n);
@@ -203,11 +200,12 @@ static TABLES: Tables = {
     tables
 };
 
-/// Decodes version-0 instructions from input position `i`, output position
+/// Decodes instructions from input position `i`, output position
 /// `o` and class `c` (see [`step`]) while there is room for block copies on
 /// both sides, and returns where it stopped: at the first instruction it
 /// leaves to [`step`] (the end marker, anything that needs more than the
-/// room left near the end of `src` or `dst`, the rarer kinds).
+/// room left near the end of `src` or `dst`, the rarer kinds, and in a
+/// `version` 1 stream (`lzo-rle`) a zero run, which `far` recognises).
 ///
 /// The fast loop never returns an error [`step`] would not return for the
 /// same instruction: it leaves an instruction it cannot finish to `step`,
@@ -221,6 +219,7 @@ fn fast_loop(
     mut i: usize,
     mut o: usize,
     mut c: usize,
+    version: usize,
 ) -> Result<(usize, usize, usize), Error> {
     let (Some(i_end), Some(o_end)) = (
         src.len().checked_sub(FAST_IN),
@@ -244,6 +243,10 @@ fn fast_loop(
             let lit = t < 16;
             let m2 = t >= 64;
             let v = usize::from(u16::from_le_bytes([inp[1], inp[2]]));
+            // lzo-rle's zero run looks like an M4 here: `far`'s test, left to `step`.
+            if version != 0 && t & 0xf8 == 0x18 && v & 0xfffc == 0xfffc {
+                break;
+            }
             let dist = usize::from(TABLES.base[t])
                 + pick(m2, b1 << 3, (v >> 2) & usize::from(TABLES.mask[t]));
             let mlen = usize::from(TABLES.mlen[t]);

@@ -5,6 +5,8 @@
 //! it (root and zram: the test fails without them unless `WRING_SKIP_ROOT=1` or
 //! `WRING_SKIP_ZRAM=1` opts out).
 
+mod common;
+
 use proptest::prelude::*;
 use wring_lzo::{compress, compress_rle, decompress, worst_compress, CompressState};
 
@@ -66,6 +68,32 @@ proptest! {
     #[test]
     fn zero_runs_round_trip(src in zero_heavy()) {
         prop_assert_eq!(round_trip(&src), src);
+    }
+
+    /// lzo-rle streams, whole and damaged, into exact, short and roomy destinations: the
+    /// decoder (whose fast loop now runs on version-1 streams too) gives what the decoder
+    /// before any fast path gives — the same bytes or the same error.
+    #[test]
+    fn the_decoder_matches_the_reference_on_rle_streams(
+        src in prop_oneof![zero_heavy(), zero_heavy().prop_map(|z| z.repeat(8)), input(20_000)],
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        cut in 0usize..8,
+    ) {
+        let mut packed = rle(&src);
+        for (at, x) in flips {
+            let at = 2 + at % (packed.len() - 2);
+            packed[at] ^= x;
+        }
+        packed.truncate(packed.len() - cut.min(packed.len() - 2));
+        for room in [src.len(), src.len().saturating_sub(1), src.len() + 100] {
+            let (mut a, mut b) = (vec![0u8; room], vec![0u8; room]);
+            let ours = decompress(&packed, &mut a);
+            let reference = common::reference::decompress(&packed, &mut b);
+            prop_assert_eq!(ours, reference);
+            if let Ok(n) = ours {
+                prop_assert_eq!(&a[..n], &b[..n]);
+            }
+        }
     }
 
     #[test]
