@@ -427,14 +427,18 @@ fn server_stopped_mid_upload_then_restarted() {
         return;
     };
     let mut cfg = config(&sw, "restart");
+    let before = extents(5, 100, 8000);
+    let during = extents(6, 200, 8000);
+    // The first batch with the default wait (a loaded machine may be slow), then an instance
+    // that gives up after 3 s for the rest.
+    let first = open(&cfg, &[]);
+    let mut addrs = write_all(&first, &before);
+    first.sync().expect("sync before the stop");
+    drop(first);
     cfg.wait = Duration::from_secs(3);
     cfg.queue_segments = 64;
     cfg.request_timeout = Duration::from_secs(2);
-    let before = extents(5, 100, 8000);
-    let during = extents(6, 200, 8000);
-    let store = open(&cfg, &[]);
-    let mut addrs = write_all(&store, &before);
-    store.sync().expect("sync before the stop");
+    let store = open(&cfg, &addrs);
     sw.kill("server").expect("kill weed");
     // Writes go on into memory; their uploads fail and are retried.
     addrs.extend(write_all(&store, &during));
