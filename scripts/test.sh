@@ -3,7 +3,7 @@
 # and used (scripts/test-package.sh), the shuttle model tests, the kernel compatibility tests
 # (root: loop-mounted btrfs) and a short fuzz smoke run of every decoder.
 #   FUZZ_SECONDS=N (default 20) sets the fuzz time per target; WRING_CORPUS=DIR picks a corpus;
-#   WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1, WRING_SKIP_ZRAM=1 skip (and count) the tests that
+#   WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1, WRING_SKIP_ZRAM=1, WRING_SKIP_S3=1 skip (and count) the tests that
 #   would otherwise fail for lack of root, the corpus or zram.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ scripts/kernel-test-env.sh
 step() { printf '\n== %s ==\n' "$*"; }
 
 # A test that cannot run here (not root, no corpus, no zram) fails, unless opted out with
-# WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1 or WRING_SKIP_ZRAM=1; each opted-out test appends one
+# WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1, WRING_SKIP_ZRAM=1 or WRING_SKIP_S3=1; each opted-out test appends one
 # "wring-test-skipped: <test> (<why>, opted out by <VAR>=1)" line to $WRING_SKIP_LOG, and the
 # summary at the end (also after a failure) counts them. Zero skips is the normal outcome.
 WRING_SKIP_LOG="$(mktemp -t wring-skipped.XXXXXX)"
