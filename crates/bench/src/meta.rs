@@ -47,6 +47,25 @@ pub struct MetaConfig {
     pub git: Option<PathBuf>,
     /// Run the plain FUSE pass-through (bindfs) when it is installed.
     pub bindfs: bool,
+    /// Seconds per stress-ng stressor ([`STRESSORS`]) on each filesystem when stress-ng is
+    /// installed; 0: none.
+    pub stress_secs: u32,
+}
+
+/// The stress-ng stressors run on each filesystem: directories, hard links, renames, xattrs.
+pub const STRESSORS: [&str; 4] = ["dir", "link", "rename", "xattr"];
+
+/// One stress-ng stressor on every filesystem: bogo operations per second (real time).
+#[derive(Debug, Clone, Serialize)]
+pub struct StressRow {
+    /// The stressor.
+    pub stressor: String,
+    /// On the kernel's btrfs.
+    pub kernel: f64,
+    /// On wring.
+    pub wring: f64,
+    /// On bindfs, when it ran.
+    pub bindfs: Option<f64>,
 }
 
 /// One step on every filesystem.
@@ -94,6 +113,8 @@ pub struct MetaReport {
     pub bindfs: bool,
     /// One row per step.
     pub rows: Vec<StepRow>,
+    /// One row per stress-ng stressor (none when stress-ng is not installed).
+    pub stress: Vec<StressRow>,
 }
 
 /// A step: its name, the shell command on a filesystem rooted at the argument, and whether
@@ -215,6 +236,63 @@ fn run_steps(
     Ok(secs)
 }
 
+/// Whether `stress-ng` is on the PATH.
+pub fn stress_ng_installed() -> bool {
+    Command::new("stress-ng")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Each of [`STRESSORS`] for `secs` seconds, one instance, in a directory under `root`:
+/// bogo operations per second (real time), from stress-ng's YAML report.
+fn stress(label: &str, root: &Path, secs: u32) -> Result<Vec<f64>, BenchError> {
+    let dir = root.join("stress");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+    let yaml = std::env::temp_dir().join(format!("wring-bench-meta-{}.yaml", std::process::id()));
+    let mut out = Vec::new();
+    for s in STRESSORS {
+        crate::interrupt::check()?;
+        progress(&format!("{label}: stress-ng --{s} for {secs} s"));
+        let _ = std::fs::remove_file(&yaml);
+        let run = sh(&format!(
+            "cd {d} && stress-ng --{s} 1 --timeout {secs} --metrics-brief --temp-path {d} --yaml {y} > /dev/null 2>&1",
+            d = quote(&dir),
+            y = quote(&yaml)
+        ));
+        // A stressor the filesystem fails counts as no operations; the others still run.
+        let ops = match run {
+            Ok(()) => std::fs::read_to_string(&yaml)
+                .ok()
+                .and_then(|t| ops_per_second(&t)),
+            Err(e) => {
+                progress(&format!("{label}: stress-ng --{s} failed: {e}"));
+                None
+            }
+        };
+        out.push(ops.unwrap_or(0.0));
+    }
+    let _ = std::fs::remove_file(&yaml);
+    sh(&format!("rm -rf {}", quote(&dir)))?;
+    Ok(out)
+}
+
+/// `bogo-ops-per-second-real-time` of stress-ng's YAML report.
+fn ops_per_second(yaml: &str) -> Option<f64> {
+    yaml.lines()
+        .find_map(|l| l.trim().strip_prefix("bogo-ops-per-second-real-time:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// [`stress`] when asked for and stress-ng is installed, else nothing.
+fn stress_if(cfg: &MetaConfig, label: &str, root: &Path) -> Result<Vec<f64>, BenchError> {
+    match cfg.stress_secs > 0 && stress_ng_installed() {
+        true => stress(label, root, cfg.stress_secs),
+        false => Ok(Vec::new()),
+    }
+}
+
 /// `sync -f` of the filesystem holding `path`.
 fn syncfs(path: &Path) -> Result<(), BenchError> {
     let f =
@@ -233,7 +311,7 @@ fn kernel_steps(
     cfg: &MetaConfig,
     tar: &Path,
     steps: &[Step],
-) -> Result<(String, Vec<f64>), BenchError> {
+) -> Result<(String, Vec<f64>, Vec<f64>), BenchError> {
     let spec: CompressSpec = cfg
         .method
         .parse()
@@ -248,7 +326,8 @@ fn kernel_steps(
         &|| fs.sync(),
         &mut |_| Ok(()),
     )?;
-    Ok((fs.options().to_string(), secs))
+    let stressed = stress_if(cfg, &label, fs.path())?;
+    Ok((fs.options().to_string(), secs, stressed))
 }
 
 /// The mount's counters: `name=value` of the `fuse:`, `transactions:` and `writeback_waits:`
@@ -307,8 +386,8 @@ fn rss(pid: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Seconds, counters and memory per step on wring.
-type WringSteps = (Vec<f64>, Vec<BTreeMap<String, f64>>, Vec<u64>);
+/// Seconds, counters and memory per step on wring, and the stressors' operations per second.
+type WringSteps = (Vec<f64>, Vec<BTreeMap<String, f64>>, Vec<u64>, Vec<f64>);
 
 fn wring_steps(
     cfg: &MetaConfig,
@@ -345,9 +424,10 @@ fn wring_steps(
             Ok(())
         },
     )?;
+    let stressed = stress_if(cfg, &format!("wring {opts}"), &mnt)?;
     m.umount()?;
     let _ = std::fs::remove_dir_all(&base);
-    Ok((secs, per, mem))
+    Ok((secs, per, mem, stressed))
 }
 
 /// A bindfs mount of a directory of the work directory's filesystem; unmounted when dropped.
@@ -376,7 +456,11 @@ pub fn bindfs_installed() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn bindfs_steps(cfg: &MetaConfig, tar: &Path, steps: &[Step]) -> Result<Vec<f64>, BenchError> {
+fn bindfs_steps(
+    cfg: &MetaConfig,
+    tar: &Path,
+    steps: &[Step],
+) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
     let base = cfg.work.join("bindfs");
     let (src, mnt) = (base.join("src"), base.join("mnt"));
     for d in [&src, &mnt] {
@@ -403,9 +487,10 @@ fn bindfs_steps(cfg: &MetaConfig, tar: &Path, steps: &[Step]) -> Result<Vec<f64>
         &|| syncfs(&mnt),
         &mut |_| Ok(()),
     )?;
+    let stressed = stress_if(cfg, "bindfs", &mnt)?;
     drop(guard);
     let _ = std::fs::remove_dir_all(&base);
-    Ok(secs)
+    Ok((secs, stressed))
 }
 
 /// Wait (up to 10 s) until `mnt` is a mount point.
@@ -442,11 +527,26 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
     let (tar, entries, tar_bytes) = make_tar(cfg)?;
     let steps = steps(&tar, cfg.git.as_deref());
     drop_caches()?;
-    let (options, kernel) = kernel_steps(cfg, &tar, &steps)?;
-    let (wring, counters, mem) = wring_steps(cfg, &tar, &steps, entries)?;
-    let bindfs = (cfg.bindfs && bindfs_installed())
-        .then(|| bindfs_steps(cfg, &tar, &steps))
-        .transpose()?;
+    let (options, kernel, kernel_stress) = kernel_steps(cfg, &tar, &steps)?;
+    let (wring, counters, mem, wring_stress) = wring_steps(cfg, &tar, &steps, entries)?;
+    let (bindfs, bindfs_stress) = match cfg.bindfs && bindfs_installed() {
+        true => {
+            let (b, s) = bindfs_steps(cfg, &tar, &steps)?;
+            (Some(b), Some(s))
+        }
+        false => (None, None),
+    };
+    let stress = STRESSORS
+        .iter()
+        .zip(kernel_stress.iter().zip(&wring_stress))
+        .enumerate()
+        .map(|(i, (name, (k, w)))| StressRow {
+            stressor: name.to_string(),
+            kernel: *k,
+            wring: *w,
+            bindfs: bindfs_stress.as_ref().and_then(|b| b.get(i).copied()),
+        })
+        .collect();
     let rows = steps
         .iter()
         .enumerate()
@@ -466,6 +566,7 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
         options,
         bindfs: bindfs.is_some(),
         rows,
+        stress,
     })
 }
 
@@ -546,6 +647,27 @@ impl MetaReport {
                 .collect();
             let _ = writeln!(s, "- {}: {}", r.step, fields.join(" "));
         }
+        if !self.stress.is_empty() {
+            s += "\nstress-ng, one instance each, bogo ops/s (real time); kernel / wring is how \
+                  many times slower wring is:\n\n";
+            s += "| stressor | kernel btrfs | wring | kernel / wring | bindfs | bindfs / wring |\n";
+            s += "|---|---:|---:|---:|---:|---:|\n";
+            for r in &self.stress {
+                let slower = |x: f64| x / r.wring.max(1e-9);
+                let b = r.bindfs.map_or("-".into(), |b| format!("{b:.0}"));
+                let rb = r
+                    .bindfs
+                    .map_or("-".into(), |b| format!("{:.2}×", slower(b)));
+                let _ = writeln!(
+                    s,
+                    "| {} | {:.0} | {:.0} | {:.2}× | {b} | {rb} |",
+                    r.stressor,
+                    r.kernel,
+                    r.wring,
+                    slower(r.kernel)
+                );
+            }
+        }
         if !self.bindfs {
             s += "\n(bindfs is not installed: no FUSE floor; `apt-get install bindfs`)\n";
         }
@@ -556,6 +678,14 @@ impl MetaReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stress_ng_yaml_gives_real_time_ops() {
+        let y = "metrics:\n    - stressor: xattr\n      bogo-ops: 2188\n      \
+                 bogo-ops-per-second-real-time: 728.97\n";
+        assert_eq!(ops_per_second(y), Some(728.97));
+        assert_eq!(ops_per_second("metrics:\n"), None);
+    }
 
     #[test]
     fn counters_are_read_per_entry_and_times_in_total() {
@@ -589,11 +719,20 @@ mod tests {
                 wring_counters: [("create".into(), 1.0)].into(),
                 wring_rss: 0,
             }],
+            stress: vec![StressRow {
+                stressor: "dir".into(),
+                kernel: 100.0,
+                wring: 25.0,
+                bindfs: None,
+            }],
         };
         let md = r.markdown();
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
-        assert_eq!(rows.len(), 3, "{md}");
+        assert_eq!(rows.len(), 6, "{md}");
         let cells = |l: &str| l.matches('|').count();
+        let (rows, stress) = rows.split_at(3);
+        assert!(stress.iter().all(|l| cells(l) == cells(stress[0])), "{md}");
+        assert!(md.contains("| dir | 100 | 25 | 4.00× | - | - |"), "{md}");
         assert!(rows.iter().all(|l| cells(l) == cells(rows[0])), "{md}");
         assert!(md.contains("2.00×"), "{md}");
         assert!(r.csv().unwrap().lines().count() == 2);

@@ -1,5 +1,6 @@
 //! `wring bench meta`: many small files through a wring mount against the kernel's btrfs and a
-//! plain FUSE pass-through (bindfs) — tar -x, find + stat, cp -a, git clone and status, rm -rf.
+//! plain FUSE pass-through (bindfs) — tar -x, find + stat, cp -a, git clone and status, rm -rf,
+//! and stress-ng's dir, link, rename and xattr stressors.
 //! Needs root. Thin: parse, call wring_bench::meta, print.
 
 use std::path::PathBuf;
@@ -28,6 +29,10 @@ pub struct Args {
     /// Skip the plain FUSE pass-through (bindfs)
     #[arg(long)]
     no_bindfs: bool,
+    /// Seconds per stress-ng stressor (dir, link, rename, xattr) on each filesystem, when
+    /// stress-ng is installed; 0 for none
+    #[arg(long, default_value_t = 10)]
+    stress_secs: u32,
     /// Scratch directory (default: a new one under the temporary directory)
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -67,6 +72,7 @@ pub fn run(args: Args) -> Result<()> {
         }),
         git,
         bindfs: !args.no_bindfs,
+        stress_secs: args.stress_secs,
     };
     let report = meta::run(&cfg);
     let _ = std::fs::remove_dir_all(&cfg.work);
