@@ -49,10 +49,12 @@ impl LzoRleStreams {
             })?,
         };
         let r = wring_lzo::compress_rle(input, out, &mut state);
-        self.states
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(state);
+        // Keep at most `streams` dictionaries between calls (more callers at once borrow
+        // extra ones, freed on return).
+        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        if states.len() < self.streams() {
+            states.push(state);
+        }
         match r {
             Ok(n) => Ok(Some(n)),
             Err(wring_lzo::Error::OutputOverrun) => Ok(None),

@@ -623,4 +623,18 @@ fn lzo_rle_stores_the_kernels_stream() {
     let mut back = vec![0u8; PAGE_SIZE];
     s.read(0, &mut back).unwrap();
     assert_eq!(back, page);
+    // Four writers at once borrow dictionaries; at most `streams` (2) are kept afterwards.
+    let big = open("comp_algorithm=lzo-rle,streams=2", 64);
+    std::thread::scope(|sc| {
+        for t in 0..4u64 {
+            let big = &big;
+            sc.spawn(move || {
+                for p in 0..16 {
+                    big.write((t * 16 + p) * P, &prose(t * 100 + p)).unwrap();
+                }
+            });
+        }
+    });
+    let f = &big.stat().stream_stats[0];
+    assert!(f.workspaces <= 2 && f.compressed == 64, "{f:?}");
 }

@@ -215,6 +215,7 @@ pub fn run(cmd: Command) -> Result<()> {
                 &device(&name)?.join("control.sock"),
                 Request::WritebackLimit(limit),
             )?;
+            let v = v.as_u64().map_or("off".to_string(), |n| n.to_string());
             println!("{name}: writeback_limit {v}");
             Ok(())
         }
