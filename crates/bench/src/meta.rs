@@ -50,6 +50,22 @@ pub struct MetaConfig {
     /// Seconds per stress-ng stressor ([`STRESSORS`]) on each filesystem when stress-ng is
     /// installed; 0: none.
     pub stress_secs: u32,
+    /// Numbers of small files for the cost-per-file curve (each made fresh: open, write 100
+    /// bytes, close, 1,000 to a directory, then a sync); empty: no curve.
+    pub curve: Vec<usize>,
+}
+
+/// One point of the cost-per-file curve.
+#[derive(Debug, Clone, Serialize)]
+pub struct CurveRow {
+    /// Files made.
+    pub files: usize,
+    /// Microseconds per file on the kernel's btrfs.
+    pub kernel_us: f64,
+    /// Microseconds per file on wring.
+    pub wring_us: f64,
+    /// The daemon's resident memory after making them, bytes.
+    pub wring_rss: u64,
 }
 
 /// The stress-ng stressors run on each filesystem: directories, hard links, renames, xattrs.
@@ -115,6 +131,8 @@ pub struct MetaReport {
     pub rows: Vec<StepRow>,
     /// One row per stress-ng stressor (none when stress-ng is not installed).
     pub stress: Vec<StressRow>,
+    /// The cost-per-file curve.
+    pub curve: Vec<CurveRow>,
 }
 
 /// A step: its name, the shell command on a filesystem rooted at the argument, and whether
@@ -285,6 +303,41 @@ fn ops_per_second(yaml: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Seconds to make each of `cfg.curve`'s numbers of small files under `root` (fresh each
+/// time, removed afterwards, untimed), with `each` called after each point.
+fn curve(
+    cfg: &MetaConfig,
+    label: &str,
+    root: &Path,
+    sync: &dyn Fn() -> Result<(), BenchError>,
+    each: &mut dyn FnMut() -> u64,
+) -> Result<Vec<(f64, u64)>, BenchError> {
+    let mut out = Vec::new();
+    let body = [b'x'; 100];
+    for &n in &cfg.curve {
+        crate::interrupt::check()?;
+        progress(&format!("{label}: {n} small files"));
+        let top = root.join(format!("curve-{n}"));
+        let t = Instant::now();
+        for i in 0..n {
+            let dir = top.join(format!("d{}", i / 1000));
+            if i % 1000 == 0 {
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+            }
+            let f = dir.join(format!("f{i}"));
+            std::fs::write(&f, body)
+                .map_err(|e| BenchError::io(format!("writing {}", f.display()), e))?;
+        }
+        sync()?;
+        let secs = t.elapsed().as_secs_f64();
+        out.push((secs, each()));
+        sh(&format!("rm -rf {}", quote(&top)))?;
+        sync()?;
+    }
+    Ok(out)
+}
+
 /// [`stress`] when asked for and stress-ng is installed, else nothing.
 fn stress_if(cfg: &MetaConfig, label: &str, root: &Path) -> Result<Vec<f64>, BenchError> {
     match cfg.stress_secs > 0 && stress_ng_installed() {
@@ -307,11 +360,7 @@ fn syncfs(path: &Path) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn kernel_steps(
-    cfg: &MetaConfig,
-    tar: &Path,
-    steps: &[Step],
-) -> Result<(String, Vec<f64>, Vec<f64>), BenchError> {
+fn kernel_steps(cfg: &MetaConfig, tar: &Path, steps: &[Step]) -> Result<KernelSteps, BenchError> {
     let spec: CompressSpec = cfg
         .method
         .parse()
@@ -327,7 +376,8 @@ fn kernel_steps(
         &mut |_| Ok(()),
     )?;
     let stressed = stress_if(cfg, &label, fs.path())?;
-    Ok((fs.options().to_string(), secs, stressed))
+    let points = curve(cfg, &label, fs.path(), &|| fs.sync(), &mut || 0)?;
+    Ok((fs.options().to_string(), secs, stressed, points))
 }
 
 /// The mount's counters: `name=value` of the `fuse:`, `transactions:` and `writeback_waits:`
@@ -386,8 +436,19 @@ fn rss(pid: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Seconds, counters and memory per step on wring, and the stressors' operations per second.
-type WringSteps = (Vec<f64>, Vec<BTreeMap<String, f64>>, Vec<u64>, Vec<f64>);
+/// Seconds, counters and memory per step on wring, the stressors' operations per second, and
+/// the curve's (seconds, resident bytes).
+type WringSteps = (
+    Vec<f64>,
+    Vec<BTreeMap<String, f64>>,
+    Vec<u64>,
+    Vec<f64>,
+    Vec<(f64, u64)>,
+);
+
+/// The options, seconds per step, the stressors' operations per second and the curve's
+/// (seconds, 0) on the kernel's btrfs.
+type KernelSteps = (String, Vec<f64>, Vec<f64>, Vec<(f64, u64)>);
 
 fn wring_steps(
     cfg: &MetaConfig,
@@ -425,9 +486,16 @@ fn wring_steps(
         },
     )?;
     let stressed = stress_if(cfg, &format!("wring {opts}"), &mnt)?;
+    let points = curve(
+        cfg,
+        &format!("wring {opts}"),
+        &mnt,
+        &|| wring_sync(&mnt),
+        &mut || rss(&pid),
+    )?;
     m.umount()?;
     let _ = std::fs::remove_dir_all(&base);
-    Ok((secs, per, mem, stressed))
+    Ok((secs, per, mem, stressed, points))
 }
 
 /// A bindfs mount of a directory of the work directory's filesystem; unmounted when dropped.
@@ -527,8 +595,20 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
     let (tar, entries, tar_bytes) = make_tar(cfg)?;
     let steps = steps(&tar, cfg.git.as_deref());
     drop_caches()?;
-    let (options, kernel, kernel_stress) = kernel_steps(cfg, &tar, &steps)?;
-    let (wring, counters, mem, wring_stress) = wring_steps(cfg, &tar, &steps, entries)?;
+    let (options, kernel, kernel_stress, kernel_curve) = kernel_steps(cfg, &tar, &steps)?;
+    let (wring, counters, mem, wring_stress, wring_curve) =
+        wring_steps(cfg, &tar, &steps, entries)?;
+    let curve = cfg
+        .curve
+        .iter()
+        .zip(kernel_curve.iter().zip(&wring_curve))
+        .map(|(&n, (k, w))| CurveRow {
+            files: n,
+            kernel_us: k.0 * 1e6 / n.max(1) as f64,
+            wring_us: w.0 * 1e6 / n.max(1) as f64,
+            wring_rss: w.1,
+        })
+        .collect();
     let (bindfs, bindfs_stress) = match cfg.bindfs && bindfs_installed() {
         true => {
             let (b, s) = bindfs_steps(cfg, &tar, &steps)?;
@@ -567,6 +647,7 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
         bindfs: bindfs.is_some(),
         rows,
         stress,
+        curve,
     })
 }
 
@@ -668,6 +749,23 @@ impl MetaReport {
                 );
             }
         }
+        if !self.curve.is_empty() {
+            s += "\nCost per file (open, write 100 bytes, close; 1,000 to a directory; then \
+                  sync):\n\n";
+            s += "| files | kernel btrfs | wring | wring / kernel | daemon RSS |\n";
+            s += "|---:|---:|---:|---:|---:|\n";
+            for r in &self.curve {
+                let _ = writeln!(
+                    s,
+                    "| {} | {:.0} µs | {:.0} µs | {:.2}× | {:.0} MB |",
+                    r.files,
+                    r.kernel_us,
+                    r.wring_us,
+                    r.wring_us / r.kernel_us.max(1e-9),
+                    r.wring_rss as f64 / 1e6
+                );
+            }
+        }
         if !self.bindfs {
             s += "\n(bindfs is not installed: no FUSE floor; `apt-get install bindfs`)\n";
         }
@@ -725,12 +823,23 @@ mod tests {
                 wring: 25.0,
                 bindfs: None,
             }],
+            curve: vec![CurveRow {
+                files: 10_000,
+                kernel_us: 50.0,
+                wring_us: 400.0,
+                wring_rss: 40_000_000,
+            }],
         };
         let md = r.markdown();
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
-        assert_eq!(rows.len(), 6, "{md}");
+        assert_eq!(rows.len(), 9, "{md}");
+        assert!(
+            md.contains("| 10000 | 50 µs | 400 µs | 8.00× | 40 MB |"),
+            "{md}"
+        );
         let cells = |l: &str| l.matches('|').count();
         let (rows, stress) = rows.split_at(3);
+        let stress = &stress[..3];
         assert!(stress.iter().all(|l| cells(l) == cells(stress[0])), "{md}");
         assert!(md.contains("| dir | 100 | 25 | 4.00× | - | - |"), "{md}");
         assert!(rows.iter().all(|l| cells(l) == cells(rows[0])), "{md}");

@@ -33,6 +33,9 @@ pub struct Args {
     /// stress-ng is installed; 0 for none
     #[arg(long, default_value_t = 10)]
     stress_secs: u32,
+    /// Numbers of small files for the cost-per-file curve, comma-separated ("none": no curve)
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    curve: Vec<String>,
     /// Scratch directory (default: a new one under the temporary directory)
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -62,6 +65,15 @@ pub fn run(args: Args) -> Result<()> {
         Some(p) => Some(PathBuf::from(p)),
         None => current_repo(),
     };
+    let curve = args
+        .curve
+        .iter()
+        .filter(|c| c.as_str() != "none")
+        .map(|c| {
+            c.parse::<usize>()
+                .with_context(|| format!("--curve: '{c}' is not a number"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let cfg = MetaConfig {
         sources: args.sources,
         min_entries: args.min_entries,
@@ -73,6 +85,7 @@ pub fn run(args: Args) -> Result<()> {
         git,
         bindfs: !args.no_bindfs,
         stress_secs: args.stress_secs,
+        curve,
     };
     let report = meta::run(&cfg);
     let _ = std::fs::remove_dir_all(&cfg.work);
