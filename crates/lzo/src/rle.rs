@@ -153,7 +153,8 @@ fn do_compress(
     let ip_end = in_end - 20;
     let mut ti = carry.ti;
     let mut ii = base;
-    let mut ip = base + 4usize.saturating_sub(ti); // ti < 4 ? 4 - ti : 0
+    // ti < 4 ? 4 - ti : 0
+    let mut ip = base + 4usize.saturating_sub(ti);
     // `literal:` advances before probing; a written instruction goes straight to `next:`.
     let mut advance = true;
     loop {
