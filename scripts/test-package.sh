@@ -29,8 +29,11 @@ deb=$(packaging/build-deb.sh "$@" | tail -n 1)
 
 work=$(mktemp -d -t wring-pkg.XXXXXX)
 installed=0
+# What `systemctl enable wring-blk@t0` would create (the purge must remove it).
+wants=/etc/systemd/system/multi-user.target.wants/wring-blk@t0.service
 cleanup() {
   local rc=$?
+  rm -f "$wants"
   for m in "$work/mnt"; do
     if findmnt -n "$m" >/dev/null 2>&1; then umount "$m" 2>/dev/null || umount -l "$m" || true; fi
   done
@@ -50,6 +53,15 @@ installed=1
 [ "$(command -v wring)" = /usr/bin/wring ] || fail "wring on PATH is $(command -v wring), not the package's /usr/bin/wring"
 W=/usr/bin/wring
 ok "dpkg -i $(basename "$deb")"
+
+# Maintainer scripts: prerm stops running wring-blk@ instances on remove, postrm reloads systemd
+# and on purge removes `systemctl enable wring-blk@NAME`'s links. PID 1 is not systemd here, so
+# the stop is checked in the script's text; the purge of an enable link really runs below.
+dpkg-deb -e "$deb" "$work/control"
+for s in prerm postrm; do [ -x "$work/control/$s" ] || fail "the .deb has no $s maintainer script"; done
+grep -qF "systemctl stop 'wring-blk@*.service'" "$work/control/prerm" || fail "prerm does not stop wring-blk@ instances: $(cat "$work/control/prerm")"
+grep -qF 'systemctl daemon-reload' "$work/control/postrm" || fail "postrm does not reload systemd"
+ok "prerm stops wring-blk@*.service on remove; postrm reloads systemd"
 
 # --version: version, commit, codec libraries.
 v=$($W --version)
@@ -152,7 +164,9 @@ nbdinfo --size "$uri" | grep -qx 16777216 || fail "nbdinfo $uri does not see 16 
 WRING_BLK_DIR="$work/blk" $W blk stop t0 >/dev/null
 ok "blk-config start t0 serves $uri with the packaged plugin"
 
-# Purge: nothing of the package is left.
+# Purge: nothing of the package is left, not even the link `systemctl enable wring-blk@t0` makes.
+mkdir -p "$(dirname "$wants")"
+ln -s /usr/lib/systemd/system/wring-blk@.service "$wants"
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/files"
 dpkg --purge wring >/dev/null
 installed=0
@@ -165,7 +179,8 @@ for d in /usr/lib/wring /usr/share/doc/wring; do [ ! -e "$d" ] || fail "$d is le
 left=$(pgrep -af "$work" | grep -v '^[0-9]* \[' || true)
 [ -z "$left" ] || fail "processes of the test are left: $left"
 if mount -t fuse.wring "$work/store" "$work/mnt" 2>/dev/null; then fail "mount -t fuse.wring still works after the purge"; fi
-ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files"
+[ ! -L "$wants" ] || fail "dpkg --purge wring left the enable link $wants"
+ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files, nor the enable link of wring-blk@t0"
 
 # scripts/install.sh, for other distributions, into a DESTDIR; then --uninstall.
 root="$work/root"
