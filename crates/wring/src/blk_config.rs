@@ -10,9 +10,12 @@
 //! mem_limit = 1G
 //! ```
 //!
-//! `size`, `algorithm` (or `comp_algorithm`) and `listen` have their own meaning; every other
-//! key becomes `-o KEY=VALUE` of `wring blk start`, which checks it, so options `wring blk start`
-//! gains (idle, recompress, writeback policies) need nothing here.
+//! `size`, `algorithm` (or `comp_algorithm`), `listen` and `listen_insecure` have their own
+//! meaning; every other key becomes `-o KEY=VALUE` of `wring blk start`, which checks it, so
+//! options `wring blk start` gains (idle, recompress, writeback policies) need nothing here.
+//!
+//! `listen` serves NBD over TCP with no authentication: any local user (any host, off
+//! loopback) can read and write the device. A section must say `listen_insecure = yes` as well.
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +30,9 @@ device; `systemctl enable --now wring-blk@NAME` starts section [NAME]. In a sect
 lines ('#' and ';' start comments):\n  \
 size = SIZE         the device's size (zram's disksize), required\n  \
 algorithm = ALG     comp_algorithm: lzo, lz4, lz4hc[:L], zstd[:L], deflate[:L]\n  \
-listen = [ADDR:]PORT   serve NBD over TCP instead of the Unix socket\n  \
+listen = [ADDR:]PORT   serve NBD over TCP instead of the Unix socket. INSECURE: TCP NBD has \
+no authentication, so every local user (every host, off loopback) can read and write the device; \
+refused unless the section also says listen_insecure = yes\n  \
 KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, the idle, \
 recompress and writeback policies); `wring blk start` checks it\n\
 Example:\n  [swap0]\n  size = 4G\n  algorithm = zstd:3\n  streams = 2\n  mem_limit = 1G\n\
@@ -118,11 +123,13 @@ pub fn parse(text: &str, what: &str) -> Result<Vec<Section>> {
 pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
     let mut size = None;
     let mut listen = None;
+    let mut insecure = None;
     let mut options = Vec::new();
     for (k, v) in &s.keys {
         match k.as_str() {
             "size" => size = Some(v.clone()),
             "listen" => listen = Some(v.clone()),
+            "listen_insecure" => insecure = Some(v.as_str()),
             "algorithm" | "comp_algorithm" => options.push(format!("comp_algorithm={v}")),
             _ => options.push(format!("{k}={v}")),
         }
@@ -133,6 +140,7 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
             s.name
         );
     };
+    check_listen(s, listen.as_deref(), insecure, what)?;
     let mut args = Vec::new();
     if !options.is_empty() {
         args.extend(["-o".to_string(), options.join(",")]);
@@ -143,6 +151,34 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
     }
     args.push(s.name.clone());
     Ok(args)
+}
+
+/// `listen` only with `listen_insecure = yes`: TCP NBD has no authentication.
+fn check_listen(
+    s: &Section,
+    listen: Option<&str>,
+    insecure: Option<&str>,
+    what: &str,
+) -> Result<()> {
+    match (listen, insecure) {
+        (None, None) => Ok(()),
+        (_, Some(v)) if v != "yes" => bail!(
+            "[{}] in {what}: listen_insecure takes only `yes` (got '{v}'); remove it to refuse \
+             unauthenticated TCP NBD",
+            s.name
+        ),
+        (Some(_), Some(_)) => Ok(()),
+        (Some(l), None) => bail!(
+            "[{}] in {what}: `listen = {l}` serves the device over TCP NBD without \
+             authentication, so any local user can read and write it; use the Unix socket \
+             (remove `listen`), or add `listen_insecure = yes` to the section to accept that",
+            s.name
+        ),
+        (None, Some(_)) => bail!(
+            "[{}] in {what}: listen_insecure = yes without `listen = [ADDR:]PORT`; remove it",
+            s.name
+        ),
+    }
 }
 
 fn load(config: &Path) -> Result<Vec<Section>> {
@@ -192,7 +228,8 @@ mod tests {
     #[test]
     fn sections_map_to_blk_start_arguments() {
         let text = "# devices\n[swap0]\nsize = 4G\nalgorithm = zstd:3\nstreams=2\n\
-                    mem_limit = 1G\nidle_after = 300\n\n; another\n[tmp]\nsize=1G\nlisten = 10809\n";
+                    mem_limit = 1G\nidle_after = 300\n\n; another\n[tmp]\nsize=1G\nlisten = 10809\n\
+                    listen_insecure = yes\n";
         let s = parse(text, "t").unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(
@@ -209,6 +246,28 @@ mod tests {
             start_args(&s[1], "t").unwrap(),
             ["--size", "1G", "--listen", "10809", "tmp"]
         );
+    }
+
+    #[test]
+    fn listen_needs_listen_insecure() {
+        let args = |text: &str| {
+            let s = parse(text, "f").unwrap();
+            start_args(&s[0], "f").map_err(|e| e.to_string())
+        };
+        let e = args("[a]\nsize = 1G\nlisten = 10809\n").unwrap_err();
+        for word in [
+            "listen = 10809",
+            "listen_insecure = yes",
+            "without authentication",
+        ] {
+            assert!(e.contains(word), "{word} missing from: {e}");
+        }
+        let e = args("[a]\nsize = 1G\nlisten = 10809\nlisten_insecure = no\n").unwrap_err();
+        assert!(e.contains("takes only `yes`"), "{e}");
+        let e = args("[a]\nsize = 1G\nlisten_insecure = yes\n").unwrap_err();
+        assert!(e.contains("without `listen"), "{e}");
+        let ok = args("[a]\nsize = 1G\nlisten = 10809\nlisten_insecure = yes\n").unwrap();
+        assert_eq!(ok, ["--size", "1G", "--listen", "10809", "a"]);
     }
 
     #[test]
