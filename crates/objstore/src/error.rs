@@ -90,6 +90,18 @@ pub enum Error {
         /// Its live bytes.
         live: u64,
     },
+    /// A segment object under one of our numbers was written by someone else.
+    #[error(
+        "segment {segment} exists: another writer holds {prefix}; this store stopped writing \
+         (nothing appended since the last sync is in the bucket). Stop the other writer, or \
+         take the lease before writing"
+    )]
+    AnotherWriter {
+        /// The segment number.
+        segment: u32,
+        /// The filesystem's s3://BUCKET/PREFIX.
+        prefix: String,
+    },
     /// An extent or segment too large for the address format.
     #[error("{0}")]
     TooLarge(String),

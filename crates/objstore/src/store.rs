@@ -107,6 +107,8 @@ struct State {
     last_error: Option<String>,
     last_read: Option<(u32, u32)>,
     prefetching: HashSet<Key>,
+    /// A segment another writer had already put under our number: this store stops writing.
+    conflict: Option<u32>,
 }
 
 #[derive(Default)]
@@ -245,6 +247,7 @@ impl ObjStore {
             last_error: None,
             last_read: None,
             prefetching: HashSet::new(),
+            conflict: None,
         };
         let inner = Inner {
             store,
@@ -288,6 +291,7 @@ impl ObjStore {
         }
         let inner = &self.inner;
         let mut st = lock(&inner.state);
+        self.check_conflict(&st)?;
         let full = |st: &State| {
             !st.open.data.is_empty()
                 && st.open.data.len() + bytes.len() > inner.cfg.segment_bytes as usize
@@ -317,6 +321,7 @@ impl ObjStore {
         let wait = self.inner.cfg.wait;
         let deadline = Instant::now() + wait;
         while !ready(&st) {
+            self.check_conflict(&st)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Unavailable {
@@ -334,6 +339,17 @@ impl ObjStore {
                 .0;
         }
         Ok(st)
+    }
+
+    /// Fail once another writer's segment was found under one of our numbers.
+    fn check_conflict(&self, st: &State) -> Result<()> {
+        match st.conflict {
+            Some(segment) => Err(Error::AnotherWriter {
+                segment,
+                prefix: format!("s3://{}/{}", self.inner.cfg.bucket, self.inner.cfg.prefix),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Seal the open segment (if it holds anything) and start its upload.
@@ -997,44 +1013,102 @@ async fn upload(inner: Arc<Inner>, seg: u32, path: ObjPath, bytes: Bytes) {
     inner.n.in_flight.fetch_add(1, Ordering::SeqCst);
     let mut backoff = Duration::from_millis(50);
     while !inner.closing.load(Ordering::SeqCst) {
-        match inner
-            .store
-            .put(&path, PutPayload::from(bytes.clone()))
-            .await
-        {
+        // Create only: a segment object is never replaced, whoever wrote it.
+        let opts = PutOptions::from(PutMode::Create);
+        let body = PutPayload::from(bytes.clone());
+        let err = match inner.store.put_opts(&path, body, opts).await {
             Ok(_) => {
-                inner.n.puts.fetch_add(1, Ordering::Relaxed);
-                inner
-                    .n
-                    .put_bytes
-                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                let chunk = inner.cfg.chunk_bytes as u64;
-                {
-                    let mut cache = lock(&inner.cache);
-                    for (c, piece) in split_chunks(&bytes, chunk).into_iter().enumerate() {
-                        cache.insert((seg, c as u32), piece);
-                    }
-                }
-                let mut st = lock(&inner.state);
-                st.pending.remove(&seg);
-                if let Some(i) = st.segs.get_mut(&seg) {
-                    i.in_bucket = true;
-                }
-                if st.pending.is_empty() {
-                    st.last_error = None;
-                }
+                uploaded(&inner, seg, &bytes);
                 break;
             }
-            Err(e) => {
-                let msg = format!("uploading s3://{}/{path}: {e}", inner.cfg.bucket);
-                log::warn!("{msg}; retrying in {backoff:?}");
-                lock(&inner.state).last_error = Some(msg);
-                inner.changed.notify_all();
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                match same_object(&inner, &path, &bytes).await {
+                    // Our own earlier attempt went in and only its answer was lost.
+                    Ok(true) => {
+                        uploaded(&inner, seg, &bytes);
+                        break;
+                    }
+                    Ok(false) => {
+                        conflict(&inner, seg, &path);
+                        break;
+                    }
+                    Err(e) => e.to_string(),
+                }
             }
-        }
+            Err(e) => e.to_string(),
+        };
+        let msg = format!("uploading s3://{}/{path}: {err}", inner.cfg.bucket);
+        log::warn!("{msg}; retrying in {backoff:?}");
+        lock(&inner.state).last_error = Some(msg);
+        inner.changed.notify_all();
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
     }
     inner.n.in_flight.fetch_sub(1, Ordering::SeqCst);
     inner.changed.notify_all();
+}
+
+/// Segment `seg` is in the bucket: count the put, cache its chunks, take it off the queue.
+fn uploaded(inner: &Inner, seg: u32, bytes: &Bytes) {
+    inner.n.puts.fetch_add(1, Ordering::Relaxed);
+    inner
+        .n
+        .put_bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    let chunk = inner.cfg.chunk_bytes as u64;
+    {
+        let mut cache = lock(&inner.cache);
+        for (c, piece) in split_chunks(bytes, chunk).into_iter().enumerate() {
+            cache.insert((seg, c as u32), piece);
+        }
+    }
+    let mut st = lock(&inner.state);
+    st.pending.remove(&seg);
+    if let Some(i) = st.segs.get_mut(&seg) {
+        i.in_bucket = true;
+    }
+    if st.pending.is_empty() {
+        st.last_error = None;
+    }
+}
+
+/// Another writer's object is at `path`: stop writing (the segment stays queued, so nothing
+/// appended since is promised, and `sync`/`append` fail naming the conflict).
+fn conflict(inner: &Inner, seg: u32, path: &ObjPath) {
+    let msg = format!(
+        "s3://{}/{path} exists and is not ours: another writer holds s3://{}/{}",
+        inner.cfg.bucket, inner.cfg.bucket, inner.cfg.prefix
+    );
+    log::error!("{msg}");
+    let mut st = lock(&inner.state);
+    st.conflict.get_or_insert(seg);
+    st.last_error = Some(msg);
+}
+
+/// Whether the object at `path` is `bytes` as we would have written it (a retried PUT whose
+/// first attempt went in): same size, and the same index and trailer (every extent's crc32,
+/// the segment number, the index's crc32).
+async fn same_object(inner: &Inner, path: &ObjPath, bytes: &Bytes) -> Result<bool> {
+    let head = inner
+        .store
+        .head(path)
+        .await
+        .map_err(|source| Error::Request {
+            what: format!("looking at s3://{}/{path}", inner.cfg.bucket),
+            source,
+        })?;
+    let len = bytes.len() as u64;
+    if head.size != len {
+        return Ok(false);
+    }
+    let tail_at = len.saturating_sub(TRAILER_LEN as u64);
+    let Ok(t) = Trailer::parse(&bytes[tail_at as usize..], len) else {
+        return Ok(false);
+    };
+    let from = t.data_len as u64;
+    match get_range(inner, path, from, len).await {
+        Ok(theirs) => Ok(theirs[..] == bytes[from as usize..]),
+        Err(Error::Corrupt { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }

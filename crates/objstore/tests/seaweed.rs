@@ -52,6 +52,57 @@ fn round_trip_across_segments_and_a_new_instance() {
 }
 
 #[test]
+fn a_second_writer_never_replaces_a_segment() {
+    let Some(sw) = seaweed("a_second_writer_never_replaces_a_segment") else {
+        return;
+    };
+    let cfg = config(&sw, "two");
+    // Both open on an empty prefix, so both number their first segment 1.
+    let a = open(&cfg, &[]);
+    let b = open(&cfg, &[]);
+    let ext_a = extents(11, 5, 3000);
+    let ext_b = extents(12, 5, 3000);
+    let addrs_a = write_all(&a, &ext_a);
+    a.sync().expect("the first writer's sync");
+    let addrs_b = write_all(&b, &ext_b);
+    assert_eq!(addrs_a[0].0.segment(), addrs_b[0].0.segment());
+    let err = b
+        .sync()
+        .expect_err("the second writer's sync replaced the first one's segment");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::AnotherWriter { .. }), "{msg}");
+    let seg = addrs_a[0].0.segment();
+    assert!(
+        msg.contains(&format!(
+            "segment {seg} exists: another writer holds s3://wring-test/two"
+        )),
+        "{msg}"
+    );
+    let err = b
+        .append(b"more")
+        .expect_err("appends went on after the conflict");
+    assert!(matches!(err, Error::AnotherWriter { .. }), "{err}");
+    drop((a, b));
+    // What the first writer synced is intact.
+    let again = open(&cfg, &addrs_a);
+    check_all(&again, &ext_a, &addrs_a);
+    drop(again);
+    // A PUT whose answer was lost and is retried finds its own object: same bytes, success.
+    // Two writers appending identical extents stand for that here.
+    let cfg = config(&sw, "retried");
+    let c = open(&cfg, &[]);
+    let d = open(&cfg, &[]);
+    let ext = extents(13, 5, 3000);
+    let addrs = write_all(&c, &ext);
+    c.sync().expect("sync");
+    assert_eq!(write_all(&d, &ext), addrs);
+    d.sync()
+        .expect("a retried PUT of the same segment is not a conflict");
+    drop((c, d));
+    sw.stop_and_check().expect("clean stop");
+}
+
+#[test]
 fn unsynced_appends_are_not_promised() {
     let Some(sw) = seaweed("unsynced_appends_are_not_promised") else {
         return;
