@@ -71,6 +71,9 @@ pub struct BlkConfig {
     /// The multi-client scaling pair: wring with the first algorithm, one nbdcopy connection
     /// on one stream, then two connections on two streams.
     pub scaling: bool,
+    /// Slot sizes for the estimate rows (zstd with the first zstd algorithm of `wring`);
+    /// empty: none.
+    pub slot_estimates: Vec<usize>,
 }
 
 impl BlkConfig {
@@ -89,6 +92,7 @@ impl BlkConfig {
             work_dir: std::env::temp_dir(),
             repeat: 1,
             scaling: true,
+            slot_estimates: vec![4096, 16384, 32768],
         }
     }
 }
@@ -115,6 +119,11 @@ pub enum Target {
     Zram,
     /// wring driven by N nbdcopy connections (multi-conn) on N streams: the scaling pair.
     WringClients,
+    /// No device: what the compressed data would weigh with larger slots — the input cut
+    /// into chunks of the slot's size, each compressed alone (raw when that saves nothing,
+    /// nothing for one repeated word), as a device with such slots would store it before its
+    /// arena's rounding. Speeds are not measured.
+    SlotEstimate,
 }
 
 impl Target {
@@ -126,6 +135,7 @@ impl Target {
             Target::NbdkitSparse => "nbdkit memory (no compression)",
             Target::Zram => "kernel zram",
             Target::WringClients => "wring (clients × streams)",
+            Target::SlotEstimate => "slot size (estimate, no device)",
         }
     }
 }
@@ -244,6 +254,7 @@ pub fn run(
             )?);
         }
     }
+    rows.extend(slot_estimates(cfg, &data)?);
     if cfg.nbdkit_zstd {
         interrupt::check()?;
         progress.step("blk: nbdkit memory allocator=zstd");
@@ -295,6 +306,58 @@ fn wring_args(cfg: &BlkConfig, method: &str, bytes: u64, streams: usize) -> Vec<
         format!("comp_algorithm={method}"),
         format!("streams={streams}"),
     ]
+}
+
+/// The slot-size estimate rows: the first zstd algorithm of `cfg.wring` over chunks of each
+/// size in `cfg.slot_estimates`.
+fn slot_estimates(cfg: &BlkConfig, data: &[u8]) -> Result<Vec<BlkRow>, BenchError> {
+    let Some(method) = cfg
+        .wring
+        .iter()
+        .map(|m| m.strip_suffix("+dict").unwrap_or(m))
+        .find(|m| m.starts_with("zstd"))
+    else {
+        return Ok(Vec::new());
+    };
+    let alg = wring_blk::CompAlgorithm::parse(method)
+        .map_err(|e| failed(format!("slot estimate with {method}: {e}")))?;
+    let largest = cfg.slot_estimates.iter().copied().max().unwrap_or(PAGE);
+    let engine = wring_engine::Engine::new(wring_engine::EngineConfig {
+        max_extent: largest.max(wring_engine::BLOCK_SIZE),
+        streams: 1,
+        ..wring_engine::EngineConfig::default()
+    });
+    let mut out = vec![0u8; largest];
+    let mut rows = Vec::new();
+    for &slot in &cfg.slot_estimates {
+        interrupt::check()?;
+        let mut stored = 0u64;
+        for chunk in data.chunks(slot) {
+            let first = &chunk[..chunk.len().min(8)];
+            if chunk.chunks(8).all(|w| w == &first[..w.len()]) {
+                continue; // one repeated word: no allocation
+            }
+            let n = engine
+                .compress_into(alg.spec, chunk, &mut out[..chunk.len() - 1])
+                .map_err(|e| failed(format!("slot estimate with {method}: {e}")))?;
+            stored += n.unwrap_or(chunk.len()) as u64;
+        }
+        let bytes = data.len() as u64;
+        rows.push(BlkRow {
+            target: Target::SlotEstimate,
+            method: format!("{method}, {} KiB slots", slot / 1024),
+            bytes,
+            write_mbps: 0.0,
+            read_mbps: 0.0,
+            compr_data_size: Some(stored),
+            mem_used_total: stored,
+            ratio: ratio(bytes, stored),
+            rss_growth: None,
+            vs_zram: None,
+            vs_nbdkit: None,
+        });
+    }
+    Ok(rows)
 }
 
 /// Write the input to a device with `method` (a zstd level), train a dictionary from its
@@ -454,7 +517,7 @@ fn compare(rows: &mut [BlkRow]) {
     let compressing = |r: &&mut BlkRow| {
         !matches!(
             r.target,
-            Target::Zram | Target::NbdkitSparse | Target::WringClients
+            Target::Zram | Target::NbdkitSparse | Target::WringClients | Target::SlotEstimate
         )
     };
     for row in rows.iter_mut().filter(compressing) {
@@ -479,7 +542,7 @@ fn over(row: &BlkRow, base: &BlkRow) -> Over {
             "lzo" => "zram lzo",
             _ => "zram",
         },
-        Target::Wring | Target::WringClients => "wring",
+        Target::Wring | Target::WringClients | Target::SlotEstimate => "wring",
     };
     Over {
         method,
@@ -721,6 +784,9 @@ impl BlkReport {
         if let Some(x) = self.scaling() {
             let _ = writeln!(s, "- two clients on two streams over one client on one stream (nbdcopy --connections=N --threads=N, multi-conn): write {}, read {}", times(x.0), times(x.1));
         }
+        if self.rows.iter().any(|r| r.target == Target::SlotEstimate) {
+            let _ = writeln!(s, "- slot size (estimate, no device): the input cut into chunks of that size, each compressed alone with the algorithm named (raw when that saves nothing, nothing for one repeated word) — the compressed data a device with such slots would hold before its arena's rounding; 4 KiB is wring's and zram's slot, 32 KiB nbdkit memory's page");
+        }
         if self.rows.iter().any(|r| r.method.ends_with("+dict")) {
             let _ = writeln!(s, "- +dict: zstd with a 64 KiB dictionary that train_dict learned from this same input on a first device, given to a fresh one with algorithm_params dict=FILE (the best case for a dictionary: it has seen the data)");
         }
@@ -731,12 +797,19 @@ impl BlkReport {
         s.push_str("| device | method | write MB/s | read MB/s | ratio | mem_used_total | vs | write × | read × | ratio × | mem × |\n");
         s.push_str("|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|\n");
         for r in &self.rows {
+            let speed = |v: f64| {
+                if r.target == Target::SlotEstimate {
+                    "–".to_string()
+                } else {
+                    format!("{v:.0}")
+                }
+            };
             let head = format!(
-                "| {} | {} | {:.0} | {:.0} | {:.2} | {} ",
+                "| {} | {} | {} | {} | {:.2} | {} ",
                 r.target.label(),
                 r.method,
-                r.write_mbps,
-                r.read_mbps,
+                speed(r.write_mbps),
+                speed(r.read_mbps),
                 r.ratio,
                 r.mem_used_total
             );

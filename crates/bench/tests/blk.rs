@@ -25,13 +25,15 @@ fn bench_blk_on_a_tiny_input() {
     cfg.zram = if zram { vec!["lz4".into()] } else { Vec::new() };
     let rows = blk::run(&corpus, &cfg, &Progress::hidden()).expect("bench blk runs");
 
-    // Two wring rows, the two-client scaling pair, nbdkit's two, and zram's.
-    let expect = if zram { 7 } else { 6 };
+    // Two wring rows, the two-client scaling pair, three slot-size estimates, nbdkit's two,
+    // and zram's.
+    let expect = if zram { 10 } else { 9 };
     assert_eq!(rows.len(), expect, "{rows:#?}");
     let bytes = (corpus.bytes() as usize).next_multiple_of(4096) as u64;
     for r in &rows {
         assert_eq!(r.bytes, bytes, "{r:?}");
-        assert!(r.write_mbps > 0.0 && r.read_mbps > 0.0, "{r:?}");
+        let timed = r.target != Target::SlotEstimate;
+        assert_eq!(r.write_mbps > 0.0 && r.read_mbps > 0.0, timed, "{r:?}");
         assert!(r.mem_used_total > 0 && r.ratio > 0.0, "{r:?}");
     }
     let wring: Vec<_> = rows.iter().filter(|r| r.target == Target::Wring).collect();
@@ -64,6 +66,27 @@ fn bench_blk_on_a_tiny_input() {
         pair.iter().all(|r| r.ratio > 1.0 && r.vs_zram.is_none()),
         "{pair:?}"
     );
+    let slots: Vec<_> = rows
+        .iter()
+        .filter(|r| r.target == Target::SlotEstimate)
+        .collect();
+    let names: Vec<&str> = slots.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "zstd:1, 4 KiB slots",
+            "zstd:1, 16 KiB slots",
+            "zstd:1, 32 KiB slots"
+        ]
+    );
+    // Larger slots give zstd more context: the estimate's ratio grows with the slot.
+    assert!(
+        slots[2].ratio >= slots[0].ratio && slots[0].ratio > 1.0,
+        "{slots:?}"
+    );
+    assert!(slots
+        .iter()
+        .all(|r| r.vs_zram.is_none() && r.vs_nbdkit.is_none()));
     let sparse = rows
         .iter()
         .find(|r| r.target == Target::NbdkitSparse)
@@ -89,6 +112,10 @@ fn bench_blk_on_a_tiny_input() {
     let md = report.markdown();
     assert!(
         md.contains("two clients on two streams") && md.contains("+dict"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| slot size (estimate, no device) | zstd:1, 32 KiB slots | – | – |"),
         "{md}"
     );
     assert!(
