@@ -157,7 +157,7 @@ ok "systemd-analyze verify wring-blk@.service"
 
 # A block device from a blk.conf section, through the installed plugin in /usr/lib/wring.
 printf '[t0]\nsize = 16M\nalgorithm = lz4\nstreams = 1\n' >"$work/blk.conf"
-[ "$($W blk-config show --config "$work/blk.conf")" = "[t0] wring blk start -o comp_algorithm=lz4,streams=1 --size 16M t0" ] ||
+[ "$($W blk-config show --config "$work/blk.conf")" = "[t0] wring blk start -o comp_algorithm=lz4,streams=1 --size 16M -- t0" ] ||
   fail "blk-config show: $($W blk-config show --config "$work/blk.conf")"
 uri=$(WRING_BLK_DIR="$work/blk" $W blk-config start t0 --config "$work/blk.conf") || fail "blk-config start t0 failed"
 nbdinfo --size "$uri" | grep -qx 16777216 || fail "nbdinfo $uri does not see 16 MiB"
@@ -192,7 +192,7 @@ for f in /usr/local/bin/wring /sbin/mount.fuse.wring /usr/local/lib/wring/libwri
   [ -e "$root$f" ] || [ -L "$root$f" ] || fail "scripts/install.sh did not install $f"
 done
 [ "$(readlink "$root/sbin/mount.fuse.wring")" = /usr/local/lib/wring/wring ] || fail "mount.fuse.wring links to $(readlink "$root/sbin/mount.fuse.wring")"
-grep -qx 'ExecStart=/usr/local/bin/wring blk-config start %i' "$root/etc/systemd/system/wring-blk@.service" ||
+grep -qx 'ExecStart=/usr/local/bin/wring blk-config start -- %i' "$root/etc/systemd/system/wring-blk@.service" ||
   fail "the installed unit does not run /usr/local/bin/wring"
 "$root/usr/local/lib/wring/wring" --version >/dev/null || fail "the installed binary does not run"
 DESTDIR="$root" PREFIX=/usr/local scripts/install.sh --uninstall >/dev/null

@@ -89,6 +89,12 @@ pub fn parse(text: &str, what: &str) -> Result<Vec<Section>> {
                 bail!("{}: a section header is [NAME], got {line}", at());
             };
             let name = name.trim().to_string();
+            // The name goes into `wring blk start`'s argv and the device's directory name:
+            // the rule `wring blk start NAME` applies (so no `[--size=1]`, `[]` or `[../x]`;
+            // `[-h]` passes it, and start_args puts "--" before the name).
+            if let Err(e) = crate::cmd::blk::check_name(&name) {
+                bail!("{}: section [{name}]: {e}", at());
+            }
             if sections.iter().any(|s| s.name == name) {
                 bail!("{}: section [{name}] appears twice", at());
             }
@@ -149,7 +155,8 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
     if let Some(l) = listen {
         args.extend(["--listen".to_string(), l]);
     }
-    args.push(s.name.clone());
+    // NAME is checked in parse; "--" keeps it positional all the same.
+    args.extend(["--".to_string(), s.name.clone()]);
     Ok(args)
 }
 
@@ -239,13 +246,28 @@ mod tests {
                 "comp_algorithm=zstd:3,streams=2,mem_limit=1G,idle_after=300",
                 "--size",
                 "4G",
+                "--",
                 "swap0"
             ]
         );
         assert_eq!(
             start_args(&s[1], "t").unwrap(),
-            ["--size", "1G", "--listen", "10809", "tmp"]
+            ["--size", "1G", "--listen", "10809", "--", "tmp"]
         );
+    }
+
+    #[test]
+    fn a_name_like_an_option_stays_the_device_name() {
+        use clap::Parser;
+        for name in ["-h", "--help", "-V", "--size"] {
+            let s = parse(&format!("[{name}]\nsize = 1G\n"), "f").unwrap();
+            let mut argv = vec!["wring".to_string(), "blk".into(), "start".into()];
+            argv.extend(start_args(&s[0], "f").unwrap());
+            assert_eq!(argv.last(), Some(&name.to_string()));
+            if let Err(e) = crate::Cli::try_parse_from(&argv) {
+                panic!("{argv:?} does not parse as a device named {name}: {e}");
+            }
+        }
     }
 
     #[test]
@@ -267,7 +289,7 @@ mod tests {
         let e = args("[a]\nsize = 1G\nlisten_insecure = yes\n").unwrap_err();
         assert!(e.contains("without `listen"), "{e}");
         let ok = args("[a]\nsize = 1G\nlisten = 10809\nlisten_insecure = yes\n").unwrap();
-        assert_eq!(ok, ["--size", "1G", "--listen", "10809", "a"]);
+        assert_eq!(ok, ["--size", "1G", "--listen", "10809", "--", "a"]);
     }
 
     #[test]
@@ -291,6 +313,14 @@ mod tests {
             ("[a]\nstreams = 1,2\n", "without commas"),
             ("[a\n", "[NAME]"),
             ("[a]\nbad key = 1\n", "not a key"),
+            (
+                "[--size=1]\n",
+                "section [--size=1]: '--size=1' is not a device name",
+            ),
+            ("[]\n", "line 1: section []: '' is not a device name"),
+            ("[ a b ]\n", "'a b' is not a device name"),
+            ("[.hidden]\n", "not starting with '.'"),
+            ("[../x]\n", "'../x' is not a device name"),
         ] {
             let e = parse(text, "f").unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -259,7 +259,7 @@ pub fn run(cmd: Command) -> Result<()> {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
