@@ -767,7 +767,7 @@ impl MetaReport {
             }
         }
         if !self.bindfs {
-            s += "\n(bindfs is not installed: no FUSE floor; `apt-get install bindfs`)\n";
+            s += "\n(no FUSE floor: bindfs is not installed (`apt-get install bindfs`) or --no-bindfs)\n";
         }
         s
     }
