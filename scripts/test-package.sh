@@ -184,7 +184,23 @@ ok "dpkg --purge wring leaves none of its $(grep -vc '/$' "$work/files") files, 
 
 # scripts/install.sh, for other distributions, into a DESTDIR; then --uninstall.
 root="$work/root"
-DESTDIR="$root" PREFIX=/usr/local scripts/install.sh "$@" >/dev/null
+stage="$(dirname "$(dirname "$deb")")/release/deb-stage"  # what build-deb.sh packaged
+# A file install.sh did not put there is refused by name, and nothing is installed.
+mkdir -p "$root/usr/local/bin"
+echo "someone else's" >"$root/usr/local/bin/wring"
+if err=$(STAGE="$stage" DESTDIR="$root" PREFIX=/usr/local scripts/install.sh 2>&1 >/dev/null); then
+  fail "scripts/install.sh replaced $root/usr/local/bin/wring, which it did not install"
+fi
+grep -qF "$root/usr/local/bin/wring exists and scripts/install.sh did not put it there" <<<"$err" ||
+  fail "scripts/install.sh's refusal does not name $root/usr/local/bin/wring: $err"
+[ "$(cat "$root/usr/local/bin/wring")" = "someone else's" ] || fail "scripts/install.sh changed a file it refused"
+left=$(find "$root" ! -type d ! -path "$root/usr/local/bin/wring")
+[ -z "$left" ] || fail "a refused scripts/install.sh installed: $left"
+rm "$root/usr/local/bin/wring"
+ok "scripts/install.sh refuses to replace a file it did not install: $err"
+STAGE="$stage" DESTDIR="$root" PREFIX=/usr/local scripts/install.sh >/dev/null
+# A second run replaces its own files.
+STAGE="$stage" DESTDIR="$root" PREFIX=/usr/local scripts/install.sh >/dev/null || fail "a second scripts/install.sh refused its own files"
 for f in /usr/local/bin/wring /sbin/mount.fuse.wring /usr/local/lib/wring/libwring_blk_nbdkit.so \
   /usr/local/share/man/man1/wring-mount.1.gz /usr/local/share/man/man5/wring-mount-options.5.gz \
   /usr/local/share/bash-completion/completions/wring /usr/local/share/zsh/site-functions/_wring \
