@@ -591,7 +591,8 @@ impl ObjStore {
                 let hi = ((c as u64 + 1) * chunk).min(olen);
                 let r = get_range(&inner, &path, c as u64 * chunk, hi).await;
                 if let Ok(b) = r {
-                    lock(&inner.cache).insert((s, c), b);
+                    // Its own allocation: the body may sit in a larger receive buffer.
+                    lock(&inner.cache).insert((s, c), Bytes::copy_from_slice(&b));
                 }
                 lock(&inner.state).prefetching.remove(&(s, c));
             });
@@ -957,13 +958,15 @@ impl Drop for ObjStore {
     }
 }
 
-/// `bytes` cut into `chunk`-sized pieces (the last one shorter).
-fn split_chunks(bytes: &Bytes, chunk: u64) -> Vec<Bytes> {
+/// `bytes` cut into `chunk`-sized pieces (the last one shorter), each a copy in its own
+/// allocation: a slice would keep the whole parent buffer (a segment, or a run of chunks)
+/// alive as long as any one piece is cached, and the cache's limit would not limit memory.
+fn split_chunks(bytes: &[u8], chunk: u64) -> Vec<Bytes> {
     let mut out = Vec::new();
     let mut at = 0usize;
     while at < bytes.len() {
         let end = (at + chunk as usize).min(bytes.len());
-        out.push(bytes.slice(at..end));
+        out.push(Bytes::copy_from_slice(&bytes[at..end]));
         at = end;
     }
     out
@@ -1110,5 +1113,28 @@ async fn same_object(inner: &Inner, path: &ObjPath, bytes: &Bytes) -> Result<boo
         Ok(theirs) => Ok(theirs[..] == bytes[from as usize..]),
         Err(Error::Corrupt { .. }) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_pieces_do_not_keep_their_parent_alive() {
+        let parent = Bytes::from(vec![7u8; 10_000]);
+        let range = parent.as_ptr() as usize..parent.as_ptr() as usize + parent.len();
+        let pieces = split_chunks(&parent, 4096);
+        assert_eq!(
+            pieces.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [4096, 4096, 1808]
+        );
+        for p in &pieces {
+            assert!(
+                !range.contains(&(p.as_ptr() as usize)),
+                "a cached piece points into its parent buffer (which stays allocated whole)"
+            );
+        }
+        assert!(pieces.concat() == parent[..]);
     }
 }
