@@ -140,15 +140,20 @@ done
 ok "fstab line: mount -a (twice, one mount), findmnt shows wring:$work/store as fuse.wring, SIGTERM ignored, umount"
 
 # mount -t fuse.wring: a bad option fails with wring's words and mounts nothing; a good one mounts.
-if err=$(mount -t fuse.wring "$work/store" "$work/mnt" -o compress=zstdd 2>&1); then
-  fail "mount -t fuse.wring -o compress=zstdd succeeded"
-fi
+# Exit status as mount(8)'s: 32 for a mount failure (which mount passes on), 1 for usage.
+rc=0
+err=$(mount -t fuse.wring "$work/store" "$work/mnt" -o compress=zstdd 2>&1) || rc=$?
+[ "$rc" -ne 0 ] || fail "mount -t fuse.wring -o compress=zstdd succeeded"
+[ "$rc" -eq 32 ] || fail "mount -t fuse.wring -o compress=zstdd exited $rc, not 32 (mount(8)'s mount failure)"
+rc=0
+/usr/sbin/mount.fuse.wring "$work/store" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "mount.fuse.wring with one path exited $rc, not 1 (mount(8)'s incorrect invocation)"
 grep -q "mount.fuse.wring: invalid value 'zstdd' for compress" <<<"$err" || fail "bad option message: $err"
 findmnt -n "$work/mnt" >/dev/null && fail "a failed mount left $work/mnt mounted"
 mount -t fuse.wring "$work/store" "$work/mnt" -o compress=lz4 || fail "mount -t fuse.wring -o compress=lz4 failed"
 [ "$(cat "$work/mnt/f")" = "written through fstab" ] || fail "the file written before umount reads back wrong"
 umount "$work/mnt"
-ok "mount -t fuse.wring: '$err'; a good option mounts and the data is there"
+ok "mount -t fuse.wring: '$err' (exit 32; usage exits 1); a good option mounts and the data is there"
 
 # Journald: priorities when stderr is $JOURNAL_STREAM, plain lines otherwise.
 : >"$work/err"

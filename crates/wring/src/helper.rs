@@ -8,14 +8,48 @@
 //! `mount.TYPE SOURCE DIR [-sfnv] [-N NAMESPACE] [-o OPTIONS] [-t TYPE.SUBTYPE]`.
 //! mount(8) hands on its own and systemd's options too (nofail, _netdev, …); wring-fs accepts
 //! and ignores those (crates/fs/src/options.rs), so fstab lines need nothing special.
+//!
+//! Exit status as mount(8)'s EXIT STATUS (which mount passes on from its helper): 1 for an
+//! incorrect invocation (arguments mount(8) would not send), 32 for a mount failure, a bad
+//! `-o` option included (the kernel's "bad option" is a mount failure for mount(8) too).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// The names under which `wring` acts as mount(8)'s helper.
 pub const NAMES: [&str; 2] = ["mount.fuse.wring", "mount.wring"];
+
+/// mount(8)'s exit status for an incorrect invocation.
+pub const EXIT_USAGE: i32 = 1;
+/// mount(8)'s exit status for a mount failure.
+pub const EXIT_MOUNT_FAILED: i32 = 32;
+
+/// Arguments mount(8) would not have sent: exit status [`EXIT_USAGE`].
+#[derive(Debug)]
+pub struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(msg: String) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg))
+}
+
+/// The exit status for a failed [`run`], as mount(8) documents it.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<Usage>().is_some() {
+        EXIT_USAGE
+    } else {
+        EXIT_MOUNT_FAILED
+    }
+}
 
 /// A helper invocation, parsed.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,9 +74,9 @@ pub fn parse(args: &[OsString]) -> Result<MountArgs> {
         let s = a.to_string_lossy();
         match s.as_ref() {
             "-o" | "-t" | "-N" => {
-                let v = it
-                    .next()
-                    .with_context(|| format!("{s} needs a value (mount(8) helper arguments)"))?;
+                let v = it.next().ok_or_else(|| {
+                    usage(format!("{s} needs a value (mount(8) helper arguments)"))
+                })?;
                 if s == "-o" {
                     options.push(v.to_string_lossy().into_owned());
                 }
@@ -53,7 +87,12 @@ pub fn parse(args: &[OsString]) -> Result<MountArgs> {
                     match c {
                         'f' => fake = true,
                         's' | 'n' | 'v' => {}
-                        _ => bail!("unknown flag -{c}: mount(8) helpers take -s, -f, -n, -v, -N, -o and -t"),
+                        _ => {
+                            return Err(usage(format!(
+                                "unknown flag -{c}: mount(8) helpers take -s, -f, -n, -v, -N, \
+                                 -o and -t"
+                            )))
+                        }
                     }
                 }
             }
@@ -61,11 +100,11 @@ pub fn parse(args: &[OsString]) -> Result<MountArgs> {
         }
     }
     let [source, target]: [PathBuf; 2] = positional.try_into().map_err(|p: Vec<PathBuf>| {
-        anyhow::anyhow!(
+        usage(format!(
             "mount.fuse.wring takes the store directory and the mount point, got {} path(s); \
              use: mount -t fuse.wring DIR MOUNTPOINT [-o OPTIONS]",
             p.len()
-        )
+        ))
     })?;
     Ok(MountArgs {
         source,
@@ -188,6 +227,23 @@ mod tests {
         assert!(parse(&args("/srv/s /mnt/w /x")).is_err());
         assert!(parse(&args("/srv/s /mnt/w -o")).is_err());
         assert!(parse(&args("-x /srv/s /mnt/w")).is_err());
+    }
+
+    #[test]
+    fn exit_status_is_mount8s() {
+        for bad in [
+            "/srv/s",
+            "/srv/s /mnt/w /x",
+            "/srv/s /mnt/w -o",
+            "-x /srv/s /mnt/w",
+        ] {
+            let e = parse(&args(bad)).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_USAGE, "{bad}: {e}");
+        }
+        // -f: everything but the mount, so a bad option fails here without a store.
+        let e = run(&args("/nonexistent/s /nonexistent/m -f -o compress=zstdd")).unwrap_err();
+        assert!(e.to_string().contains("zstdd"), "{e}");
+        assert_eq!(exit_code(&e), EXIT_MOUNT_FAILED, "{e}");
     }
 
     #[test]

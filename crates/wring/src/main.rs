@@ -68,7 +68,8 @@ fn main() {
         .first()
         .and_then(|a| PathBuf::from(a).file_name().map(|n| n.to_owned()))
         .unwrap_or_default();
-    let (who, result) = if helper::NAMES.iter().any(|n| name == *n) {
+    let is_helper = helper::NAMES.iter().any(|n| name == *n);
+    let (who, result) = if is_helper {
         let rest = args.split_off(1);
         (name.to_string_lossy().into_owned(), helper::run(&rest))
     } else {
@@ -76,7 +77,8 @@ fn main() {
     };
     if let Err(e) = result {
         eprintln!("{who}: {}", plain(&e));
-        std::process::exit(1);
+        // mount(8) passes its helper's status on: 1 for usage, 32 for a mount failure.
+        std::process::exit(if is_helper { helper::exit_code(&e) } else { 1 });
     }
 }
 
