@@ -23,7 +23,7 @@ pub fn priority(level: Level) -> u8 {
 }
 
 /// Whether `JOURNAL_STREAM` (`DEVICE:INODE`) names the file behind descriptor 2.
-fn stderr_is_journal() -> bool {
+pub(crate) fn stderr_is_journal() -> bool {
     let Some(var) = std::env::var_os("JOURNAL_STREAM") else {
         return false;
     };

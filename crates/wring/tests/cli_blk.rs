@@ -241,3 +241,42 @@ fn tcp_only_with_listen_on_loopback_by_default() {
     let list = d.ok(&["blk", "list"]);
     assert!(list.contains(&uri), "{list}");
 }
+
+/// Under a systemd unit (stderr is the journal: `JOURNAL_STREAM` names it), nbdkit logs
+/// through syslog(3), which journald keeps with each message's priority, instead of into
+/// nbdkit.log; elsewhere it logs to nbdkit.log.
+#[test]
+fn under_a_systemd_unit_nbdkit_logs_to_the_journal() {
+    use std::os::unix::fs::MetadataExt;
+    let mut d = Devices::new("journal");
+    let parent = d.dir.parent().expect("a parent").to_path_buf();
+    std::fs::create_dir_all(&parent).expect("the test's directory");
+    let dir = d.dir.clone();
+    let nbdkit_args = |name: &str| -> Vec<String> {
+        let pid = std::fs::read_to_string(dir.join(name).join("nbdkit.pid")).expect("pid");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).expect("cmdline");
+        cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    };
+    let stderr = std::fs::File::create(parent.join("stderr")).expect("a stderr file");
+    let meta = stderr.metadata().expect("its metadata");
+    d.names.push("j0".into());
+    let status = Command::new(WRING)
+        .args(["blk", "start", "--size", "1M", "j0"])
+        .env("WRING_BLK_DIR", &d.dir)
+        .env("WRING_BLK_PLUGIN", plugin())
+        .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .status()
+        .expect("running wring");
+    assert!(status.success(), "wring blk start under a journal stderr");
+    let args = nbdkit_args("j0");
+    assert!(args.iter().any(|a| a == "--log=syslog"), "{args:?}");
+    d.start(&["--size", "1M"], "j1");
+    let args = nbdkit_args("j1");
+    assert!(args.iter().any(|a| a == "--log=stderr"), "{args:?}");
+}

@@ -448,9 +448,16 @@ fn start(a: StartArgs) -> Result<()> {
     };
     // nbdkit forks into the background itself: in the foreground it would die with its parent
     // (it sets PR_SET_PDEATHSIG), and the daemon it forks has no parent to die with. Its
-    // messages go to nbdkit.log (--log=stderr) rather than syslog.
+    // messages go to nbdkit.log (--log=stderr), or, under a systemd unit (stderr is the
+    // journal), to syslog(3), which journald keeps with each message's priority; nbdkit.log
+    // still catches what it prints before its logging is set up.
+    let log_to = if crate::journal::stderr_is_journal() {
+        "--log=syslog"
+    } else {
+        "--log=stderr"
+    };
     let mut cmd = Process::new("nbdkit");
-    cmd.arg("--log=stderr")
+    cmd.arg(log_to)
         .arg("-P")
         .arg(dir.join("nbdkit.pid"))
         .args(&listen)
