@@ -694,24 +694,44 @@ impl ObjStore {
     }
 
     /// Copy the live extents `extents` (address, length — every live extent of the segments
-    /// being compacted) into new segments and sync them; returns the old → new address map.
-    /// The old segments' live bytes move to the new ones (so the caller does not `free` the old
-    /// addresses itself). The caller then commits the new
-    /// addresses durably, and only after that calls [`ObjStore::delete_segments`] (see
-    /// docs/objstore.md for why this order is crash-safe).
-    pub fn rewrite(&self, extents: &[(Addr, u64)]) -> Result<Vec<(Addr, Addr)>> {
+    /// being compacted) into new segments and sync them; returns what moved, as (old address,
+    /// new address, length). Both copies count as live until the caller has committed the new
+    /// addresses durably and then calls [`ObjStore::commit_rewrite`] with the map; only after
+    /// that does [`ObjStore::delete_segments`] take the old segments (see docs/objstore.md for
+    /// why this order is crash-safe). On an error nothing moved: the copies made so far are
+    /// freed and the old extents stay as they were.
+    pub fn rewrite(&self, extents: &[(Addr, u64)]) -> Result<Vec<(Addr, Addr, u64)>> {
         let mut map = Vec::with_capacity(extents.len());
+        if let Err(e) = self.copy_extents(extents, &mut map) {
+            for &(_, new, len) in &map {
+                self.free(new, len);
+            }
+            return Err(e);
+        }
+        Ok(map)
+    }
+
+    /// `rewrite`'s copying: read, append, then sync the lot.
+    fn copy_extents(
+        &self,
+        extents: &[(Addr, u64)],
+        map: &mut Vec<(Addr, Addr, u64)>,
+    ) -> Result<()> {
         let mut buf = Vec::new();
         for &(old, len) in extents {
             buf.resize(len as usize, 0);
             self.read(old, &mut buf)?;
-            map.push((old, self.append(&buf)?));
+            map.push((old, self.append(&buf)?, len));
         }
-        self.sync()?;
-        for &(old, len) in extents {
+        self.sync()
+    }
+
+    /// The caller has durably committed the new addresses of a [`ObjStore::rewrite`]: the old
+    /// extents count as dead from now on, and segments left with no live bytes may be deleted.
+    pub fn commit_rewrite(&self, map: &[(Addr, Addr, u64)]) {
+        for &(old, _, len) in map {
             self.free(old, len);
         }
-        Ok(map)
     }
 
     /// Delete segment objects the caller's durable metadata no longer points at. Refuses a

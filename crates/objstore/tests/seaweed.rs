@@ -339,8 +339,26 @@ fn compaction_rewrites_then_deletes_in_order() {
         .map(|&i| addrs[i])
         .filter(|(a, _)| victims.contains(&a.segment()))
         .collect();
+    // A rewrite that fails partway (an extent that is not there) moves nothing and leaks no
+    // live bytes.
+    let mut bad = moving.clone();
+    bad.push((Addr::new(999_999, 0), 10));
+    let err = store
+        .rewrite(&bad)
+        .expect_err("rewrite of a missing extent");
+    assert!(matches!(err, Error::MissingSegment { .. }), "{err}");
+    let st = store.stats();
+    assert_eq!(
+        st.live_bytes, before.live_bytes,
+        "a failed rewrite changed the live bytes"
+    );
     let map = store.rewrite(&moving).expect("rewrite");
     assert_eq!(map.len(), moving.len());
+    // Until the caller commits, the old extents are live: their segments cannot go.
+    let err = store
+        .delete_segments(&victims)
+        .expect_err("deleted old segments before the caller committed the new addresses");
+    assert!(matches!(err, Error::InUse { .. }), "{err}");
     // The caller has not committed yet: a crash now reopens with the old addresses, and
     // everything still reads.
     let old_live: Vec<(Addr, u64)> = live.iter().map(|&i| addrs[i]).collect();
@@ -353,7 +371,7 @@ fn compaction_rewrites_then_deletes_in_order() {
         assert!(buf == ext[i]);
     }
     // The new segments are orphans there: all dead, first in line for the compactor.
-    let new_segs: Vec<u32> = map.iter().map(|(_, n)| n.segment()).collect();
+    let new_segs: Vec<u32> = map.iter().map(|(_, n, _)| n.segment()).collect();
     let orphans = crashed.compaction_candidates(0.5);
     assert!(
         new_segs.iter().all(|s| orphans.contains(s)),
@@ -365,10 +383,11 @@ fn compaction_rewrites_then_deletes_in_order() {
         .iter()
         .map(|&i| {
             let (a, len) = addrs[i];
-            let moved = map.iter().find(|(o, _)| *o == a).map(|(_, n)| *n);
+            let moved = map.iter().find(|(o, _, _)| *o == a).map(|(_, n, _)| *n);
             (moved.unwrap_or(a), len)
         })
         .collect();
+    store.commit_rewrite(&map);
     store
         .delete_segments(&victims)
         .expect("delete after commit");
