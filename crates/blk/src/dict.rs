@@ -12,7 +12,7 @@
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use zstd_sys as z;
@@ -20,7 +20,7 @@ use zstd_sys as z;
 use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::stats::StreamStat;
-use crate::streams::{PageJob, Streams};
+use crate::streams::{Figures, PageJob, Streams};
 
 fn error_name(code: usize) -> String {
     // SAFETY: ZSTD_getErrorName takes any code and returns a static NUL-terminated string.
@@ -128,12 +128,7 @@ pub struct DictStreams {
     level: i32,
     name: String,
     streams: AtomicUsize,
-    compressed: AtomicU64,
-    bytes_in: AtomicU64,
-    bytes_out: AtomicU64,
-    did_not_fit: AtomicU64,
-    decompressed: AtomicU64,
-    failures: AtomicU64,
+    figures: Figures,
 }
 
 impl std::fmt::Debug for DictStreams {
@@ -183,12 +178,7 @@ impl DictStreams {
             level,
             name: name.to_string(),
             streams: AtomicUsize::new(1),
-            compressed: AtomicU64::new(0),
-            bytes_in: AtomicU64::new(0),
-            bytes_out: AtomicU64::new(0),
-            did_not_fit: AtomicU64::new(0),
-            decompressed: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
+            figures: Figures::default(),
         })
     }
 
@@ -281,25 +271,11 @@ impl DictStreams {
     }
 }
 
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
-}
-
 impl Streams for DictStreams {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
         for job in jobs {
             let r = self.compress_one(job);
-            match &r {
-                Ok(n) => {
-                    bump(&self.compressed, 1);
-                    bump(&self.bytes_in, job.input.len() as u64);
-                    match n {
-                        Some(n) => bump(&self.bytes_out, *n as u64),
-                        None => bump(&self.did_not_fit, 1),
-                    }
-                }
-                Err(_) => bump(&self.failures, 1),
-            }
+            self.figures.compressed(job.input.len(), &r);
             job.result = Some(r);
         }
     }
@@ -307,14 +283,7 @@ impl Streams for DictStreams {
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
         for job in jobs {
             let r = self.decompress_one(job);
-            bump(
-                if r.is_ok() {
-                    &self.decompressed
-                } else {
-                    &self.failures
-                },
-                1,
-            );
+            self.figures.decompressed(&r);
             job.result = Some(r);
         }
     }
@@ -333,20 +302,11 @@ impl Streams for DictStreams {
     }
 
     fn figures(&self) -> StreamStat {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        StreamStat {
-            priority: 0,
+        self.figures.stat(StreamStat {
             algorithm: self.name.clone(),
             streams: self.streams(),
             workspaces: self.cctxs.lock().map_or(0, |v| v.len()),
-            busy: 0,
-            waits: 0,
-            compressed: g(&self.compressed),
-            bytes_in: g(&self.bytes_in),
-            bytes_out: g(&self.bytes_out),
-            did_not_fit: g(&self.did_not_fit),
-            decompressed: g(&self.decompressed),
-            failures: g(&self.failures),
-        }
+            ..StreamStat::default()
+        })
     }
 }

@@ -4,7 +4,7 @@
 //! these streams sit beside the offload's: a pool of 16 KiB dictionaries, one per stream in
 //! use, as zram's per-CPU `zcomp_strm` workspaces.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use wring_lzo::CompressState;
@@ -12,23 +12,14 @@ use wring_lzo::CompressState;
 use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::stats::StreamStat;
-use crate::streams::{PageJob, Streams};
+use crate::streams::{Figures, PageJob, Streams};
 
 /// lzo-rle streams.
 #[derive(Debug, Default)]
 pub struct LzoRleStreams {
     states: Mutex<Vec<CompressState>>,
     streams: AtomicUsize,
-    compressed: AtomicU64,
-    bytes_in: AtomicU64,
-    bytes_out: AtomicU64,
-    did_not_fit: AtomicU64,
-    decompressed: AtomicU64,
-    failures: AtomicU64,
-}
-
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+    figures: Figures,
 }
 
 impl LzoRleStreams {
@@ -70,19 +61,7 @@ impl Streams for LzoRleStreams {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
         for job in jobs {
             let r = self.compress_one(job.input, job.output);
-            match &r {
-                Ok(Some(n)) => {
-                    bump(&self.compressed, 1);
-                    bump(&self.bytes_in, job.input.len() as u64);
-                    bump(&self.bytes_out, *n as u64);
-                }
-                Ok(None) => {
-                    bump(&self.compressed, 1);
-                    bump(&self.bytes_in, job.input.len() as u64);
-                    bump(&self.did_not_fit, 1);
-                }
-                Err(_) => bump(&self.failures, 1),
-            }
+            self.figures.compressed(job.input.len(), &r);
             job.result = Some(r);
         }
     }
@@ -100,14 +79,7 @@ impl Streams for LzoRleStreams {
                     message: format!("lzo-rle: {e}"),
                 }),
             };
-            bump(
-                if r.is_ok() {
-                    &self.decompressed
-                } else {
-                    &self.failures
-                },
-                1,
-            );
+            self.figures.decompressed(&r);
             job.result = Some(r);
         }
     }
@@ -128,20 +100,11 @@ impl Streams for LzoRleStreams {
     }
 
     fn figures(&self) -> StreamStat {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        StreamStat {
-            priority: 0,
+        self.figures.stat(StreamStat {
             algorithm: self.algorithm(),
             streams: self.streams(),
             workspaces: self.states.lock().map_or(0, |v| v.len()),
-            busy: 0,
-            waits: 0,
-            compressed: g(&self.compressed),
-            bytes_in: g(&self.bytes_in),
-            bytes_out: g(&self.bytes_out),
-            did_not_fit: g(&self.did_not_fit),
-            decompressed: g(&self.decompressed),
-            failures: g(&self.failures),
-        }
+            ..StreamStat::default()
+        })
     }
 }

@@ -75,9 +75,9 @@ pub trait Streams: Send + Sync {
     }
 }
 
-/// The counters [`OffloadStreams`] keeps.
+/// The counters every set of streams keeps for `stat`'s per-stream figures.
 #[derive(Debug, Default)]
-struct Figures {
+pub(crate) struct Figures {
     compressed: AtomicU64,
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
@@ -88,6 +88,50 @@ struct Figures {
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Figures {
+    /// One page of `input` bytes compressed: `Some(n)` stored bytes, `None` when it did not
+    /// fit; an error is a failure.
+    pub(crate) fn compressed<E>(&self, input: usize, r: &Result<Option<usize>, E>) {
+        match r {
+            Ok(n) => {
+                bump(&self.compressed, 1);
+                bump(&self.bytes_in, input as u64);
+                match n {
+                    Some(n) => bump(&self.bytes_out, *n as u64),
+                    None => bump(&self.did_not_fit, 1),
+                }
+            }
+            Err(_) => bump(&self.failures, 1),
+        }
+    }
+
+    /// One page decompressed, or a failure.
+    pub(crate) fn decompressed<T, E>(&self, r: &Result<T, E>) {
+        bump(
+            if r.is_ok() {
+                &self.decompressed
+            } else {
+                &self.failures
+            },
+            1,
+        );
+    }
+
+    /// `base` (algorithm, streams, workspaces) with these counters.
+    pub(crate) fn stat(&self, base: StreamStat) -> StreamStat {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StreamStat {
+            compressed: g(&self.compressed),
+            bytes_in: g(&self.bytes_in),
+            bytes_out: g(&self.bytes_out),
+            did_not_fit: g(&self.did_not_fit),
+            decompressed: g(&self.decompressed),
+            failures: g(&self.failures),
+            ..base
+        }
+    }
 }
 
 /// Streams on the engine's offload.
@@ -159,25 +203,14 @@ impl Streams for OffloadStreams {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
         let op = Op::CompressInto { spec: self.spec };
         for job in jobs {
-            let r = self.run_one(op, job);
-            let f = &self.figures;
-            match &r {
-                Some(Ok(Completed::CompressedInto(n))) => {
-                    bump(&f.compressed, 1);
-                    bump(&f.bytes_in, job.input.len() as u64);
-                    match n {
-                        Some(n) => bump(&f.bytes_out, *n as u64),
-                        None => bump(&f.did_not_fit, 1),
-                    }
-                }
-                _ => bump(&f.failures, 1),
-            }
-            job.result = Some(match r {
+            let result = match self.run_one(op, job) {
                 Some(Ok(Completed::CompressedInto(n))) => Ok(n),
                 Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
                 Some(Err(e)) => Err(self.failed(e)),
                 None => Err(self.failed("the batch did not run the job")),
-            });
+            };
+            self.figures.compressed(job.input.len(), &result);
+            job.result = Some(result);
         }
     }
 
@@ -187,14 +220,7 @@ impl Streams for OffloadStreams {
             len: PAGE_SIZE,
         };
         for job in jobs {
-            let r = self.run_one(op, job);
-            match &r {
-                Some(Ok(Completed::Decompressed(n))) if *n == PAGE_SIZE => {
-                    bump(&self.figures.decompressed, 1)
-                }
-                _ => bump(&self.figures.failures, 1),
-            }
-            job.result = Some(match r {
+            let result = match self.run_one(op, job) {
                 Some(Ok(Completed::Decompressed(n))) if n == PAGE_SIZE => Ok(Some(n)),
                 Some(Ok(Completed::Decompressed(n))) => Err(BlkError::Corrupt {
                     page: 0,
@@ -206,7 +232,9 @@ impl Streams for OffloadStreams {
                     message: e.to_string(),
                 }),
                 None => Err(self.failed("the batch did not run the job")),
-            });
+            };
+            self.figures.decompressed(&result);
+            job.result = Some(result);
         }
     }
 
@@ -226,8 +254,6 @@ impl Streams for OffloadStreams {
     }
 
     fn figures(&self) -> StreamStat {
-        let f = &self.figures;
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let ws = self
             .offload
             .engine()
@@ -237,20 +263,14 @@ impl Streams for OffloadStreams {
             .find(|(a, _)| *a == self.algorithm)
             .map(|(_, m)| m)
             .unwrap_or_default();
-        StreamStat {
-            priority: 0,
+        self.figures.stat(StreamStat {
             algorithm: self.name.clone(),
             streams: self.streams(),
             workspaces: ws.workspaces,
             busy: ws.busy,
             waits: ws.waits,
-            compressed: g(&f.compressed),
-            bytes_in: g(&f.bytes_in),
-            bytes_out: g(&f.bytes_out),
-            did_not_fit: g(&f.did_not_fit),
-            decompressed: g(&f.decompressed),
-            failures: g(&f.failures),
-        }
+            ..StreamStat::default()
+        })
     }
 }
 
