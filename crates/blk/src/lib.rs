@@ -49,7 +49,7 @@ pub use policy::{Policy, PolicyReport};
 pub use recompress::{
     RecompressReport, RecompressRequest, RecompressType, TrainReport, TrainRequest,
 };
-pub use stats::{BdStat, IoStat, MmStat, PolicyStat, Stat, StreamStat};
+pub use stats::{BdStat, IoStat, MmStat, PolicyStat, PoolStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
@@ -94,5 +94,6 @@ pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
     }
     store.set_writeback_limit(options.writeback_limit);
     store.set_policy(options.policy.clone());
+    store.set_page_pool(options.page_pool);
     Ok(store)
 }

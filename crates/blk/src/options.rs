@@ -20,13 +20,17 @@
 //!
 //! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
 //! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
+//!
+//! Beyond zram, `page_pool=N` reserves N locked 4 KiB pages (EROFS's global page pool; as the
+//! filesystem's `page_pool`) that reads decode into and writes compress into, so a request
+//! takes no buffer from the allocator; 0 (the default) leaves it off.
 
 use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 9] = [
     "comp_algorithm",
     "streams",
     "mem_limit",
@@ -35,6 +39,7 @@ pub const KEYS: [&str; 8] = [
     "backing_dev",
     "writeback_limit",
     "policy",
+    "page_pool",
 ];
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's).
@@ -123,6 +128,8 @@ pub struct Options {
     pub dicts: Vec<(u8, std::path::PathBuf)>,
     /// Beyond zram: the scheduled policy (`policy=every=60 age=300 …`).
     pub policy: Option<crate::policy::Policy>,
+    /// Beyond zram: reserved 4 KiB pages for staging (`page_pool`); 0 = off.
+    pub page_pool: usize,
 }
 
 impl Default for Options {
@@ -142,6 +149,7 @@ impl Default for Options {
             writeback_limit: None,
             dicts: Vec::new(),
             policy: None,
+            page_pool: 0,
         }
     }
 }
@@ -184,6 +192,7 @@ impl Options {
             "writeback_limit" => self.writeback_limit = parse_wb_limit(value)?,
             "policy" if value.trim() == "off" => self.policy = None,
             "policy" => self.policy = Some(crate::policy::Policy::parse(value)?),
+            "page_pool" => self.page_pool = parse_page_pool(value)?,
             other => {
                 return Err(BlkError::Option(format!(
                     "unknown option '{other}'; accepted: {}",
@@ -331,6 +340,9 @@ impl Options {
         if let Some(p) = &self.policy {
             v.push(("policy".to_string(), p.text()));
         }
+        if self.page_pool > 0 {
+            v.push(("page_pool".to_string(), self.page_pool.to_string()));
+        }
         v
     }
 
@@ -356,6 +368,18 @@ pub fn parse_wb_limit(value: &str) -> Result<Option<u64>, BlkError> {
     }
 }
 
+/// Parse `page_pool`: a number of 4 KiB pages, at most 4 GiB of them (they are allocated and
+/// locked when set).
+pub fn parse_page_pool(value: &str) -> Result<usize, BlkError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n <= 1 << 20 => Ok(n),
+        _ => Err(BlkError::Option(format!(
+            "page_pool={value} is not a page count; give a number of 4 KiB pages from 0 to \
+             1048576 (0 turns the pool off)"
+        ))),
+    }
+}
+
 /// Parse a stream count: a whole number from 1 to 256.
 pub fn parse_streams(value: &str) -> Result<usize, BlkError> {
     match value.trim().parse::<usize>() {
@@ -369,6 +393,19 @@ pub fn parse_streams(value: &str) -> Result<usize, BlkError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_pool_is_a_page_count_and_round_trips() {
+        assert_eq!(Options::default().page_pool, 0);
+        assert!(!Options::default().text().contains("page_pool"));
+        let o = Options::parse("comp_algorithm=lz4,page_pool=64").unwrap();
+        assert_eq!(o.page_pool, 64);
+        assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        for bad in ["page_pool=lots", "page_pool=-1", "page_pool=1048577"] {
+            let e = Options::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("page_pool") && e.contains("1048576"), "{e}");
+        }
+    }
 
     #[test]
     fn zram_names_and_levels() {

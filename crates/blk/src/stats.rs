@@ -185,6 +185,43 @@ impl BdStat {
     }
 }
 
+/// The page pool (`page_pool`): staging pages for reads and for the write path's compressed
+/// output, as the engine's [`PoolStats`](wring_engine::pool::PoolStats) count them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolStat {
+    /// Pages the pool reserves (0 = off).
+    pub size: usize,
+    /// Reserved pages idle now.
+    pub free: usize,
+    /// Reserved pages lent to requests now.
+    pub in_use: usize,
+    /// Reserved pages locked in memory.
+    pub locked: usize,
+    /// Pages served from the pool.
+    pub hits: u64,
+    /// Pages that came from the allocator.
+    pub misses: u64,
+    /// Requests the pool, while on, could not serve from its reserve alone.
+    pub fallbacks: u64,
+    /// Time spent allocating the missed pages, in nanoseconds.
+    pub alloc_nanos: u64,
+}
+
+impl From<wring_engine::pool::PoolStats> for PoolStat {
+    fn from(p: wring_engine::pool::PoolStats) -> PoolStat {
+        PoolStat {
+            size: p.size,
+            free: p.free,
+            in_use: p.in_use,
+            locked: p.locked,
+            hits: p.hits,
+            misses: p.misses,
+            fallbacks: p.fallbacks,
+            alloc_nanos: p.alloc_nanos,
+        }
+    }
+}
+
 /// Everything `wring blk stat` shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stat {
@@ -229,6 +266,9 @@ pub struct Stat {
     pub num_reads: u64,
     /// Write requests served (`stat`'s writes).
     pub num_writes: u64,
+    /// The page pool's counters.
+    #[serde(default)]
+    pub page_pool: PoolStat,
 }
 
 fn line(values: &[u64]) -> String {
@@ -340,6 +380,13 @@ impl Stat {
                 t.did_not_fit,
                 t.decompressed,
                 t.failures
+            );
+        }
+        let p = &self.page_pool;
+        if p.size > 0 || p.hits > 0 {
+            s += &format!(
+                "page_pool         {} pages ({} locked, {} in use): {} hits, {} misses, {} fallbacks\n",
+                p.size, p.locked, p.in_use, p.hits, p.misses, p.fallbacks
             );
         }
         if let Some(r) = self.ratio() {

@@ -25,17 +25,26 @@
 //!   least a number of seconds), marking only pages held in the arena (zram skips empty and
 //!   same-filled ones).
 //!
+//! * Staging buffers come from the engine's page pool ([`PagePool`], EROFS's reserved pages for
+//!   decompression; `page_pool=N`, off by default): a read takes two pool pages at the first
+//!   page it must decode (a compressed object's copy and the page it decodes into; a huge or
+//!   written-back page is staged in the second) and reuses them for the rest of the request;
+//!   a write batch compresses each page into a pool page. An empty pool falls back to the
+//!   allocator, never waits; `stat` counts hits, misses and fallbacks.
+//!
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+
+use wring_engine::pool::{PageBuf, PagePool};
 
 use crate::arena::{Arena, Handle, PAGE_SIZE};
 use crate::backing::Backing;
 use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
 use crate::policy::PolicyState;
-use crate::stats::{BdStat, Counters, IoStat, MmStat, PolicyStat, Stat, StreamStat};
+use crate::stats::{BdStat, Counters, IoStat, MmStat, PolicyStat, PoolStat, Stat, StreamStat};
 use crate::streams::{PageJob, Streams};
 use crate::sync::{lock, Mutex};
 
@@ -193,6 +202,9 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     /// The scheduled policy and its last round.
     pub(crate) policy: Mutex<PolicyState>,
+    /// Staging pages for reads (the compressed copy and its decoded page) and for the
+    /// write path's compressed output (`page_pool`; 0 pages: every page from the allocator).
+    pool: std::sync::Arc<PagePool>,
 }
 
 impl std::fmt::Debug for Store {
@@ -235,6 +247,7 @@ impl Store {
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(MonotonicClock::default()),
             policy: Mutex::new(PolicyState::default()),
+            pool: PagePool::new(0),
         })
     }
 
@@ -408,95 +421,88 @@ impl Store {
     }
 
     fn read_inner(&self, offset: u64, buf: &mut [u8]) -> Result<(), BlkError> {
-        let segs: Vec<Seg> = segments(offset, buf.len()).collect();
-        let scratch = segs.len().min(CHUNK) * PAGE_SIZE;
-        let mut comp = vec![0u8; scratch];
-        let mut tmp = vec![0u8; scratch];
+        // Two pool pages, taken at the first page that needs them and reused for every page
+        // of the request: the compressed copy and the page it decodes into.
+        let mut staging: Option<PageBuf> = None;
         let mut rest = buf;
-        for chunk in segs.chunks(CHUNK) {
-            let mut outs: Vec<&mut [u8]> = Vec::with_capacity(chunk.len());
-            for s in chunk {
-                let (a, b) = std::mem::take(&mut rest).split_at_mut(s.len);
-                outs.push(a);
-                rest = b;
-            }
-            self.read_chunk(chunk, &mut outs, &mut comp, &mut tmp)?;
+        for s in segments(offset, rest.len()) {
+            let (out, tail) = std::mem::take(&mut rest).split_at_mut(s.len);
+            rest = tail;
+            self.read_page(s, out, &mut staging)?;
         }
         Ok(())
     }
 
-    /// Read one chunk of segments into `outs` (one slice each).
-    fn read_chunk(
+    /// Read one segment into `out`. The slot is snapshot under its lock (a compressed object
+    /// copied out), then decoded outside it into a staging page (zram's per-stream buffer;
+    /// here the page pool's pages, as EROFS decompresses into its reserved pages).
+    fn read_page(
         &self,
-        chunk: &[Seg],
-        outs: &mut [&mut [u8]],
-        comp: &mut [u8],
-        tmp: &mut [u8],
+        s: Seg,
+        out: &mut [u8],
+        staging: &mut Option<PageBuf>,
     ) -> Result<(), BlkError> {
-        // Snapshot each slot under its lock: fill what needs no decoding, copy objects out.
-        // (index in chunk, compressed len, algorithm priority)
-        let mut pending: Vec<(usize, usize, u8)> = Vec::new();
-        for (i, s) in chunk.iter().enumerate() {
-            let mut e = lock(&self.slots[s.page]);
-            self.accessed(&mut e);
-            match e.slot {
-                Slot::Empty => outs[i].fill(0),
-                Slot::Same(w) => fill_same(w, s.start, outs[i]),
-                Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
-                    let page = &mut tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
-                    self.arena.read(handle, page);
-                    outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
-                }
-                Slot::Written { block } => {
-                    let page = &mut tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
-                    self.read_back(block, page)
-                        .map_err(|err| with_page(err, s.page))?;
-                    outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
-                }
-                Slot::Stored { handle, len } => {
-                    let len = len as usize;
-                    self.arena
-                        .read(handle, &mut comp[i * PAGE_SIZE..i * PAGE_SIZE + len]);
-                    pending.push((i, len, e.prio));
-                }
+        let mut e = lock(&self.slots[s.page]);
+        self.accessed(&mut e);
+        let (comp, page) = match e.slot {
+            Slot::Empty => {
+                out.fill(0);
+                return Ok(());
             }
-        }
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let mut jobs: Vec<PageJob<'_>> = Vec::with_capacity(pending.len());
-        let mut comp_rest: &[u8] = comp;
-        let mut tmp_rest: &mut [u8] = tmp;
-        let mut taken = 0;
-        for &(i, len, _) in &pending {
-            // Split the scratch buffers at page i (pending is in increasing order).
-            let skip = (i - taken) * PAGE_SIZE;
-            let (_, c) = comp_rest.split_at(skip);
-            let (c, c_next) = c.split_at(PAGE_SIZE);
-            comp_rest = c_next;
-            let (_, t) = std::mem::take(&mut tmp_rest).split_at_mut(skip);
-            let (t, t_next) = t.split_at_mut(PAGE_SIZE);
-            tmp_rest = t_next;
-            taken = i + 1;
-            jobs.push(PageJob::new(&c[..len], t));
-        }
-        for (job, &(_, _, prio)) in jobs.iter_mut().zip(&pending) {
-            self.algo(prio).decompress(std::slice::from_mut(job));
-        }
-        for (job, &(i, _, _)) in jobs.iter_mut().zip(&pending) {
-            match job.result.take() {
+            Slot::Same(w) => {
+                fill_same(w, s.start, out);
+                return Ok(());
+            }
+            _ => self.staging_pages(staging, s.page)?,
+        };
+        let comp_len = match e.slot {
+            Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
+                self.arena.read(handle, page);
+                None
+            }
+            Slot::Stored { handle, len } => {
+                let len = usize::from(len).min(comp.len());
+                self.arena.read(handle, &mut comp[..len]);
+                Some(len)
+            }
+            Slot::Written { block } => {
+                self.read_back(block, page)
+                    .map_err(|err| with_page(err, s.page))?;
+                None
+            }
+            Slot::Empty | Slot::Same(_) => None,
+        };
+        let prio = e.prio;
+        drop(e);
+        if let Some(len) = comp_len {
+            let mut jobs = [PageJob::new(&comp[..len], page)];
+            self.algo(prio).decompress(&mut jobs);
+            match jobs[0].result.take() {
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(with_page(e, chunk[i].page)),
-                None => return Err(with_page(corrupt("not decompressed"), chunk[i].page)),
+                Some(Err(err)) => return Err(with_page(err, s.page)),
+                None => return Err(with_page(corrupt("not decompressed"), s.page)),
             }
         }
-        drop(jobs);
-        for &(i, _, _) in &pending {
-            let s = chunk[i];
-            let page = &tmp[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
-            outs[i].copy_from_slice(&page[s.start..s.start + s.len]);
-        }
+        out.copy_from_slice(&page[s.start..s.start + s.len]);
         Ok(())
+    }
+
+    /// The request's two staging pages from the pool (taken at first use): a compressed
+    /// object's copy, and the page it decodes into.
+    fn staging_pages<'a>(
+        &self,
+        staging: &'a mut Option<PageBuf>,
+        page: usize,
+    ) -> Result<(&'a mut [u8], &'a mut [u8]), BlkError> {
+        let buf = staging.get_or_insert_with(|| self.pool.alloc(2 * PAGE_SIZE));
+        let mut pages = buf.pages_mut();
+        match (pages.next(), pages.next()) {
+            (Some(comp), Some(page)) => Ok((comp, page)),
+            _ => Err(with_page(
+                corrupt("the page pool gave no staging pages"),
+                page,
+            )),
+        }
     }
 
     /// Write `data` at `offset`.
@@ -511,53 +517,73 @@ impl Store {
     }
 
     fn write_inner(&self, offset: u64, data: &[u8]) -> Result<(), BlkError> {
-        let segs: Vec<Seg> = segments(offset, data.len()).collect();
-        let limit = self.arena.huge_class_size() - 1;
-        let mut out = vec![0u8; segs.len().min(CHUNK) * PAGE_SIZE];
+        let mut segs = segments(offset, data.len()).peekable();
+        let mut chunk: Vec<Seg> = Vec::with_capacity(CHUNK);
         let mut pos = 0;
-        for chunk in segs.chunks(CHUNK) {
-            let pieces: Vec<&[u8]> = chunk
-                .iter()
-                .map(|s| {
-                    let p = &data[pos..pos + s.len];
-                    pos += s.len;
-                    p
-                })
-                .collect();
-            // Whole pages that are not same-filled: one compression batch.
-            let mut jobs: Vec<PageJob<'_>> = Vec::new();
-            let mut which: Vec<usize> = Vec::new();
-            for ((i, s), o) in chunk.iter().enumerate().zip(out.chunks_mut(PAGE_SIZE)) {
-                if s.whole() && same_filled(pieces[i]).is_none() {
-                    jobs.push(PageJob::new(pieces[i], &mut o[..limit]));
-                    which.push(i);
-                }
+        while segs.peek().is_some() {
+            chunk.clear();
+            chunk.extend(segs.by_ref().take(CHUNK));
+            let len: usize = chunk.iter().map(|s| s.len).sum();
+            self.write_chunk(&chunk, &data[pos..pos + len])?;
+            pos += len;
+        }
+        Ok(())
+    }
+
+    /// Write one chunk of segments from `data` (their bytes in order). Whole pages that are
+    /// not same-filled are compressed as one batch into staging pages from the page pool
+    /// (one page each), then each is stored under its slot's lock.
+    fn write_chunk(&self, chunk: &[Seg], data: &[u8]) -> Result<(), BlkError> {
+        let limit = self.arena.huge_class_size() - 1;
+        let mut pos = 0;
+        let pieces: Vec<&[u8]> = chunk
+            .iter()
+            .map(|s| {
+                let p = &data[pos..pos + s.len];
+                pos += s.len;
+                p
+            })
+            .collect();
+        let which: Vec<usize> = (0..chunk.len())
+            .filter(|&i| chunk[i].whole() && same_filled(pieces[i]).is_none())
+            .collect();
+        let mut staging = self.pool.alloc(which.len() * PAGE_SIZE);
+        let mut jobs: Vec<PageJob<'_>> = which
+            .iter()
+            .zip(staging.pages_mut())
+            .map(|(&i, o)| {
+                let n = limit.min(o.len());
+                PageJob::new(pieces[i], &mut o[..n])
+            })
+            .collect();
+        self.streams.compress(&mut jobs);
+        let results: Vec<Option<Result<Option<usize>, BlkError>>> =
+            jobs.into_iter().map(|j| j.result).collect();
+        let outs: Vec<&[u8]> = staging.pages().collect();
+        let mut results = which
+            .into_iter()
+            .zip(outs.into_iter().zip(results))
+            .peekable();
+        for (i, s) in chunk.iter().enumerate() {
+            if !s.whole() {
+                self.write_partial(*s, pieces[i])?;
+                continue;
             }
-            self.streams.compress(&mut jobs);
-            let results: Vec<Option<Result<Option<usize>, BlkError>>> =
-                jobs.into_iter().map(|j| j.result).collect();
-            let mut results = which.into_iter().zip(results).peekable();
-            for (i, s) in chunk.iter().enumerate() {
-                if !s.whole() {
-                    self.write_partial(*s, pieces[i])?;
-                    continue;
-                }
-                let new = match results.next_if(|(w, _)| *w == i) {
-                    Some((_, r)) => match r {
-                        Some(Ok(Some(n))) => New::Bytes(&out[i * PAGE_SIZE..i * PAGE_SIZE + n]),
-                        Some(Ok(None)) => New::Bytes(pieces[i]),
-                        Some(Err(e)) => return Err(e),
-                        None => return Err(corrupt("not compressed")),
-                    },
-                    None => match same_filled(pieces[i]) {
-                        Some(w) => New::Same(w),
-                        None => New::Bytes(pieces[i]),
-                    },
-                };
-                let mut e = lock(&self.slots[s.page]);
-                self.replace(&mut e, new)?;
-                self.accessed(&mut e);
-            }
+            let new = match results.next_if(|(w, _)| *w == i) {
+                Some((_, (out, r))) => match r {
+                    Some(Ok(Some(n))) => New::Bytes(&out[..n.min(out.len())]),
+                    Some(Ok(None)) => New::Bytes(pieces[i]),
+                    Some(Err(e)) => return Err(e),
+                    None => return Err(corrupt("not compressed")),
+                },
+                None => match same_filled(pieces[i]) {
+                    Some(w) => New::Same(w),
+                    None => New::Bytes(pieces[i]),
+                },
+            };
+            let mut e = lock(&self.slots[s.page]);
+            self.replace(&mut e, new)?;
+            self.accessed(&mut e);
         }
         Ok(())
     }
@@ -778,6 +804,12 @@ impl Store {
         self.mem_limit.store(bytes, Ordering::Release);
     }
 
+    /// Set the page pool to `pages` reserved pages (0 turns it off), live: growing maps and
+    /// locks the new pages without stalling requests, shrinking frees idle pages now.
+    pub fn set_page_pool(&self, pages: usize) {
+        self.pool.set_size(pages);
+    }
+
     /// Change the number of streams live.
     pub fn set_streams(&self, n: usize) -> Result<(), BlkError> {
         self.streams.set_streams(n)
@@ -842,6 +874,7 @@ impl Store {
             },
             num_reads: g(&c.num_reads),
             num_writes: g(&c.num_writes),
+            page_pool: PoolStat::from(self.pool.stats()),
         }
     }
 }
