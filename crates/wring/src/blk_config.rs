@@ -36,8 +36,11 @@ refused unless the section also says listen_insecure = yes\n  \
 KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, the idle, \
 recompress and writeback policies); `wring blk start` checks it\n\
 Example:\n  [swap0]\n  size = 4G\n  algorithm = zstd:3\n  streams = 2\n  mem_limit = 1G\n\
-The device serves nbd+unix:///?socket=/run/wring/blk/NAME/nbd.sock. A filesystem or swap on it \
-orders itself after the unit with x-systemd.requires=wring-blk@NAME.service in fstab.";
+The device serves nbd+unix:///?socket=/run/wring/blk/NAME/nbd.sock: an NBD export, not a /dev \
+node. A filesystem or swap on it at boot needs the export attached first, e.g. by nbd-client with \
+the kernel's nbd module in an ExecStartPost= drop-in of wring-blk@NAME.service (the example \
+blk.conf shows one; untested here), and x-systemd.requires=wring-blk@NAME.service on its fstab \
+line.";
 
 /// `wring blk-config` subcommands.
 #[derive(clap::Subcommand)]
