@@ -17,6 +17,7 @@
 //! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
 //! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`] | (beyond zram) |
 //! | `policy every=S age=S [recompress=T] [writeback=T]` or `policy off` | the policy | (beyond zram) |
+//! | `page_pool N` | the pool's counters ([`PoolStat`](crate::stats::PoolStat)) | (beyond zram: resizes it live) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -33,7 +34,7 @@ use serde_json::{json, Value};
 use crate::backing::{WritebackReport, WritebackType};
 use crate::error::BlkError;
 use crate::options::parse_wb_limit;
-use crate::options::{parse_size, parse_streams};
+use crate::options::{parse_page_pool, parse_size, parse_streams};
 use crate::policy::Policy;
 use crate::recompress::{RecompressReport, RecompressRequest, TrainReport, TrainRequest};
 use crate::stats::Stat;
@@ -66,6 +67,8 @@ pub enum Request {
     Writeback(WritebackType),
     /// Set the writeback budget in pages (`None`: no limit).
     WritebackLimit(Option<u64>),
+    /// Resize the page pool (pages; 0 turns it off).
+    PagePool(usize),
 }
 
 /// Parse `idle`'s argument: `all` or a whole number of seconds.
@@ -109,9 +112,10 @@ impl Request {
             (Some("idle"), Some(v)) => Request::Idle(parse_idle(v)?),
             (Some("writeback"), Some(v)) => Request::Writeback(WritebackType::parse(v)?),
             (Some("writeback_limit"), Some(v)) => Request::WritebackLimit(parse_wb_limit(v)?),
+            (Some("page_pool"), Some(v)) => Request::PagePool(parse_page_pool(v)?),
             _ => {
                 return Err(BlkError::Option(format!(
-                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off, train_dict [size=BYTES] [level=L], policy every=S age=S …|off",
+                    "unknown control request '{}'; accepted: stat, compact, reset, mem_limit SIZE, streams N, idle all|SECONDS, recompress [type=…] [threshold=N] [algo=NAME], writeback TYPE, writeback_limit N|off, train_dict [size=BYTES] [level=L], policy every=S age=S …|off, page_pool N",
                     line.trim()
                 )))
             }
@@ -142,6 +146,7 @@ impl Request {
             Request::Policy(Some(p)) => format!("policy {}", p.text()),
             Request::WritebackLimit(Some(n)) => format!("writeback_limit {n}"),
             Request::WritebackLimit(None) => "writeback_limit off".into(),
+            Request::PagePool(n) => format!("page_pool {n}"),
         }
     }
 }
@@ -180,6 +185,11 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
         Request::WritebackLimit(n) => {
             store.set_writeback_limit(n);
             json!(store.writeback_limit())
+        }
+        Request::PagePool(n) => {
+            store.set_page_pool(n);
+            serde_json::to_value(store.stat().page_pool)
+                .map_err(|e| BlkError::Option(e.to_string()))?
         }
     })
 }
@@ -289,6 +299,8 @@ mod tests {
             Request::Writeback(WritebackType::HugeIdle),
             Request::WritebackLimit(Some(10)),
             Request::WritebackLimit(None),
+            Request::PagePool(0),
+            Request::PagePool(256),
             Request::TrainDict(TrainRequest::default()),
             Request::Policy(None),
             Request::Policy(Some(
@@ -328,6 +340,9 @@ mod tests {
             "train_dicts",
             "policy every=1",
             "policy",
+            "page_pool",
+            "page_pool many",
+            "page_pool 1048577",
         ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }
@@ -358,6 +373,7 @@ mod tests {
             value.clone().prop_map(|v| format!("writeback {v}")),
             value.clone().prop_map(|v| format!("writeback_limit {v}")),
             value.clone().prop_map(|v| format!("mem_limit {v}")),
+            value.clone().prop_map(|v| format!("page_pool {v}")),
             value.prop_map(|v| format!("streams {v}")),
             "\\PC{0,40}",
         ]
@@ -403,6 +419,12 @@ mod tests {
             json!(8192)
         );
         assert_eq!(store.stat().mm_stat.mem_limit, 8192);
+        let pool = request(&path, Request::PagePool(4)).unwrap();
+        assert_eq!(
+            (pool["size"].clone(), pool["free"].clone()),
+            (json!(4), json!(4))
+        );
+        assert_eq!(store.stat().page_pool.size, 4);
         request(&path, Request::Reset).unwrap();
         assert_eq!(store.stat().mm_stat.orig_data_size, 0);
         // A raw bad line gets an error reply naming what is accepted.
