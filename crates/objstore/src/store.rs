@@ -224,7 +224,9 @@ impl ObjStore {
             }
         }
         let mut missing = 0u64;
+        let mut highest = segs.keys().next_back().copied().unwrap_or(0);
         for (a, len) in live {
+            highest = highest.max(a.segment());
             match segs.get_mut(&a.segment()) {
                 Some(s) => s.live += len,
                 None => missing += 1,
@@ -237,7 +239,16 @@ impl ObjStore {
                 cfg.prefix
             );
         }
-        let open_seg = segs.keys().next_back().map_or(1, |n| n + 1);
+        // Past every number in the bucket and in the caller's metadata: an address the
+        // metadata holds must never come to name a new segment.
+        let Some(open_seg) = highest.checked_add(1) else {
+            return Err(Error::TooLarge(format!(
+                "s3://{}/{} names segment {highest:#x}, the last segment number: no new \
+                 segment can be numbered after it (a foreign object in the bucket, or corrupt \
+                 metadata)",
+                cfg.bucket, cfg.prefix
+            )));
+        };
         let state = State {
             open_seg,
             open: Builder::default(),
@@ -303,6 +314,11 @@ impl ObjStore {
             if full(&st) {
                 self.seal(&mut st);
             }
+        }
+        if st.open_seg == u32::MAX {
+            return Err(Error::TooLarge(
+                "segment numbers are used up (the next segment would be the last number)".into(),
+            ));
         }
         let offset = st.open.push(bytes);
         let seg = st.open_seg;
@@ -570,10 +586,14 @@ impl ObjStore {
             let c = last + i;
             if c < chunks_in(object_len) {
                 want.push((seg, c, object_len));
-            } else if let Some(next) = st.segs.get(&(seg + 1)).filter(|s| s.in_bucket) {
+            } else if let Some((nseg, next)) = seg
+                .checked_add(1)
+                .and_then(|n| Some((n, st.segs.get(&n)?)))
+                .filter(|(_, s)| s.in_bucket)
+            {
                 let c = c - chunks_in(object_len);
                 if c < chunks_in(next.object_len) {
-                    want.push((seg + 1, c, next.object_len));
+                    want.push((nseg, c, next.object_len));
                 }
             }
         }
@@ -609,17 +629,16 @@ impl ObjStore {
     /// (fsck).
     pub fn verify_segment(&self, seg: u32) -> Result<Vec<Entry>> {
         let path = self.key(seg);
-        let what = format!("reading {}", self.url(&path));
-        let bytes = self
-            .block(async {
-                let r = self.inner.store.get(&path).await?;
-                r.bytes().await
-            })
-            .map_err(|source| match source {
-                object_store::Error::NotFound { .. } => self.missing(seg),
-                source => Error::Request { what, source },
-            })?;
-        self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
+        // Never more than the listing said: an object replaced by something larger is refused
+        // before its bytes are read.
+        let object_len = match lock(&self.inner.state).segs.get(&seg) {
+            Some(s) if s.in_bucket => s.object_len,
+            _ => return Err(self.missing(seg)),
+        };
+        let bytes = match self.block(get_capped(&self.inner, &path, object_len, "segment"))? {
+            Some((b, _)) => b,
+            None => return Err(self.missing(seg)),
+        };
         let corrupt = |why: String| Error::Corrupt {
             object: self.url(&path),
             why,
@@ -719,6 +738,12 @@ impl ObjStore {
     ) -> Result<()> {
         let mut buf = Vec::new();
         for &(old, len) in extents {
+            if len > MAX_EXTENT {
+                return Err(Error::TooLarge(format!(
+                    "an extent of {len} bytes at {old} is over the limit of {MAX_EXTENT}: the \
+                     metadata naming it is corrupt"
+                )));
+            }
             buf.resize(len as usize, 0);
             self.read(old, &mut buf)?;
             map.push((old, self.append(&buf)?, len));
@@ -807,28 +832,12 @@ impl ObjStore {
         }
     }
 
-    /// The metadata object `PREFIX/meta/NAME`, or None when there is none.
-    pub fn get_meta(&self, name: &str) -> Result<Option<Bytes>> {
+    /// The metadata object `PREFIX/meta/NAME`, or None when there is none; an object larger
+    /// than `limit` bytes is refused ([`Error::TooLarge`]) before it is read.
+    pub fn get_meta(&self, name: &str, limit: u64) -> Result<Option<Bytes>> {
         let path = self.meta_path(name)?;
-        let got = self.block(async {
-            let r = self.inner.store.get(&path).await?;
-            r.bytes().await
-        });
-        match got {
-            Ok(b) => {
-                self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
-                self.inner
-                    .n
-                    .get_bytes
-                    .fetch_add(b.len() as u64, Ordering::Relaxed);
-                Ok(Some(b))
-            }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(source) => Err(Error::Request {
-                what: format!("reading {}", self.url(&path)),
-                source,
-            }),
-        }
+        let got = self.block(get_capped(&self.inner, &path, limit, "metadata object"))?;
+        Ok(got.map(|(b, _)| b))
     }
 
     fn lease_path(&self) -> ObjPath {
@@ -843,25 +852,19 @@ impl ObjStore {
     /// The lease as it is in the bucket (None when nobody holds it), with its version.
     fn lease_now(&self) -> Result<Option<(Lease, UpdateVersion)>> {
         let path = self.lease_path();
-        let what = format!("reading {}", self.url(&path));
-        let got = self.block(async {
-            let r = self.inner.store.get(&path).await?;
-            let v = UpdateVersion {
-                e_tag: r.meta.e_tag.clone(),
-                version: r.meta.version.clone(),
-            };
-            Ok::<_, object_store::Error>((r.bytes().await?, v))
-        });
-        let (bytes, version) = match got {
-            Ok(b) => b,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(source) => return Err(Error::Request { what, source }),
-        };
-        self.inner.n.gets.fetch_add(1, Ordering::Relaxed);
-        let lease = Lease::parse(&bytes).map_err(|e| Error::Corrupt {
+        let corrupt = |why: String| Error::Corrupt {
             object: self.url(&path),
-            why: format!("{e} (break the lease to replace it)"),
-        })?;
+            why: format!("{why} (break the lease to replace it)"),
+        };
+        let got = match self.block(get_capped(&self.inner, &path, MAX_LEASE, "lease record")) {
+            Ok(g) => g,
+            Err(Error::TooLarge(why)) => return Err(corrupt(why)),
+            Err(e) => return Err(e),
+        };
+        let Some((bytes, version)) = got else {
+            return Ok(None);
+        };
+        let lease = Lease::parse(&bytes).map_err(|e| corrupt(e.0))?;
         Ok(Some((lease, version)))
     }
 
@@ -990,6 +993,57 @@ fn split_chunks(bytes: &[u8], chunk: u64) -> Vec<Bytes> {
         at = end;
     }
     out
+}
+
+/// The most a lease record may be (its holder is at most 256 bytes).
+const MAX_LEASE: u64 = 4096;
+
+/// A whole object of at most `cap` bytes, with its version; None when there is none. A larger
+/// one is refused from its size before the body is read, and the body is not read past `cap`
+/// whatever the size said.
+async fn get_capped(
+    inner: &Inner,
+    path: &ObjPath,
+    cap: u64,
+    what: &str,
+) -> Result<Option<(Bytes, UpdateVersion)>> {
+    let url = format!("s3://{}/{path}", inner.cfg.bucket);
+    let too_big = |size: u64| {
+        Error::TooLarge(format!(
+            "{url} is {size} bytes or more, more than the {cap} a {what} may have here; \
+             refusing to read it"
+        ))
+    };
+    let request = |source| Error::Request {
+        what: format!("reading {url}"),
+        source,
+    };
+    let r = match inner.store.get(path).await {
+        Ok(r) => r,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(source) => return Err(request(source)),
+    };
+    inner.n.gets.fetch_add(1, Ordering::Relaxed);
+    if r.meta.size > cap {
+        return Err(too_big(r.meta.size));
+    }
+    let version = UpdateVersion {
+        e_tag: r.meta.e_tag.clone(),
+        version: r.meta.version.clone(),
+    };
+    let mut out = Vec::with_capacity(r.meta.size as usize);
+    let mut body = r.into_stream();
+    while let Some(piece) = body.try_next().await.map_err(request)? {
+        if (out.len() + piece.len()) as u64 > cap {
+            return Err(too_big((out.len() + piece.len()) as u64));
+        }
+        out.extend_from_slice(&piece);
+        inner
+            .n
+            .get_bytes
+            .fetch_add(piece.len() as u64, Ordering::Relaxed);
+    }
+    Ok(Some((Bytes::from(out), version)))
 }
 
 /// One ranged GET; an answer shorter than asked is corruption, not a panic.

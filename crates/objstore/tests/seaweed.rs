@@ -610,6 +610,81 @@ fn reads_while_the_server_is_down_fail_clearly() {
 }
 
 #[test]
+fn untrusted_objects_and_addresses_are_bounded() {
+    let Some(sw) = seaweed("untrusted_objects_and_addresses_are_bounded") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let raw = raw_client(&sw);
+    let plant = |key: &str, bytes: Vec<u8>| {
+        let key = object_store::path::Path::from(key);
+        rt.block_on(raw.put(&key, bytes.into())).expect("plant");
+    };
+    // New segments are numbered past the live extents the caller names, even when the
+    // bucket has none of them (a metadata snapshot ahead of the listing).
+    let cfg = config(&sw, "ahead");
+    let store = open(&cfg, &[(Addr::new(50, 0), 10)]);
+    let a = store.append(b"new").expect("append");
+    assert!(a.segment() > 50, "a new extent went to {a}");
+    store.sync().expect("sync");
+    // An extent length over MAX_EXTENT from the caller is refused, not allocated.
+    let err = store
+        .rewrite(&[(a, wring_objstore::config::MAX_EXTENT + 1)])
+        .expect_err("rewrite of an oversized extent");
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    // A segment object replaced by a larger one is refused before its bytes are read.
+    let listed = store.stats().bucket_bytes;
+    plant(
+        &format!("ahead/seg/{:016x}", a.segment()),
+        vec![0u8; 4 << 20],
+    );
+    let got_before = store.stats().get_bytes;
+    let err = store
+        .verify_segment(a.segment())
+        .expect_err("verified a replaced segment");
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(
+        store.stats().get_bytes - got_before <= listed,
+        "verify read past the listed size"
+    );
+    drop(store);
+    // A huge lease record is refused by its size.
+    plant("ahead/lease", vec![b'x'; 1 << 20]);
+    let store = open(&cfg, &[]);
+    let err = store.lease().expect_err("an oversized lease record parsed");
+    let msg = err.to_string();
+    assert!(
+        matches!(err, Error::Corrupt { .. }) && msg.contains("more than the 4096"),
+        "{msg}"
+    );
+    store.break_lease().expect("break an oversized lease");
+    drop(store);
+    // The last segment number in the bucket: nothing can be numbered after it.
+    let cfg = config(&sw, "last");
+    plant("last/seg/00000000ffffffff", b"foreign".to_vec());
+    let mut refused = None;
+    for _ in 0..120 {
+        match ObjStore::open(cfg.clone(), []) {
+            Ok(_) => break,
+            Err(Error::TooLarge(m)) => {
+                refused = Some(m);
+                break;
+            }
+            Err(e) => {
+                eprintln!("open: {e}; retrying");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    let msg = refused.expect("opened with segment ffffffff in the bucket");
+    assert!(msg.contains("0xffffffff"), "{msg}");
+    sw.stop_and_check().expect("clean stop");
+}
+
+#[test]
 fn seaweedfs_conditional_puts() {
     let Some(sw) = seaweed("seaweedfs_conditional_puts") else {
         return;
@@ -664,16 +739,34 @@ fn metadata_objects_round_trip() {
     };
     let cfg = config(&sw, "meta");
     let store = open(&cfg, &[]);
-    assert!(store.get_meta("snapshot-1").expect("get").is_none());
+    assert!(store
+        .get_meta("snapshot-1", 8 << 20)
+        .expect("get")
+        .is_none());
     let snapshot = wring_testing::random_bytes(9, 3 << 20);
     store.put_meta("snapshot-1", snapshot.clone()).expect("put");
-    let got = store.get_meta("snapshot-1").expect("get").expect("there");
+    let got = store
+        .get_meta("snapshot-1", 8 << 20)
+        .expect("get")
+        .expect("there");
     assert!(got[..] == snapshot[..], "the snapshot came back different");
     store
         .put_meta("snapshot-1", b"newer".to_vec())
         .expect("replace");
-    let got = store.get_meta("snapshot-1").expect("get").expect("there");
+    let got = store
+        .get_meta("snapshot-1", 8 << 20)
+        .expect("get")
+        .expect("there");
     assert_eq!(&got[..], b"newer");
+    // A snapshot larger than the caller's limit is refused, not read.
+    store
+        .put_meta("big", snapshot.clone())
+        .expect("put a big one");
+    let err = store
+        .get_meta("big", 1 << 20)
+        .map(|got| got.map(|b| b.len()))
+        .expect_err("read a snapshot over the limit");
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
     for bad in ["", "../lease", "a/b", ".hidden"] {
         let err = store.put_meta(bad, Vec::new()).expect_err(bad);
         assert!(matches!(err, Error::Config(_)), "{bad}: {err}");
