@@ -15,6 +15,9 @@ pub const CHUNK_BYTES: u32 = 256 << 10;
 pub const MAX_EXTENT: u64 = 1 << 30;
 /// Default cache limit: 256 MiB.
 pub const CACHE_BYTES: u64 = 256 << 20;
+/// Segment indexes kept in memory by default (an index is 12 bytes per extent: a 4 MiB segment
+/// of 16 KiB extents has a 3 KiB index, so 1024 of them are about 3 MiB).
+pub const INDEX_CACHE: usize = 1024;
 
 /// How to reach the bucket and how to use it.
 #[derive(Debug, Clone)]
@@ -35,6 +38,8 @@ pub struct Config {
     pub chunk_bytes: u32,
     /// The cache's byte limit.
     pub cache_bytes: u64,
+    /// Segment indexes kept in memory, least recently used out first.
+    pub index_cache: usize,
     /// Uploads running at once.
     pub max_uploads: usize,
     /// Sealed segments that may wait for upload before appends wait.
@@ -60,6 +65,7 @@ impl Config {
             segment_bytes: SEGMENT_BYTES,
             chunk_bytes: CHUNK_BYTES,
             cache_bytes: CACHE_BYTES,
+            index_cache: INDEX_CACHE,
             max_uploads: 4,
             queue_segments: 8,
             prefetch_chunks: 4,
@@ -81,9 +87,9 @@ impl Config {
                 self.segment_bytes
             )));
         }
-        if self.max_uploads == 0 || self.queue_segments == 0 {
+        if self.max_uploads == 0 || self.queue_segments == 0 || self.index_cache == 0 {
             return Err(Error::Config(
-                "max_uploads and queue_segments must not be 0".into(),
+                "max_uploads, queue_segments and index_cache must not be 0".into(),
             ));
         }
         if let Some(e) = &self.endpoint {

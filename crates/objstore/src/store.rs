@@ -49,6 +49,8 @@ pub struct Stats {
     pub pending_segments: u64,
     /// Uploads running now.
     pub uploads_in_flight: u64,
+    /// Segment indexes held in memory.
+    pub indexes_cached: u64,
     /// Bytes in the local cache, and its limit.
     pub cache_bytes: u64,
     /// The cache's limit.
@@ -103,7 +105,9 @@ struct State {
     open: Builder,
     pending: BTreeMap<u32, Arc<Sealed>>,
     segs: BTreeMap<u32, SegInfo>,
-    indexes: HashMap<u32, Arc<Vec<Entry>>>,
+    /// Segment indexes with their last use, at most `Config::index_cache` of them.
+    indexes: HashMap<u32, (Arc<Vec<Entry>>, u64)>,
+    index_tick: u64,
     last_error: Option<String>,
     last_read: Option<(u32, u32)>,
     prefetching: HashSet<Key>,
@@ -255,6 +259,7 @@ impl ObjStore {
             pending: BTreeMap::new(),
             segs,
             indexes: HashMap::new(),
+            index_tick: 0,
             last_error: None,
             last_read: None,
             prefetching: HashSet::new(),
@@ -381,7 +386,7 @@ impl ObjStore {
             entries: entries.clone(),
         });
         st.segs.entry(seg).or_default().object_len = sealed.bytes.len() as u64;
-        st.indexes.insert(seg, entries);
+        remember_index(st, seg, entries, self.inner.cfg.index_cache);
         st.pending.insert(seg, sealed.clone());
         st.open_seg += 1;
         let inner = self.inner.clone();
@@ -475,8 +480,14 @@ impl ObjStore {
 
     /// A segment's index, fetched (trailer, then index) the first time.
     fn index(&self, seg: u32, object_len: u64) -> Result<Arc<Vec<Entry>>> {
-        if let Some(i) = lock(&self.inner.state).indexes.get(&seg) {
-            return Ok(i.clone());
+        {
+            let mut st = lock(&self.inner.state);
+            st.index_tick += 1;
+            let tick = st.index_tick;
+            if let Some((i, used)) = st.indexes.get_mut(&seg) {
+                *used = tick;
+                return Ok(i.clone());
+            }
         }
         let path = self.key(seg);
         let corrupt = |why: String| Error::Corrupt {
@@ -498,7 +509,8 @@ impl ObjStore {
         }
         let index = self.get_range(&path, trailer.data_len as u64, tail_at)?;
         let entries = Arc::new(segment::parse_index(&index, &trailer).map_err(|e| corrupt(e.0))?);
-        lock(&self.inner.state).indexes.insert(seg, entries.clone());
+        let cap = self.inner.cfg.index_cache;
+        remember_index(&mut lock(&self.inner.state), seg, entries.clone(), cap);
         Ok(entries)
     }
 
@@ -664,6 +676,7 @@ impl ObjStore {
             }
         }
         s.pending_segments = st.pending.len() as u64;
+        s.indexes_cached = st.indexes.len() as u64;
         s.pending_bytes = st.open.data.len() as u64
             + st.pending
                 .values()
@@ -978,6 +991,24 @@ impl Drop for ObjStore {
         if let Some(rt) = self.rt.take() {
             rt.shutdown_timeout(Duration::from_secs(2));
         }
+    }
+}
+
+/// Keep `seg`'s index, dropping the least recently used ones past `cap` (a scan: `cap` is
+/// small, and this runs once per index fetched).
+fn remember_index(st: &mut State, seg: u32, entries: Arc<Vec<Entry>>, cap: usize) {
+    st.index_tick += 1;
+    st.indexes.insert(seg, (entries, st.index_tick));
+    while st.indexes.len() > cap {
+        let oldest = st
+            .indexes
+            .iter()
+            .min_by_key(|(_, (_, t))| *t)
+            .map(|(&s, _)| s);
+        match oldest {
+            Some(s) => st.indexes.remove(&s),
+            None => break,
+        };
     }
 }
 

@@ -26,7 +26,8 @@ fn round_trip_across_segments_and_a_new_instance() {
     let Some(sw) = seaweed("round_trip_across_segments_and_a_new_instance") else {
         return;
     };
-    let cfg = config(&sw, "rt");
+    let mut cfg = config(&sw, "rt");
+    cfg.index_cache = 4;
     let ext = extents(1, 400, 9000);
     let store = open(&cfg, &[]);
     let addrs = write_all(&store, &ext);
@@ -43,6 +44,9 @@ fn round_trip_across_segments_and_a_new_instance() {
     let again = open(&cfg, &addrs);
     assert_eq!(again.stats().live_bytes, total);
     check_all(&again, &ext, &addrs);
+    // Reading every segment kept no more indexes than the limit.
+    let st = again.stats();
+    assert!(st.indexes_cached <= 4, "{} indexes held", st.indexes_cached);
     // New segments are numbered after the old ones: nothing is overwritten.
     let a = again.append(b"after").expect("append");
     assert!(a.segment() > addrs.iter().map(|x| x.0.segment()).max().unwrap_or(0));
