@@ -27,10 +27,11 @@
 //!
 //! * Staging buffers come from the engine's page pool ([`PagePool`], EROFS's reserved pages for
 //!   decompression; `page_pool=N`, off by default): a read takes two pool pages at the first
-//!   page it must decode (a compressed object's copy and the page it decodes into; a huge or
-//!   written-back page is staged in the second) and reuses them for the rest of the request;
-//!   a write batch compresses each page into a pool page. An empty pool falls back to the
-//!   allocator, never waits; `stat` counts hits, misses and fallbacks.
+//!   page that needs them and reuses them for the rest of the request: a compressed object's
+//!   copy, and a bounce page that part of a page decodes (or a huge or written-back page is
+//!   read) into; a whole page decodes straight into the caller's buffer, as EROFS decodes into
+//!   page-cache pages. A write batch compresses each page into a pool page. An empty pool
+//!   falls back to the allocator, never waits; `stat` counts hits, misses and fallbacks.
 //!
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
@@ -434,8 +435,10 @@ impl Store {
     }
 
     /// Read one segment into `out`. The slot is snapshot under its lock (a compressed object
-    /// copied out), then decoded outside it into a staging page (zram's per-stream buffer;
-    /// here the page pool's pages, as EROFS decompresses into its reserved pages).
+    /// copied into a pool page), then decoded outside it. A whole page decodes straight into
+    /// `out`, the caller's page (as EROFS decompresses into page-cache pages); part of a page
+    /// decodes into the second pool page, a bounce page (EROFS's reserved pages), and is
+    /// copied from there. Raw (huge) and written-back pages are read the same way.
     fn read_page(
         &self,
         s: Seg,
@@ -444,7 +447,7 @@ impl Store {
     ) -> Result<(), BlkError> {
         let mut e = lock(&self.slots[s.page]);
         self.accessed(&mut e);
-        let (comp, page) = match e.slot {
+        let (comp, bounce) = match e.slot {
             Slot::Empty => {
                 out.fill(0);
                 return Ok(());
@@ -453,8 +456,19 @@ impl Store {
                 fill_same(w, s.start, out);
                 return Ok(());
             }
+            // A whole raw page needs no staging: it is copied straight out.
+            Slot::Stored { handle, len } if s.whole() && len as usize == PAGE_SIZE => {
+                self.arena.read(handle, out);
+                return Ok(());
+            }
+            Slot::Written { block } if s.whole() => {
+                return self
+                    .read_back(block, out)
+                    .map_err(|err| with_page(err, s.page));
+            }
             _ => self.staging_pages(staging, s.page)?,
         };
+        let page: &mut [u8] = if s.whole() { &mut *out } else { &mut *bounce };
         let comp_len = match e.slot {
             Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
                 self.arena.read(handle, page);
@@ -483,12 +497,14 @@ impl Store {
                 None => return Err(with_page(corrupt("not decompressed"), s.page)),
             }
         }
-        out.copy_from_slice(&page[s.start..s.start + s.len]);
+        if !s.whole() {
+            out.copy_from_slice(&bounce[s.start..s.start + s.len]);
+        }
         Ok(())
     }
 
     /// The request's two staging pages from the pool (taken at first use): a compressed
-    /// object's copy, and the page it decodes into.
+    /// object's copy, and the bounce page part of a page decodes into.
     fn staging_pages<'a>(
         &self,
         staging: &'a mut Option<PageBuf>,
