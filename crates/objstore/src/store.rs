@@ -437,6 +437,8 @@ impl ObjStore {
             .ok_or_else(|| self.no_extent(addr, len))?;
         self.read_range(seg, object_len, off as u64, buf)?;
         if crc32fast::hash(buf) != e.crc {
+            // Not kept: a later read fetches the bytes again (the object may be repaired).
+            self.forget_chunks(seg, off as u64, len);
             return Err(Error::Corrupt {
                 object: self.url(&self.key(seg)),
                 why: format!("the extent at offset {off} ({len} bytes) fails its checksum"),
@@ -444,6 +446,16 @@ impl ObjStore {
         }
         self.prefetch(seg, object_len, off as u64, len);
         Ok(())
+    }
+
+    /// Drop the cached chunks holding `[off, off + len)` of segment `seg`.
+    fn forget_chunks(&self, seg: u32, off: u64, len: u64) {
+        let chunk = self.inner.cfg.chunk_bytes as u64;
+        let (first, last) = (off / chunk, (off + len.max(1) - 1) / chunk);
+        let mut cache = lock(&self.inner.cache);
+        for c in first..=last {
+            cache.remove((seg, c as u32));
+        }
     }
 
     /// Serve a read from the open segment or a segment still in the upload queue.

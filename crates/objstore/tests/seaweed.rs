@@ -492,6 +492,23 @@ fn corrupt_and_short_objects_are_errors() {
             .expect_err("verify passed a bad object");
         assert!(matches!(err, Error::Corrupt { .. }), "{what}: {err}");
     }
+    // A chunk that failed its checksum is not kept: once the object is good again, the same
+    // store reads the extent.
+    let mut bad = good.to_vec();
+    bad[addrs[1].0.offset() as usize] ^= 0x40;
+    rt.block_on(raw.put(&key, bad.into())).expect("plant");
+    let store = open(&cfg, &addrs);
+    let (a, len) = addrs[1];
+    let mut buf = vec![0u8; len as usize];
+    let err = store.read(a, &mut buf).expect_err("read a flipped byte");
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    rt.block_on(raw.put(&key, good.clone().into()))
+        .expect("repair");
+    store
+        .read(a, &mut buf)
+        .expect("the repaired object read back (was the corrupt chunk kept in the cache?)");
+    assert!(buf == ext[1]);
+    drop(store);
     sw.stop_and_check().expect("clean stop");
 }
 
