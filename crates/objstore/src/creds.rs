@@ -8,10 +8,14 @@
 //! the caller.
 
 use std::fmt;
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::{Error, FormatError, Result};
+
+/// The largest credentials file read (a key pair and a session token fit many times over).
+pub const MAX_FILE: u64 = 64 << 10;
 
 /// Environment variable with the access key id.
 pub const ACCESS_KEY_ENV: &str = "AWS_ACCESS_KEY_ID";
@@ -98,17 +102,49 @@ impl Credentials {
         }
     }
 
-    /// From the file at `path`, which must be a regular file owned by the caller with no
-    /// permission bits for group or others.
+    /// From the file at `path`, which must be a regular file (not a symbolic link) owned by
+    /// the caller with no permission bits for group or others, of at most [`MAX_FILE`] bytes.
+    /// It is opened once (`O_NOFOLLOW`, `O_NONBLOCK` so a FIFO cannot hang the open) and the
+    /// checks look at that open file (`fstat`), so it cannot be swapped between check and read.
     pub fn from_file(path: &Path) -> Result<Credentials> {
-        let meta = std::fs::metadata(path)
-            .map_err(|e| Error::Credentials(format!("cannot read {}: {e}", path.display())))?;
+        let p = path.display();
+        let cannot = |e: std::io::Error| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                Error::Credentials(format!(
+                    "{p} is a symbolic link; name the credentials file itself"
+                ))
+            } else {
+                Error::Credentials(format!("cannot read {p}: {e}"))
+            }
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(cannot)?;
+        let meta = file.metadata().map_err(cannot)?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         check_file(path, meta.is_file(), meta.mode(), meta.uid(), me)?;
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Credentials(format!("cannot read {}: {e}", path.display())))?;
-        parse(&text).map_err(|e| Error::Credentials(format!("{}: {e}", path.display())))
+        let too_big = |n: u64| {
+            Error::Credentials(format!(
+                "{p} is {n} bytes or more, more than a credentials file's {MAX_FILE}; is it the \
+                 right file?"
+            ))
+        };
+        if meta.len() > MAX_FILE {
+            return Err(too_big(meta.len()));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(too_big(bytes.len() as u64));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::Credentials(format!("{p} is not UTF-8 text")))?;
+        parse(&text).map_err(|e| Error::Credentials(format!("{p}: {e}")))
     }
 }
 
@@ -217,6 +253,66 @@ mod tests {
         let e = check_file(p, true, 0o100600, 6, 5).unwrap_err().to_string();
         assert!(e.contains("owned by uid 6") && e.contains("chown"), "{e}");
         assert!(check_file(p, false, 0o040700, 5, 5).is_err());
+    }
+
+    /// A fresh directory under the system's temp dir, removed on drop.
+    struct TempDir(std::path::PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            let d = std::env::temp_dir().join(format!("wring-creds-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir(&d).expect("temp dir");
+            TempDir(d)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn write_0600(path: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+
+    #[test]
+    fn files_are_opened_once_without_following_links_and_capped() {
+        let d = TempDir::new("files");
+        let good = d.0.join("creds");
+        write_0600(
+            &good,
+            "aws_access_key_id = AK\naws_secret_access_key = SK\n",
+        );
+        assert_eq!(
+            Credentials::from_file(&good)
+                .expect("a 0600 file")
+                .access_key_id,
+            "AK"
+        );
+        // A symbolic link to a good file is refused: the link is what was named.
+        let link = d.0.join("link");
+        std::os::unix::fs::symlink(&good, &link).expect("symlink");
+        let e = Credentials::from_file(&link)
+            .expect_err("followed a symbolic link")
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        // A huge file is refused, not read whole (valid keys, then comments past the cap).
+        let big = d.0.join("big");
+        let pad = "# padding\n".repeat((MAX_FILE as usize / 10) + 10);
+        write_0600(
+            &big,
+            &format!("aws_access_key_id = AK\naws_secret_access_key = SK\n{pad}"),
+        );
+        let e = Credentials::from_file(&big)
+            .expect_err("read a file over the cap")
+            .to_string();
+        assert!(e.contains("bytes or more"), "{e}");
+        // A directory is not a regular file.
+        assert!(Credentials::from_file(&d.0).is_err());
     }
 
     proptest! {
