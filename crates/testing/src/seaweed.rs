@@ -114,10 +114,15 @@ impl Seaweed {
             std::process::id(),
             token(8).to_lowercase()
         ));
-        std::fs::create_dir_all(base.join("tmp"))?;
+        if let Err(e) = std::fs::create_dir_all(base.join("tmp")) {
+            let _ = std::fs::remove_dir_all(&base);
+            return Err(e);
+        }
         Ok((base, weed))
     }
 
+    /// The harness without processes. From here on its Drop removes the directory, so every
+    /// later failure cleans up; nothing that can fail runs between `new_dir` and this.
     fn empty(dir: PathBuf, weed: PathBuf, s3_port: u16, master: String) -> io::Result<Seaweed> {
         let sw = Seaweed {
             dir,
@@ -152,8 +157,8 @@ impl Seaweed {
 
     /// `weed server -s3` alone: master, volume server, filer and S3 gateway in one process.
     pub fn server() -> io::Result<Seaweed> {
-        let (dir, weed) = Self::new_dir()?;
         let p = free_ports(8)?;
+        let (dir, weed) = Self::new_dir()?;
         let master = format!("127.0.0.1:{}.{}", p[0], p[1]);
         let mut sw = Self::empty(dir, weed, p[6], master)?;
         let data = sw.dir.join("data");
@@ -192,8 +197,8 @@ impl Seaweed {
     /// (`volume0`..`volume2`), a filer (`filer`) and the S3 gateway (`s3`; weed 4.48's
     /// `filer -s3` never opened its S3 port here, a separate `weed s3` does).
     pub fn cluster() -> io::Result<Seaweed> {
-        let (dir, weed) = Self::new_dir()?;
         let p = free_ports(14)?;
+        let (dir, weed) = Self::new_dir()?;
         let master = format!("127.0.0.1:{}.{}", p[0], p[1]);
         let mut sw = Self::empty(dir, weed, p[4], master.clone())?;
         sw.ports = p.clone();
