@@ -126,6 +126,8 @@ fn unsynced_appends_are_not_promised() {
         matches!(err, Error::MissingSegment { .. } | Error::NoExtent { .. }),
         "{err}"
     );
+    drop(again);
+    sw.stop_and_check().expect("clean stop");
 }
 
 #[test]
