@@ -157,6 +157,29 @@ impl Seaweed {
 
     /// `weed server -s3` alone: master, volume server, filer and S3 gateway in one process.
     pub fn server() -> io::Result<Seaweed> {
+        Self::start_retrying("server", Self::server_once)
+    }
+
+    /// Start with `start`, again on fresh ports (at most twice more) when a process exits at
+    /// once: the ports `free_ports` saw free can be taken before weed binds them (another
+    /// test's harness, or any process's outgoing connection), which makes weed exit. Seen
+    /// here with a dozen instances starting at once. Other failures are returned at once.
+    fn start_retrying(what: &str, start: fn() -> io::Result<Seaweed>) -> io::Result<Seaweed> {
+        let mut tries = 0;
+        loop {
+            match start() {
+                Err(e) if tries < 2 && e.to_string().contains(" exited (port ") => {
+                    eprintln!(
+                        "seaweed harness: {what} did not start ({e}); retrying on fresh ports"
+                    );
+                    tries += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn server_once() -> io::Result<Seaweed> {
         let p = free_ports(8)?;
         let (dir, weed) = Self::new_dir()?;
         let master = format!("127.0.0.1:{}.{}", p[0], p[1]);
@@ -197,6 +220,10 @@ impl Seaweed {
     /// (`volume0`..`volume2`), a filer (`filer`) and the S3 gateway (`s3`; weed 4.48's
     /// `filer -s3` never opened its S3 port here, a separate `weed s3` does).
     pub fn cluster() -> io::Result<Seaweed> {
+        Self::start_retrying("cluster", Self::cluster_once)
+    }
+
+    fn cluster_once() -> io::Result<Seaweed> {
         let p = free_ports(14)?;
         let (dir, weed) = Self::new_dir()?;
         let master = format!("127.0.0.1:{}.{}", p[0], p[1]);
