@@ -11,49 +11,11 @@
 //!
 //! One test in this binary, so that no other test's threads allocate during the count.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use wring_blk::{Options, Slot, Store, PAGE_SIZE};
-
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static LARGE: AtomicUsize = AtomicUsize::new(0);
-static SMALL: AtomicUsize = AtomicUsize::new(0);
-
-fn count(size: usize) {
-    if COUNTING.load(Ordering::SeqCst) {
-        let which = if size >= 4096 { &LARGE } else { &SMALL };
-        which.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's layout is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's layout is passed on unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: as for dealloc; the new size comes from the caller.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use wring_testing::alloc::{Counting, Counts};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOC: Counting = Counting::new();
 
 /// 2 MiB: text, noise (huge pages), one repeated word, and the never-written rest.
 const PAGES: usize = 512;
@@ -149,14 +111,10 @@ fn warm_reads_stage_in_the_pool_without_allocating() {
         // Warm: the streams' workspaces and the pool's pages exist.
         read_all(&store, &want, &reads, &mut out);
         let before = store.stat().page_pool;
-        COUNTING.store(true, Ordering::SeqCst);
+        ALLOC.start();
         read_all(&store, &want, &reads, &mut out);
-        COUNTING.store(false, Ordering::SeqCst);
+        let Counts { large, small } = ALLOC.stop();
         let after = store.stat().page_pool;
-        let (large, small) = (
-            LARGE.swap(0, Ordering::SeqCst),
-            SMALL.swap(0, Ordering::SeqCst),
-        );
 
         assert_eq!(
             large,

@@ -10,51 +10,14 @@
 mod common;
 use common::{text, Rng};
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use wring_testing::alloc::{Counting, Counts};
 
 use wring_fs::inode::NewInode;
 use wring_fs::store::{Store, ROOT};
 use wring_fs::{Options, Volume};
 
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static LARGE: AtomicUsize = AtomicUsize::new(0);
-static SMALL: AtomicUsize = AtomicUsize::new(0);
-
-fn count(size: usize) {
-    if COUNTING.load(Ordering::SeqCst) {
-        let which = if size >= 4096 { &LARGE } else { &SMALL };
-        which.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's layout is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's layout is passed on unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: as for dealloc; the new size comes from the caller.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOC: Counting = Counting::new();
 
 const E: usize = 128 * 1024;
 /// More extents than the 32 MiB cache of decoded extents holds (256), read in a cycle: every
@@ -103,11 +66,10 @@ fn partial_reads_decode_into_the_pool_without_allocating() {
         cycle(&vol, ino, &data, &mut out);
     }
     let before = vol.engine().stats().pool;
-    COUNTING.store(true, Ordering::SeqCst);
+    ALLOC.start();
     cycle(&vol, ino, &data, &mut out);
-    COUNTING.store(false, Ordering::SeqCst);
+    let Counts { large, small } = ALLOC.stop();
     let after = vol.engine().stats().pool;
-    let (large, small) = (LARGE.load(Ordering::SeqCst), SMALL.load(Ordering::SeqCst));
 
     let pages = (EXTENTS * E / 4096) as u64;
     assert_eq!(

@@ -1,7 +1,8 @@
 //! wring's test scaffolding, for every crate's tests and never for production code (it is only
 //! ever a dev-dependency): what a test needs and the skip log ([`require`], [`Need`]), the
-//! tests' one seeded generator ([`SplitMix`]) and deterministic test data ([`samples`],
-//! slices of the shared corpus or of files every Debian machine has).
+//! tests' one seeded generator ([`SplitMix`]), deterministic test data ([`samples`], slices of
+//! the shared corpus or of files every Debian machine has), a real SeaweedFS ([`seaweed`]) and
+//! the counting allocator ([`alloc`]).
 //!
 //! Mirrors fstests' `_require_*` and `_notrun`, except that not running is an error unless asked
 //! for. A test that cannot run never passes: [`require`] fails it, naming what is missing, unless
@@ -14,6 +15,7 @@
 //! Scratch btrfs filesystems on loop devices are production code (the benchmarks' kernel runs
 //! use them too): `wring_btrfs::scratch`.
 
+pub mod alloc;
 mod corpus;
 pub mod seaweed;
 
