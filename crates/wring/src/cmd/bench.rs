@@ -479,17 +479,12 @@ fn run_offload(a: OffloadArgs) -> Result<()> {
         ));
     }
     s.progress.finish();
-    let dash = Path::new("-");
-    let mut stdout_taken = false;
-    if let Some(path) = &a.common.json {
-        stdout_taken |= emit(path, dash, &report.json()?)?;
-    }
-    if let Some(path) = &a.common.csv {
-        stdout_taken |= emit(path, dash, &report.csv()?)?;
-    }
-    if !stdout_taken {
-        print!("{}", report.markdown());
-    }
+    emit_tables(
+        &a.common,
+        || report.json(),
+        || report.csv(),
+        || report.markdown(),
+    )?;
     if !a.no_plot {
         plot_dir(&a.plot)?;
         if !offload::plot(&report, &a.plot)? {
@@ -545,18 +540,12 @@ fn run_blk(a: BlkArgs) -> Result<()> {
             cfg.repeat
         ));
     }
-    let dash = Path::new("-");
-    let mut stdout_taken = false;
-    if let Some(path) = &a.common.json {
-        stdout_taken |= emit(path, dash, &report.json()?)?;
-    }
-    if let Some(path) = &a.common.csv {
-        stdout_taken |= emit(path, dash, &report.csv()?)?;
-    }
-    if !stdout_taken {
-        print!("{}", report.markdown());
-    }
-    Ok(())
+    emit_tables(
+        &a.common,
+        || report.json(),
+        || report.csv(),
+        || report.markdown(),
+    )
 }
 
 fn run_pool(a: PoolArgs) -> Result<()> {
@@ -592,18 +581,12 @@ fn list(text: &str) -> Vec<String> {
 
 /// Print the markdown (unless JSON or CSV goes to stdout), write the files, draw the plot.
 fn finish(report: &Report, common: &CommonArgs, plot_path: Option<&Path>) -> Result<()> {
-    let dash = Path::new("-");
-    let mut stdout_taken = false;
-    if let Some(path) = &common.json {
-        let json = report.json()?;
-        stdout_taken |= emit(path, dash, &json)?;
-    }
-    if let Some(path) = &common.csv {
-        stdout_taken |= emit(path, dash, &report.csv()?)?;
-    }
-    if !stdout_taken {
-        print!("{}", report.markdown());
-    }
+    emit_tables(
+        common,
+        || report.json(),
+        || report.csv(),
+        || report.markdown(),
+    )?;
     if let Some(path) = plot_path {
         plot_dir(path)?;
         let outcome = plot::plot(report, path)?;
@@ -618,9 +601,33 @@ fn finish(report: &Report, common: &CommonArgs, plot_path: Option<&Path>) -> Res
     Ok(())
 }
 
+/// Write a report's tables where `--json` and `--csv` ask, and its markdown table to stdout
+/// unless one of them took stdout (`-`). Each form is rendered only when asked for.
+fn emit_tables<E>(
+    common: &CommonArgs,
+    json: impl FnOnce() -> Result<String, E>,
+    csv: impl FnOnce() -> Result<String, E>,
+    markdown: impl FnOnce() -> String,
+) -> Result<()>
+where
+    anyhow::Error: From<E>,
+{
+    let mut stdout_taken = false;
+    if let Some(path) = &common.json {
+        stdout_taken |= emit(path, &json()?)?;
+    }
+    if let Some(path) = &common.csv {
+        stdout_taken |= emit(path, &csv()?)?;
+    }
+    if !stdout_taken {
+        print!("{}", markdown());
+    }
+    Ok(())
+}
+
 /// Write `text` to `path`, or to stdout when `path` is `-`; true when it went to stdout.
-fn emit(path: &Path, dash: &Path, text: &str) -> Result<bool> {
-    if path == dash {
+fn emit(path: &Path, text: &str) -> Result<bool> {
+    if path == Path::new("-") {
         print!("{text}");
         if !text.ends_with('\n') {
             println!();
