@@ -19,6 +19,15 @@
 //!   An allocation that would need a new zspage beyond the limit fails with
 //!   [`ArenaError::Limit`] and changes nothing.
 //!
+//! * Beyond zsmalloc, for wring's larger slots (`slot_size=8K|16K|32K`): an arena is built for
+//!   a largest object, [`Arena::with_max_object`], and its classes go on past the page, 16
+//!   bytes apart, up to that size. A class's zspage chains as many pages as its best fit needs,
+//!   at least enough for one object (so up to `max(CHAIN_SIZE, max_object / PAGE_SIZE)` pages).
+//!   The huge class size generalizes to "the smallest length whose class costs at least a raw
+//!   slot per object": a compressed 16 KiB slot of 10 KiB lives in a 3-page class and saves a
+//!   page, one of 13 KiB would cost the 4 pages a raw slot costs and is stored raw. For 4 KiB
+//!   this is zsmalloc's figure (a class of one object on one page).
+//!
 //! Differs from zsmalloc: a zspage is one contiguous heap buffer rather than linked 0-order
 //! pages (userspace gets no advantage from order-0 pages and no objects need mapping across a
 //! page boundary); each class has one lock, as zsmalloc's `class->lock`; free objects are kept
@@ -30,8 +39,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::sync::{lock, Mutex};
 
-/// The page size of slots and zspages.
+/// The page size of zspages, and of slots by default (zram's only slot size).
 pub const PAGE_SIZE: usize = 4096;
+/// The largest object an arena can be built for (`slot_size=32K`).
+pub const MAX_OBJECT: usize = 32 * 1024;
 /// The smallest object a class serves (`ZS_MIN_ALLOC_SIZE`).
 pub const MIN_ALLOC: usize = 32;
 /// The step between class sizes (`ZS_SIZE_CLASS_DELTA`).
@@ -56,8 +67,8 @@ pub enum ArenaError {
         /// Bytes asked for.
         bytes: usize,
     },
-    /// An object larger than a page.
-    #[error("an object of {0} bytes is larger than a page")]
+    /// An object larger than the arena's largest class.
+    #[error("an object of {0} bytes is larger than the arena's largest class")]
     TooLarge(usize),
 }
 
@@ -80,10 +91,12 @@ pub struct ClassInfo {
 }
 
 /// The chain length that wastes least for objects of `size` (zsmalloc's
-/// `calculate_zspage_chain_size`: the first length with the best use wins).
-fn chain_for(size: usize) -> usize {
-    let mut best = (0, 1);
-    for pages in 1..=CHAIN_SIZE {
+/// `calculate_zspage_chain_size`: the first length with the best use wins), from the fewest
+/// pages that hold one object up to `max_chain`.
+fn chain_for(size: usize, max_chain: usize) -> usize {
+    let least = size.div_ceil(PAGE_SIZE);
+    let mut best = (0, least);
+    for pages in least..=max_chain.max(least) {
         let bytes = pages * PAGE_SIZE;
         let used = (bytes - bytes % size) * 100 / bytes;
         if used > best.0 {
@@ -93,15 +106,16 @@ fn chain_for(size: usize) -> usize {
     best.1
 }
 
-/// Every class (after merging) and, per 16-byte step, which class serves it.
-fn class_table() -> (Vec<ClassInfo>, Vec<u16>) {
-    let steps = (PAGE_SIZE - MIN_ALLOC) / CLASS_DELTA + 1;
+/// Every class up to `max_object` (after merging) and, per 16-byte step, which class serves it.
+fn class_table(max_object: usize) -> (Vec<ClassInfo>, Vec<u16>) {
+    let max_chain = CHAIN_SIZE.max(max_object / PAGE_SIZE);
+    let steps = (max_object - MIN_ALLOC) / CLASS_DELTA + 1;
     let mut classes: Vec<ClassInfo> = Vec::new();
     let mut by_step = vec![0u16; steps];
     // From the largest down: a class identical in shape to the one above it merges into it.
     for step in (0..steps).rev() {
         let size = MIN_ALLOC + step * CLASS_DELTA;
-        let pages = chain_for(size);
+        let pages = chain_for(size, max_chain);
         let info = ClassInfo {
             size,
             pages,
@@ -303,9 +317,8 @@ impl Class {
             .enumerate()
             .find_map(|(i, o)| o.map(|e| (i as u16, e)))?;
         let from = Loc { zspage: src, obj };
-        let mut bytes = [0u8; PAGE_SIZE];
         let r = self.range(from);
-        bytes[..size].copy_from_slice(&self.zspage(src).data[r]);
+        let bytes = self.zspage(src).data[r].to_vec();
         let to = self.pop_free(dst, entry)?;
         let r = self.range(to);
         self.zspage(dst).data[r].copy_from_slice(&bytes[..size]);
@@ -326,6 +339,7 @@ struct Counters {
 #[derive(Debug)]
 pub struct Arena {
     classes: Vec<Mutex<Class>>,
+    max_object: usize,
     by_step: Vec<u16>,
     huge_class_size: usize,
     counters: Counters,
@@ -338,16 +352,27 @@ impl Default for Arena {
 }
 
 impl Arena {
-    /// An empty arena.
+    /// An empty arena for objects up to a page (zsmalloc's).
     pub fn new() -> Arena {
-        let (infos, by_step) = class_table();
+        Arena::with_max_object(PAGE_SIZE)
+    }
+
+    /// An empty arena for objects up to `max_object` bytes (a slot size: a multiple of
+    /// [`PAGE_SIZE`] up to [`MAX_OBJECT`]; other values are rounded into that range).
+    pub fn with_max_object(max_object: usize) -> Arena {
+        let max_object = max_object
+            .next_multiple_of(PAGE_SIZE)
+            .clamp(PAGE_SIZE, MAX_OBJECT);
+        let (infos, by_step) = class_table(max_object);
+        // A class saves memory while an object costs less than a raw slot in it.
         let huge_class_size = infos
             .iter()
-            .filter(|c| !(c.pages == 1 && c.objs == 1))
+            .filter(|c| c.pages * PAGE_SIZE < c.objs * max_object)
             .map(|c| c.size)
             .max()
-            .map_or(PAGE_SIZE, |s| s + 1);
+            .map_or(max_object, |s| s + 1);
         Arena {
+            max_object,
             classes: infos
                 .into_iter()
                 .map(|i| Mutex::new(Class::new(i)))
@@ -363,7 +388,12 @@ impl Arena {
         self.classes.iter().map(|c| lock(c).info).collect()
     }
 
-    /// Objects at least this large are stored raw as a whole page (zsmalloc's
+    /// The largest object the arena holds (the slot size it was built for).
+    pub fn max_object(&self) -> usize {
+        self.max_object
+    }
+
+    /// Objects at least this large are stored raw as a whole slot (zsmalloc's
     /// `zs_huge_class_size`).
     pub fn huge_class_size(&self) -> usize {
         self.huge_class_size
@@ -372,7 +402,7 @@ impl Arena {
     /// The object size of the class that serves objects of `len` bytes
     /// (`zs_lookup_class_index`'s class): what an object of that length really costs.
     pub fn class_size(&self, len: usize) -> usize {
-        let i = self.class_index(len.min(PAGE_SIZE));
+        let i = self.class_index(len.min(self.max_object));
         lock(&self.classes[i]).info.size
     }
 
@@ -383,7 +413,7 @@ impl Arena {
 
     /// Store `bytes` as a new object. `limit_pages` of 0 means no limit.
     pub fn store(&self, bytes: &[u8], limit_pages: u64) -> Result<Handle, ArenaError> {
-        if bytes.len() > PAGE_SIZE {
+        if bytes.len() > self.max_object {
             return Err(ArenaError::TooLarge(bytes.len()));
         }
         let index = self.class_index(bytes.len());
@@ -530,6 +560,54 @@ mod tests {
         assert_eq!((c.pages, c.objs), (1, 1));
         let below = a.classes()[a.class_index(h - 1)];
         assert!(below.objs > below.pages, "class below huge: {below:?}");
+    }
+
+    #[test]
+    fn larger_arenas_cover_every_length_up_to_the_slot_and_keep_zsmallocs_4k_classes() {
+        let page = Arena::new();
+        // The 4 KiB arena's figure before larger slots existed (one object on one page from
+        // 3633 bytes up, with 8-page chains and no in-object handle).
+        assert_eq!(page.huge_class_size(), 3633);
+        for slot in [8192, 16384, MAX_OBJECT] {
+            let a = Arena::with_max_object(slot);
+            assert_eq!(a.max_object(), slot);
+            // Up to a page the classes are the 4 KiB arena's.
+            for len in (1..=PAGE_SIZE).step_by(7) {
+                let (c, p) = (
+                    a.classes()[a.class_index(len)],
+                    page.classes()[page.class_index(len)],
+                );
+                if p.size < page.huge_class_size() {
+                    assert_eq!((c.size, c.objs), (p.size, p.objs), "{slot}: {len}");
+                }
+            }
+            for len in 1..=slot {
+                let c = a.classes()[a.class_index(len)];
+                assert!(c.size >= len && c.objs >= 1, "{slot}: {len} -> {c:?}");
+                assert!(c.objs * c.size <= c.pages * PAGE_SIZE, "{slot}: {c:?}");
+            }
+            // Below the huge class size an object costs less than a raw slot; at it, not.
+            let h = a.huge_class_size();
+            assert!(h > slot / 2 && h <= slot, "{slot}: huge class size {h}");
+            let below = a.classes()[a.class_index(h - 1)];
+            assert!(
+                below.pages * PAGE_SIZE < below.objs * slot,
+                "{slot}: {below:?}"
+            );
+            let at = a.classes()[a.class_index(h)];
+            assert!(at.pages * PAGE_SIZE >= at.objs * slot, "{slot}: {at:?}");
+            // A raw slot fits, one byte more does not.
+            let raw = vec![9u8; slot];
+            let handle = a.store(&raw, 0).unwrap();
+            let mut back = vec![0u8; slot];
+            a.read(handle, &mut back);
+            assert!(back == raw);
+            assert_eq!(a.total_pages() as usize, slot / PAGE_SIZE);
+            assert!(matches!(
+                a.store(&vec![0u8; slot + 1], 0),
+                Err(ArenaError::TooLarge(_))
+            ));
+        }
     }
 
     #[test]

@@ -162,8 +162,8 @@ impl WritebackType {
         }
     }
 
-    fn wants(self, e: &Entry) -> bool {
-        let (huge, idle) = (e.slot.is_huge(), e.has(flag::IDLE));
+    fn wants(self, e: &Entry, slot_size: usize) -> bool {
+        let (huge, idle) = (e.slot.is_huge(slot_size), e.has(flag::IDLE));
         match self {
             WritebackType::Idle => idle,
             WritebackType::Huge => huge,
@@ -183,9 +183,19 @@ pub struct WritebackReport {
 }
 
 impl Store {
-    /// Use `backing` for writeback (before the store is shared).
-    pub fn set_backing(&mut self, backing: Backing) {
+    /// Use `backing` for writeback (before the store is shared). Refused with slots larger
+    /// than 4 KiB: the backing file's blocks and `writeback_limit` are 4 KiB pages.
+    pub fn set_backing(&mut self, backing: Backing) -> Result<(), BlkError> {
+        if self.slot_size() != PAGE_SIZE {
+            return Err(BlkError::Option(format!(
+                "slot_size={}K cannot be used with backing_dev={}: writeback writes 4 KiB \
+                 blocks; drop backing_dev, or use slot_size=4K",
+                self.slot_size() / 1024,
+                backing.path.display()
+            )));
+        }
         self.backing = Some(backing);
+        Ok(())
     }
 
     /// Set the writeback budget in pages (`None`: no limit; zram's `writeback_limit` with
@@ -210,7 +220,7 @@ impl Store {
         let mut report = WritebackReport::default();
         for (page, slot) in self.slots.iter().enumerate() {
             let mut e = lock(slot);
-            if !matches!(e.slot, Slot::Stored { .. }) || !kind.wants(&e) {
+            if !matches!(e.slot, Slot::Stored { .. }) || !kind.wants(&e, self.slot_size()) {
                 continue;
             }
             {
@@ -250,7 +260,7 @@ impl Store {
         e: &mut Entry,
         page_index: usize,
     ) -> Result<(), WbError> {
-        let mut page = [0u8; PAGE_SIZE];
+        let mut page = vec![0u8; self.slot_size()];
         self.load(e, page_index, &mut page)
             .map_err(WbError::Other)?;
         let Some(block) = backing.alloc() else {

@@ -17,7 +17,6 @@ use std::sync::Mutex;
 
 use zstd_sys as z;
 
-use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::stats::StreamStat;
 use crate::streams::{Figures, PageJob, Streams};
@@ -259,7 +258,7 @@ impl DictStreams {
             )
         };
         give(&self.dctxs, ctx);
-        if is_error(n) || n != PAGE_SIZE {
+        if is_error(n) || n != job.output.len() {
             let message = if is_error(n) {
                 error_name(n)
             } else {

@@ -1,5 +1,5 @@
-//! wring blk: zram in userspace. A compressed RAM block device — 4 KiB slots whose pages live
-//! compressed in a size-class arena — for an NBD server to serve (the `wring-blk-nbdkit`
+//! wring blk: zram in userspace. A compressed RAM block device — 4 KiB slots (or, beyond
+//! zram, up to 32 KiB: `slot_size`) whose pages live compressed in a size-class arena — for an NBD server to serve (the `wring-blk-nbdkit`
 //! plugin). Mirrors drivers/block/zram/ (the device model, `mm_stat`/`io_stat`) and
 //! mm/zsmalloc.c (the arena); compression runs on the engine's offload API, whose CPU workers
 //! are zram's streams.
@@ -65,10 +65,11 @@ fn make_streams(
         if alg.name == "lzo-rle" {
             return Ok(Box::new(LzoRleStreams::new(streams)));
         }
-        return Ok(Box::new(OffloadStreams::new(
+        return Ok(Box::new(OffloadStreams::for_slots(
             alg.spec,
             &alg.text(),
             streams,
+            options.slot_size,
         )?));
     };
     let bytes = std::fs::read(path).map_err(|source| BlkError::Io {
@@ -83,14 +84,15 @@ fn make_streams(
 
 /// A store with `options`, compressing on the engine's offload.
 pub fn open(size: u64, options: &Options) -> Result<Store, BlkError> {
+    options.check()?;
     let streams = make_streams(options, 0, &options.comp_algorithm, options.streams)?;
-    let mut store = Store::new(size, options.mem_limit, streams)?;
+    let mut store = Store::with_slot_size(size, options.slot_size, options.mem_limit, streams)?;
     for (prio, alg) in &options.recomp_algorithm {
         // Recompression is one request at a time: one stream each.
         store.set_recomp(*prio, make_streams(options, *prio, alg, 1)?)?;
     }
     if let Some(path) = &options.backing_dev {
-        store.set_backing(Backing::open(path, size.div_ceil(PAGE_SIZE as u64))?);
+        store.set_backing(Backing::open(path, size.div_ceil(PAGE_SIZE as u64))?)?;
     }
     store.set_writeback_limit(options.writeback_limit);
     store.set_policy(options.policy.clone());

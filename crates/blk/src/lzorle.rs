@@ -9,7 +9,6 @@ use std::sync::Mutex;
 
 use wring_lzo::CompressState;
 
-use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::stats::StreamStat;
 use crate::streams::{Figures, PageJob, Streams};
@@ -68,8 +67,9 @@ impl Streams for LzoRleStreams {
 
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
         for job in jobs {
+            let want = job.output.len();
             let r = match wring_lzo::decompress(job.input, job.output) {
-                Ok(n) if n == PAGE_SIZE => Ok(Some(n)),
+                Ok(n) if n == want => Ok(Some(n)),
                 Ok(n) => Err(BlkError::Corrupt {
                     page: 0,
                     message: format!("lzo-rle decompressed to {n} bytes, not a page"),

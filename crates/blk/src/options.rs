@@ -21,6 +21,13 @@
 //! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
 //! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
 //!
+//! Beyond zram, `slot_size=4K|8K|16K|32K` (bytes also accepted: `16384`) sets the bytes a slot
+//! holds, each compressed alone. zram has `PAGE_SIZE` slots only; larger ones trade
+//! read-modify-write of partial slots for ratio (a compressor with 16 KiB of context finds
+//! more to reuse, as nbdkit's `allocator=zstd` with its 32 KiB pages does). The device size
+//! rounds up to whole slots. Writeback keeps 4 KiB blocks, so `slot_size` above 4K with
+//! `backing_dev` is refused ([`Options::check`]).
+//!
 //! Beyond zram, `page_pool=N` reserves N locked 4 KiB pages (EROFS's global page pool; as the
 //! filesystem's `page_pool`) that reads decode into and writes compress into, so a request
 //! takes no buffer from the allocator; 0 (the default) leaves it off.
@@ -30,7 +37,7 @@ use wring_engine::{Algorithm, CompressSpec};
 use crate::error::BlkError;
 
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
     "comp_algorithm",
     "streams",
     "mem_limit",
@@ -40,7 +47,34 @@ pub const KEYS: [&str; 9] = [
     "writeback_limit",
     "policy",
     "page_pool",
+    "slot_size",
 ];
+
+/// Slot sizes `slot_size` accepts, in bytes (4K, 8K, 16K, 32K).
+pub const SLOT_SIZES: [usize; 4] = [4096, 8192, 16384, 32768];
+
+/// Refuse a slot size other than [`SLOT_SIZES`], naming what is accepted.
+pub fn check_slot_size(bytes: usize) -> Result<(), BlkError> {
+    if SLOT_SIZES.contains(&bytes) {
+        return Ok(());
+    }
+    Err(BlkError::Option(format!(
+        "slot_size={bytes} bytes is not accepted; use 4K (zram's page, the default), 8K, 16K \
+         or 32K"
+    )))
+}
+
+/// Parse `slot_size`: `4K`, `8K`, `16K`, `32K` or the same in bytes.
+pub fn parse_slot_size(value: &str) -> Result<usize, BlkError> {
+    let bytes = wring_engine::size::parse_size(value).map_err(|_| {
+        BlkError::Option(format!(
+            "slot_size={value} is not a size; use 4K (zram's page, the default), 8K, 16K or 32K"
+        ))
+    })?;
+    let bytes = usize::try_from(bytes).unwrap_or(0);
+    check_slot_size(bytes)?;
+    Ok(bytes)
+}
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's).
 pub const ALGORITHMS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
@@ -130,6 +164,8 @@ pub struct Options {
     pub policy: Option<crate::policy::Policy>,
     /// Beyond zram: reserved 4 KiB pages for staging (`page_pool`); 0 = off.
     pub page_pool: usize,
+    /// Beyond zram: bytes per slot (`slot_size`), one of [`SLOT_SIZES`]; zram's is 4096.
+    pub slot_size: usize,
 }
 
 impl Default for Options {
@@ -150,6 +186,7 @@ impl Default for Options {
             dicts: Vec::new(),
             policy: None,
             page_pool: 0,
+            slot_size: crate::PAGE_SIZE,
         }
     }
 }
@@ -172,7 +209,22 @@ impl Options {
             };
             o.set(k.trim(), v.trim())?;
         }
+        o.check()?;
         Ok(o)
+    }
+
+    /// Refuse combinations that do not work together: `slot_size` above 4K with
+    /// `backing_dev` (the backing file's blocks, and `writeback_limit`, are 4 KiB pages).
+    pub fn check(&self) -> Result<(), BlkError> {
+        check_slot_size(self.slot_size)?;
+        if self.slot_size != crate::PAGE_SIZE && self.backing_dev.is_some() {
+            return Err(BlkError::Option(format!(
+                "slot_size={}K cannot be used with backing_dev: writeback writes 4 KiB blocks; \
+                 drop backing_dev, or use slot_size=4K",
+                self.slot_size / 1024
+            )));
+        }
+        Ok(())
     }
 
     /// Set one option.
@@ -193,6 +245,7 @@ impl Options {
             "policy" if value.trim() == "off" => self.policy = None,
             "policy" => self.policy = Some(crate::policy::Policy::parse(value)?),
             "page_pool" => self.page_pool = parse_page_pool(value)?,
+            "slot_size" => self.slot_size = parse_slot_size(value)?,
             other => {
                 return Err(BlkError::Option(format!(
                     "unknown option '{other}'; accepted: {}",
@@ -343,6 +396,9 @@ impl Options {
         if self.page_pool > 0 {
             v.push(("page_pool".to_string(), self.page_pool.to_string()));
         }
+        if self.slot_size != crate::PAGE_SIZE {
+            v.push(("slot_size".to_string(), self.slot_size.to_string()));
+        }
         v
     }
 
@@ -405,6 +461,34 @@ mod tests {
             let e = Options::parse(bad).unwrap_err().to_string();
             assert!(e.contains("page_pool") && e.contains("1048576"), "{e}");
         }
+    }
+
+    #[test]
+    fn slot_size_takes_4k_to_32k_and_refuses_backing_dev() {
+        assert_eq!(Options::default().slot_size, 4096);
+        for (text, bytes) in [("4K", 4096), ("8K", 8192), ("16K", 16384), ("32k", 32768)] {
+            let o = Options::parse(&format!("slot_size={text}")).unwrap();
+            assert_eq!(o.slot_size, bytes, "{text}");
+            assert_eq!(Options::parse(&o.text()).unwrap(), o);
+        }
+        assert_eq!(Options::parse("slot_size=16384").unwrap().slot_size, 16384);
+        for bad in [
+            "slot_size=12K",
+            "slot_size=64K",
+            "slot_size=0",
+            "slot_size=big",
+        ] {
+            let e = Options::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("slot_size") && e.contains("16K"), "{bad}: {e}");
+        }
+        for text in [
+            "slot_size=16K,backing_dev=/tmp/x",
+            "backing_dev=/tmp/x,slot_size=8K",
+        ] {
+            let e = Options::parse(text).unwrap_err().to_string();
+            assert!(e.contains("slot_size") && e.contains("backing_dev"), "{e}");
+        }
+        assert!(Options::parse("slot_size=4K,backing_dev=/tmp/x").is_ok());
     }
 
     #[test]

@@ -19,7 +19,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::store::{flag, Entry, Slot, Store};
 use crate::streams::PageJob;
@@ -49,8 +48,8 @@ impl RecompressType {
         }
     }
 
-    fn wants(self, e: &Entry) -> bool {
-        let huge = e.slot.is_huge();
+    fn wants(self, e: &Entry, slot_size: usize) -> bool {
+        let huge = e.slot.is_huge(slot_size);
         let idle = e.has(flag::IDLE);
         match self {
             RecompressType::All => true,
@@ -93,7 +92,9 @@ impl RecompressRequest {
                         _ => return Err(bad(word, "needs huge, idle or huge_idle")),
                     }
                 }
-                "threshold" => r.threshold = number(word, v, PAGE_SIZE as u64)? as usize,
+                "threshold" => {
+                    r.threshold = number(word, v, crate::arena::MAX_OBJECT as u64)? as usize
+                }
                 "algo" => r.algo = Some(v.to_string()),
                 "priority" => r.priority = Some(number(word, v, 3)? as u8),
                 "max_pages" => r.max_pages = number(word, v, u64::MAX)?,
@@ -232,7 +233,7 @@ impl Store {
             };
             if e.has(flag::INCOMPRESSIBLE)
                 || e.prio + 1 >= end
-                || !req.kind.wants(&e)
+                || !req.kind.wants(&e, self.slot_size())
                 || (req.threshold != 0 && (len as usize) < req.threshold)
             {
                 continue;
@@ -264,11 +265,11 @@ impl Store {
         let Slot::Stored { len: old_len, .. } = e.slot else {
             return Ok(Outcome::Kept);
         };
-        let mut page = [0u8; PAGE_SIZE];
+        let mut page = vec![0u8; self.slot_size()];
         self.load(e, page_index, &mut page)?;
         let old_class = self.arena.class_size(old_len as usize);
         let limit = self.arena.huge_class_size() - 1;
-        let mut out = [0u8; PAGE_SIZE];
+        let mut out = vec![0u8; self.slot_size()];
         let mut tried = 0;
         let mut found: Option<(u8, usize)> = None;
         for prio in start.max(e.prio + 1)..end {
@@ -447,16 +448,16 @@ impl Store {
         for (page, slot) in self.slots.iter().enumerate() {
             let e = lock(slot);
             // Huge pages are noise to a dictionary; compressed ones are what it is for.
-            if !matches!(e.slot, Slot::Stored { .. }) || e.slot.is_huge() {
+            if !matches!(e.slot, Slot::Stored { .. }) || e.slot.is_huge(self.slot_size()) {
                 continue;
             }
             seen += 1;
             if !seen.is_multiple_of(stride) || out.len() >= max {
                 continue;
             }
-            let mut buf = [0u8; PAGE_SIZE];
+            let mut buf = vec![0u8; self.slot_size()];
             self.load(&e, page, &mut buf)?;
-            out.push(buf.to_vec());
+            out.push(buf);
         }
         Ok(out)
     }

@@ -1,5 +1,13 @@
 //! zram's statistics (Documentation/admin-guide/blockdev/zram.rst): `mm_stat` and `io_stat` with
 //! the same fields in the same order, printed the way the sysfs files print them.
+//!
+//! Units with `slot_size` above 4 KiB (beyond zram): sizes stay in bytes; every per-page
+//! counter (`same_pages`, `huge_pages`, `huge_pages_since`, `idle_pages`,
+//! `recompressed_pages`, `incompressible_pages`, `bd_count`, `notify_free`) counts 4 KiB
+//! pages, a slot counting as `slot_size / 4096` of them, so that tools which multiply
+//! zram's page counts by 4096 stay right; `pages_compacted` counts the arena's 4 KiB pages
+//! as it always did. The reports of the actions (`recompress`, `writeback`, `idle`) count
+//! slots, the unit they work in, and `stat` shows `slot_size`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -227,6 +235,9 @@ impl From<wring_engine::pool::PoolStats> for PoolStat {
 pub struct Stat {
     /// Device size in bytes (`disksize`).
     pub disksize: u64,
+    /// Bytes per slot (4096 unless `slot_size` says otherwise).
+    #[serde(default = "default_slot_size")]
+    pub slot_size: usize,
     /// `comp_algorithm`.
     pub comp_algorithm: String,
     /// Streams now (`max_comp_streams`).
@@ -271,6 +282,10 @@ pub struct Stat {
     pub page_pool: PoolStat,
 }
 
+fn default_slot_size() -> usize {
+    crate::PAGE_SIZE
+}
+
 fn line(values: &[u64]) -> String {
     values
         .iter()
@@ -304,8 +319,8 @@ impl Stat {
     /// A readable table: one field a line.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "disksize          {}\ncomp_algorithm    {}\nstreams           {}\n",
-            self.disksize, self.comp_algorithm, self.streams
+            "disksize          {}\nslot_size         {}\ncomp_algorithm    {}\nstreams           {}\n",
+            self.disksize, self.slot_size, self.comp_algorithm, self.streams
         );
         for (k, v) in MmStat::FIELDS.iter().zip(self.mm_stat.values()) {
             s += &format!("{k:<17} {v}\n");

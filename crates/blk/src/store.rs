@@ -1,6 +1,6 @@
 //! The block store: zram's device model (drivers/block/zram/zram_drv.c) without the block layer.
 //!
-//! * The device is an array of 4 KiB slots (`zram->table`), each under its own lock
+//! * The device is an array of slots (`zram->table`), each under its own lock
 //!   (`zram_slot_lock`), so clients writing different pages never wait for each other. A slot is
 //!   empty, *same-filled* (one repeated 8-byte word, stored as the word with no allocation:
 //!   `page_same_filled`, `ZRAM_SAME`), or an object in the [`Arena`] with its length; an object
@@ -32,6 +32,15 @@
 //!   read) into; a whole page decodes straight into the caller's buffer, as EROFS decodes into
 //!   page-cache pages. A write batch compresses each page into a pool page. An empty pool
 //!   falls back to the allocator, never waits; `stat` counts hits, misses and fallbacks.
+//!
+//! * Slot size: 4 KiB by default, zram's only one (its slots are `PAGE_SIZE`). Beyond zram,
+//!   `slot_size=8K|16K|32K` makes a slot several pages, compressed alone as one object, so a
+//!   compressor sees more context (nbdkit's `allocator=zstd` compresses 32 KiB pages for the
+//!   same reason): everything above — same-filled words, huge (raw) slots, the split by slot,
+//!   read-modify-write of partial slots, discard of whole slots — is per slot, and the arena
+//!   is built with classes up to the slot size ([`Arena::with_max_object`]). In this module
+//!   and its siblings "page" means "slot" where a slot is meant. The price: a partial write
+//!   decodes and encodes a whole slot, and a 4 KiB read decodes a whole slot.
 //!
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
@@ -75,9 +84,9 @@ pub enum Slot {
 }
 
 impl Slot {
-    /// Whether the slot holds a raw (huge) page.
-    pub fn is_huge(&self) -> bool {
-        matches!(self, Slot::Stored { len, .. } if *len as usize == PAGE_SIZE)
+    /// Whether the slot holds a raw (huge) slot of `slot_size` bytes.
+    pub fn is_huge(&self, slot_size: usize) -> bool {
+        matches!(self, Slot::Stored { len, .. } if *len as usize == slot_size)
     }
 }
 
@@ -125,33 +134,66 @@ enum New<'a> {
     Bytes(&'a [u8]),
 }
 
-/// A piece of a request inside one page.
-#[derive(Debug, Clone, Copy)]
-struct Seg {
-    page: usize,
-    start: usize,
-    len: usize,
+/// A piece of a request inside one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seg {
+    pub(crate) page: usize,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    /// Whether it covers the whole slot.
+    pub(crate) whole: bool,
 }
 
 impl Seg {
     fn whole(&self) -> bool {
-        self.start == 0 && self.len == PAGE_SIZE
+        self.whole
     }
 }
 
-fn segments(offset: u64, len: usize) -> impl Iterator<Item = Seg> {
+/// Split `len` bytes at `offset` by slots of `slot` bytes.
+pub(crate) fn segments(offset: u64, len: usize, slot: usize) -> impl Iterator<Item = Seg> {
     let end = offset + len as u64;
     let mut pos = offset;
     std::iter::from_fn(move || {
         if pos >= end {
             return None;
         }
-        let page = (pos / PAGE_SIZE as u64) as usize;
-        let start = (pos % PAGE_SIZE as u64) as usize;
-        let len = (PAGE_SIZE - start).min((end - pos) as usize);
+        let page = (pos / slot as u64) as usize;
+        let start = (pos % slot as u64) as usize;
+        let len = (slot - start).min((end - pos) as usize);
         pos += len as u64;
-        Some(Seg { page, start, len })
+        Some(Seg {
+            page,
+            start,
+            len,
+            whole: start == 0 && len == slot,
+        })
     })
+}
+
+/// Staging buffers of whole slots: pool pages when a slot is one page (the pool's pages are
+/// not contiguous), else one heap buffer cut into slots.
+enum Staging {
+    Pool(PageBuf),
+    Heap(Vec<u8>),
+}
+
+impl Staging {
+    fn slots_mut(&mut self, slot: usize) -> impl Iterator<Item = &mut [u8]> {
+        let (pool, heap) = match self {
+            Staging::Pool(b) => (Some(b.pages_mut()), None),
+            Staging::Heap(v) => (None, Some(v.chunks_mut(slot))),
+        };
+        pool.into_iter().flatten().chain(heap.into_iter().flatten())
+    }
+
+    fn slots(&self, slot: usize) -> impl Iterator<Item = &[u8]> {
+        let (pool, heap) = match self {
+            Staging::Pool(b) => (Some(b.pages()), None),
+            Staging::Heap(v) => (None, Some(v.chunks(slot))),
+        };
+        pool.into_iter().flatten().chain(heap.into_iter().flatten())
+    }
 }
 
 /// The repeated word if `page` is one 8-byte word over and over (`page_same_filled`).
@@ -188,6 +230,8 @@ pub struct Extent {
 /// A compressed RAM block device.
 pub struct Store {
     size: u64,
+    /// Bytes per slot: [`PAGE_SIZE`] (zram's) or a multiple of it up to 32 KiB.
+    slot_size: usize,
     pub(crate) slots: Vec<Mutex<Entry>>,
     pub(crate) arena: Arena,
     streams: Box<dyn Streams>,
@@ -221,7 +265,19 @@ impl Store {
     /// A device of `size` bytes (rounded up to whole pages, as zram's `disksize`), compressing
     /// on `streams`, limited to `mem_limit` bytes of arena (0 = no limit).
     pub fn new(size: u64, mem_limit: u64, streams: Box<dyn Streams>) -> Result<Store, BlkError> {
-        let pages = size.div_ceil(PAGE_SIZE as u64);
+        Store::with_slot_size(size, PAGE_SIZE, mem_limit, streams)
+    }
+
+    /// As [`Store::new`] with slots of `slot_size` bytes (see [`crate::options::SLOT_SIZES`]);
+    /// the size is rounded up to whole slots.
+    pub fn with_slot_size(
+        size: u64,
+        slot_size: usize,
+        mem_limit: u64,
+        streams: Box<dyn Streams>,
+    ) -> Result<Store, BlkError> {
+        crate::options::check_slot_size(slot_size)?;
+        let pages = size.div_ceil(slot_size as u64);
         if pages == 0 {
             return Err(BlkError::Option(
                 "the device size must be at least 1 byte".into(),
@@ -237,9 +293,10 @@ impl Store {
         })?;
         slots.extend((0..n).map(|_| Mutex::new(Entry::EMPTY)));
         Ok(Store {
-            size: pages * PAGE_SIZE as u64,
+            size: pages * slot_size as u64,
+            slot_size,
             slots,
-            arena: Arena::new(),
+            arena: Arena::with_max_object(slot_size),
             streams,
             recomp: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             backing: None,
@@ -319,6 +376,30 @@ impl Store {
     /// Device size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Bytes per slot (`slot_size`).
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
+    /// Whether a slot holds a raw (huge) slot on this device.
+    pub(crate) fn is_huge(&self, slot: &Slot) -> bool {
+        slot.is_huge(self.slot_size)
+    }
+
+    /// Split a request by this device's slots.
+    fn segments(&self, offset: u64, len: usize) -> impl Iterator<Item = Seg> {
+        segments(offset, len, self.slot_size)
+    }
+
+    /// Staging for `n` whole slots: pool pages for 4 KiB slots, a heap buffer for larger ones.
+    fn staging(&self, n: usize) -> Staging {
+        if self.slot_size == PAGE_SIZE {
+            Staging::Pool(self.pool.alloc(n * PAGE_SIZE))
+        } else {
+            Staging::Heap(vec![0u8; n * self.slot_size])
+        }
     }
 
     /// The arena (for its class table and huge class size).
@@ -424,9 +505,9 @@ impl Store {
     fn read_inner(&self, offset: u64, buf: &mut [u8]) -> Result<(), BlkError> {
         // Two pool pages, taken at the first page that needs them and reused for every page
         // of the request: the compressed copy and the page it decodes into.
-        let mut staging: Option<PageBuf> = None;
+        let mut staging: Option<Staging> = None;
         let mut rest = buf;
-        for s in segments(offset, rest.len()) {
+        for s in self.segments(offset, rest.len()) {
             let (out, tail) = std::mem::take(&mut rest).split_at_mut(s.len);
             rest = tail;
             self.read_page(s, out, &mut staging)?;
@@ -443,7 +524,7 @@ impl Store {
         &self,
         s: Seg,
         out: &mut [u8],
-        staging: &mut Option<PageBuf>,
+        staging: &mut Option<Staging>,
     ) -> Result<(), BlkError> {
         let mut e = lock(&self.slots[s.page]);
         self.accessed(&mut e);
@@ -457,7 +538,7 @@ impl Store {
                 return Ok(());
             }
             // A whole raw page needs no staging: it is copied straight out.
-            Slot::Stored { handle, len } if s.whole() && len as usize == PAGE_SIZE => {
+            Slot::Stored { handle, len } if s.whole() && len as usize == self.slot_size => {
                 self.arena.read(handle, out);
                 return Ok(());
             }
@@ -470,7 +551,7 @@ impl Store {
         };
         let page: &mut [u8] = if s.whole() { &mut *out } else { &mut *bounce };
         let comp_len = match e.slot {
-            Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
+            Slot::Stored { handle, len } if len as usize == self.slot_size => {
                 self.arena.read(handle, page);
                 None
             }
@@ -507,11 +588,11 @@ impl Store {
     /// object's copy, and the bounce page part of a page decodes into.
     fn staging_pages<'a>(
         &self,
-        staging: &'a mut Option<PageBuf>,
+        staging: &'a mut Option<Staging>,
         page: usize,
     ) -> Result<(&'a mut [u8], &'a mut [u8]), BlkError> {
-        let buf = staging.get_or_insert_with(|| self.pool.alloc(2 * PAGE_SIZE));
-        let mut pages = buf.pages_mut();
+        let buf = staging.get_or_insert_with(|| self.staging(2));
+        let mut pages = buf.slots_mut(self.slot_size);
         match (pages.next(), pages.next()) {
             (Some(comp), Some(page)) => Ok((comp, page)),
             _ => Err(with_page(
@@ -533,7 +614,7 @@ impl Store {
     }
 
     fn write_inner(&self, offset: u64, data: &[u8]) -> Result<(), BlkError> {
-        let mut segs = segments(offset, data.len()).peekable();
+        let mut segs = self.segments(offset, data.len()).peekable();
         let mut chunk: Vec<Seg> = Vec::with_capacity(CHUNK);
         let mut pos = 0;
         while segs.peek().is_some() {
@@ -563,10 +644,10 @@ impl Store {
         let which: Vec<usize> = (0..chunk.len())
             .filter(|&i| chunk[i].whole() && same_filled(pieces[i]).is_none())
             .collect();
-        let mut staging = self.pool.alloc(which.len() * PAGE_SIZE);
+        let mut staging = self.staging(which.len());
         let mut jobs: Vec<PageJob<'_>> = which
             .iter()
-            .zip(staging.pages_mut())
+            .zip(staging.slots_mut(self.slot_size))
             .map(|(&i, o)| {
                 let n = limit.min(o.len());
                 PageJob::new(pieces[i], &mut o[..n])
@@ -575,7 +656,7 @@ impl Store {
         self.streams.compress(&mut jobs);
         let results: Vec<Option<Result<Option<usize>, BlkError>>> =
             jobs.into_iter().map(|j| j.result).collect();
-        let outs: Vec<&[u8]> = staging.pages().collect();
+        let outs: Vec<&[u8]> = staging.slots(self.slot_size).collect();
         let mut results = which
             .into_iter()
             .zip(outs.into_iter().zip(results))
@@ -604,36 +685,39 @@ impl Store {
         Ok(())
     }
 
-    /// Read-modify-write of part of one page, under its slot lock.
+    /// Read-modify-write of part of one slot, under its slot lock.
     fn write_partial(&self, s: Seg, bytes: &[u8]) -> Result<(), BlkError> {
         let mut e = lock(&self.slots[s.page]);
-        let mut page = [0u8; PAGE_SIZE];
-        self.load(&e, s.page, &mut page)?;
+        let mut bufs = self.staging(2);
+        let mut bufs = bufs.slots_mut(self.slot_size);
+        let (Some(page), Some(out)) = (bufs.next(), bufs.next()) else {
+            return Err(with_page(corrupt("no staging for a partial write"), s.page));
+        };
+        self.load(&e, s.page, page)?;
         page[s.start..s.start + s.len].copy_from_slice(bytes);
-        let mut out = [0u8; PAGE_SIZE];
-        let new = self.encode(&page, &mut out)?;
+        let new = self.encode(page, out)?;
         self.replace(&mut e, new)?;
         self.accessed(&mut e);
         Ok(())
     }
 
-    /// Decode one slot into a whole page.
+    /// Decode one slot into `page`, a whole slot.
     pub(crate) fn load(
         &self,
         e: &Entry,
         page_index: usize,
-        page: &mut [u8; PAGE_SIZE],
+        page: &mut [u8],
     ) -> Result<(), BlkError> {
         match e.slot {
             Slot::Empty => page.fill(0),
             Slot::Same(w) => fill_same(w, 0, page),
-            Slot::Stored { handle, len } if len as usize == PAGE_SIZE => {
+            Slot::Stored { handle, len } if len as usize == self.slot_size => {
                 self.arena.read(handle, page)
             }
             Slot::Written { block } => self.read_back(block, page)?,
             Slot::Stored { handle, len } => {
-                let mut comp = [0u8; PAGE_SIZE];
-                let comp = &mut comp[..len as usize];
+                let mut comp = vec![0u8; len as usize];
+                let comp = &mut comp[..];
                 self.arena.read(handle, comp);
                 let mut jobs = [PageJob::new(comp, page)];
                 self.algo(e.prio).decompress(&mut jobs);
@@ -692,7 +776,7 @@ impl Store {
             Slot::Same(_) => Counters::add(&c.same_pages, 1),
             Slot::Stored { len, .. } => {
                 Counters::add(&c.compr_data_size, len as u64);
-                if slot.is_huge() {
+                if self.is_huge(slot) {
                     Counters::add(&c.huge_pages, 1);
                     Counters::add(&c.huge_pages_since, 1);
                 }
@@ -716,7 +800,7 @@ impl Store {
             Slot::Stored { handle, len } => {
                 self.arena.free(handle);
                 Counters::sub(&c.compr_data_size, len as u64);
-                if slot.is_huge() {
+                if self.is_huge(slot) {
                     Counters::sub(&c.huge_pages, 1);
                 }
             }
@@ -729,16 +813,17 @@ impl Store {
         *slot = Slot::Empty;
     }
 
-    fn whole_pages(offset: u64, len: u64) -> std::ops::Range<usize> {
-        let first = offset.div_ceil(PAGE_SIZE as u64) as usize;
-        let end = ((offset + len) / PAGE_SIZE as u64) as usize;
+    fn whole_pages(&self, offset: u64, len: u64) -> std::ops::Range<usize> {
+        let slot = self.slot_size as u64;
+        let first = offset.div_ceil(slot) as usize;
+        let end = ((offset + len) / slot) as usize;
         first..end.max(first)
     }
 
     /// Discard (trim): free the whole pages in the range.
     pub fn discard(&self, offset: u64, len: u64) -> Result<(), BlkError> {
         self.check(offset, len)?;
-        for page in Store::whole_pages(offset, len) {
+        for page in self.whole_pages(offset, len) {
             self.release(&mut lock(&self.slots[page]));
             Counters::add(&self.counters.notify_free, 1);
         }
@@ -749,10 +834,10 @@ impl Store {
     pub fn write_zeroes(&self, offset: u64, len: u64) -> Result<(), BlkError> {
         self.check(offset, len)?;
         Counters::add(&self.counters.num_writes, 1);
-        let whole = Store::whole_pages(offset, len);
-        let zeros = [0u8; PAGE_SIZE];
+        let whole = self.whole_pages(offset, len);
+        let zeros = vec![0u8; self.slot_size];
         let r = (|| {
-            for s in segments(offset, len as usize) {
+            for s in self.segments(offset, len as usize) {
                 if whole.contains(&s.page) {
                     self.release(&mut lock(&self.slots[s.page]));
                 } else {
@@ -771,10 +856,10 @@ impl Store {
     pub fn extents(&self, offset: u64, len: u64) -> Result<Vec<Extent>, BlkError> {
         self.check(offset, len)?;
         let mut out: Vec<Extent> = Vec::new();
-        for s in segments(offset, len as usize) {
+        for s in self.segments(offset, len as usize) {
             let slot = lock(&self.slots[s.page]).slot;
             let hole = matches!(slot, Slot::Empty | Slot::Same(0));
-            let start = s.page as u64 * PAGE_SIZE as u64 + s.start as u64;
+            let start = s.page as u64 * self.slot_size as u64 + s.start as u64;
             match out.last_mut() {
                 Some(e) if e.hole == hole => e.len += s.len as u64,
                 _ => out.push(Extent {
@@ -834,14 +919,17 @@ impl Store {
     /// Statistics now.
     pub fn stat(&self) -> Stat {
         let c = &self.counters;
-        let g = Counters::get;
+        // Per-page counters in 4 KiB pages (a slot is slot_size / 4096 of them).
+        let per = (self.slot_size / PAGE_SIZE) as u64;
+        let g = |a: &AtomicU64| Counters::get(a) * per;
         Stat {
             disksize: self.size,
+            slot_size: self.slot_size,
             comp_algorithm: self.streams.algorithm(),
             streams: self.streams.streams(),
             mm_stat: MmStat {
                 orig_data_size: g(&c.pages_stored) * PAGE_SIZE as u64,
-                compr_data_size: g(&c.compr_data_size),
+                compr_data_size: Counters::get(&c.compr_data_size),
                 mem_used_total: self.arena.total_pages() * PAGE_SIZE as u64,
                 mem_limit: self.mem_limit.load(Ordering::Acquire),
                 mem_used_max: self.arena.max_pages() * PAGE_SIZE as u64,
@@ -883,13 +971,13 @@ impl Store {
                 })
                 .collect(),
             io_stat: IoStat {
-                failed_reads: g(&c.failed_reads),
-                failed_writes: g(&c.failed_writes),
-                invalid_io: g(&c.invalid_io),
+                failed_reads: Counters::get(&c.failed_reads),
+                failed_writes: Counters::get(&c.failed_writes),
+                invalid_io: Counters::get(&c.invalid_io),
                 notify_free: g(&c.notify_free),
             },
-            num_reads: g(&c.num_reads),
-            num_writes: g(&c.num_writes),
+            num_reads: Counters::get(&c.num_reads),
+            num_writes: Counters::get(&c.num_writes),
             page_pool: PoolStat::from(self.pool.stats()),
         }
     }

@@ -29,8 +29,8 @@ use crate::arena::PAGE_SIZE;
 use crate::error::BlkError;
 use crate::stats::StreamStat;
 
-/// One page's job: compress `input` (one page) into `output` (its length is the limit), or
-/// decompress `input` into `output` (one page).
+/// One slot's job: compress `input` (one slot) into `output` (its length is the limit), or
+/// decompress `input` into `output` (one slot: its length is what the object must give).
 #[derive(Debug)]
 pub struct PageJob<'a> {
     /// The bytes to work on.
@@ -38,7 +38,7 @@ pub struct PageJob<'a> {
     /// Where the result goes.
     pub output: &'a mut [u8],
     /// Compression: `Some(n)` bytes written, `None` when the result did not fit.
-    /// Decompression: `Some(PAGE_SIZE)`.
+    /// Decompression: `Some(output.len())`.
     pub result: Option<Result<Option<usize>, BlkError>>,
 }
 
@@ -147,9 +147,19 @@ pub struct OffloadStreams {
 }
 
 impl OffloadStreams {
-    /// An offload with `streams` CPU workers compressing with `spec`; `name` is zram's name
-    /// for the algorithm.
+    /// An offload with `streams` CPU workers compressing 4 KiB slots with `spec`; `name` is
+    /// zram's name for the algorithm.
     pub fn new(spec: CompressSpec, name: &str, streams: usize) -> Result<OffloadStreams, BlkError> {
+        OffloadStreams::for_slots(spec, name, streams, PAGE_SIZE)
+    }
+
+    /// As [`OffloadStreams::new`] for slots of `slot_size` bytes (the engine's largest extent).
+    pub fn for_slots(
+        spec: CompressSpec,
+        name: &str,
+        streams: usize,
+        slot_size: usize,
+    ) -> Result<OffloadStreams, BlkError> {
         let Some(algorithm) = spec.algorithm else {
             return Err(BlkError::Option(
                 "comp_algorithm must name an algorithm; 'no' is not one".into(),
@@ -157,7 +167,7 @@ impl OffloadStreams {
         };
         let streams = streams.max(1);
         let engine = Arc::new(Engine::new(EngineConfig {
-            max_extent: PAGE_SIZE.max(wring_engine::BLOCK_SIZE),
+            max_extent: slot_size.max(wring_engine::BLOCK_SIZE),
             streams,
             ..EngineConfig::default()
         }));
@@ -215,16 +225,17 @@ impl Streams for OffloadStreams {
     }
 
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        let op = Op::Decompress {
-            algorithm: self.algorithm,
-            len: PAGE_SIZE,
-        };
         for job in jobs {
+            // The output is one whole slot: what the object decompresses to.
+            let op = Op::Decompress {
+                algorithm: self.algorithm,
+                len: job.output.len(),
+            };
             let result = match self.run_one(op, job) {
-                Some(Ok(Completed::Decompressed(n))) if n == PAGE_SIZE => Ok(Some(n)),
+                Some(Ok(Completed::Decompressed(n))) if n == job.output.len() => Ok(Some(n)),
                 Some(Ok(Completed::Decompressed(n))) => Err(BlkError::Corrupt {
                     page: 0,
-                    message: format!("decompressed to {n} bytes, not a page"),
+                    message: format!("decompressed to {n} bytes, not a slot"),
                 }),
                 Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
                 Some(Err(e)) => Err(BlkError::Corrupt {
@@ -326,8 +337,9 @@ impl Streams for ToyStreams {
 
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
         for j in jobs {
+            let want = j.output.len();
             j.result = Some(match ToyStreams::decode(j.input, j.output) {
-                Ok(n) if n == PAGE_SIZE => Ok(Some(n)),
+                Ok(n) if n == want => Ok(Some(n)),
                 Ok(n) => Err(BlkError::Corrupt {
                     page: 0,
                     message: format!("{n} bytes"),

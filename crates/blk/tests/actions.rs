@@ -541,7 +541,8 @@ fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
     let clock = Arc::new(ManualClock::default());
     let mut s = Store::new(8 * P, 0, Box::new(ToyStreams)).unwrap();
     s.set_clock(Arc::clone(&clock) as Arc<dyn wring_blk::Clock>);
-    s.set_backing(wring_blk::Backing::open(&f.0, 8).unwrap());
+    s.set_backing(wring_blk::Backing::open(&f.0, 8).unwrap())
+        .unwrap();
     let data: Vec<u8> = (0..8u8).flat_map(text).collect();
     s.write(0, &data).unwrap(); // t=0
     assert!(s.policy_tick().is_none(), "no policy, no round");

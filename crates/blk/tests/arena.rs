@@ -3,7 +3,7 @@
 //! emptied arena holds no page.
 
 use proptest::prelude::*;
-use wring_blk::arena::{Arena, Handle, PAGE_SIZE};
+use wring_blk::arena::{Arena, Handle, MAX_OBJECT, PAGE_SIZE};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -15,6 +15,16 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (prop_oneof![1usize..64, 1000usize..1100, 2000usize..2100, 3000..=PAGE_SIZE], any::<u8>())
+            .prop_map(|(n, b)| Op::Store(n, b)),
+        4 => any::<usize>().prop_map(Op::Free),
+        1 => Just(Op::Compact),
+    ]
+}
+
+/// Objects for an arena built for 32 KiB slots: small ones, and ones across page boundaries.
+fn large_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (prop_oneof![1usize..64, 3000usize..5000, 9000usize..13000, 20000..=MAX_OBJECT], any::<u8>())
             .prop_map(|(n, b)| Op::Store(n, b)),
         4 => any::<usize>().prop_map(Op::Free),
         1 => Just(Op::Compact),
@@ -40,7 +50,17 @@ proptest! {
 
     #[test]
     fn arena_matches_a_map_of_live_objects(ops in prop::collection::vec(op(), 1..300)) {
-        let a = Arena::new();
+        run(Arena::new(), ops)?;
+    }
+
+    #[test]
+    fn a_32k_arena_matches_a_map_of_live_objects(ops in prop::collection::vec(large_op(), 1..200)) {
+        run(Arena::with_max_object(MAX_OBJECT), ops)?;
+    }
+}
+
+fn run(a: Arena, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    {
         let mut live: Vec<(Handle, usize, u8)> = Vec::new();
         for op in ops {
             match op {
@@ -66,4 +86,5 @@ proptest! {
         }
         prop_assert_eq!(a.total_pages(), 0);
     }
+    Ok(())
 }

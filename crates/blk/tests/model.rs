@@ -219,7 +219,8 @@ fn writeback_racing_writes_and_reads_keeps_every_page() {
             let path = &p;
             let _ = std::fs::remove_file(path);
             let mut st = Store::new((PAGES * PAGE_SIZE) as u64, 0, Box::new(ToyStreams)).unwrap();
-            st.set_backing(wring_blk::Backing::open(path, PAGES as u64).unwrap());
+            st.set_backing(wring_blk::Backing::open(path, PAGES as u64).unwrap())
+                .unwrap();
             let s = Arc::new(st);
             s.write(0, &dense(1)).unwrap();
             s.write(PAGE_SIZE as u64, &dense(2)).unwrap();

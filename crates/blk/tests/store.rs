@@ -1,8 +1,11 @@
 //! The store against a plain `Vec<u8>`: random writes, reads, discards, write-zeroes and
 //! compactions at any offset and length, on the toy coder and on the engine's lz4 and zstd;
-//! mm_stat's invariants after every step; mem_limit; same and huge pages; block status.
+//! mm_stat's invariants after every step; mem_limit; same and huge pages; block status. The
+//! same at every `slot_size` (4K to 32K): requests split by slot, partial slots
+//! read-modified-written, same-filled and huge slots counted in 4 KiB pages.
 
 use proptest::prelude::*;
+use wring_blk::options::SLOT_SIZES;
 use wring_blk::{Options, Slot, Store, ToyStreams, PAGE_SIZE};
 
 const SIZE: usize = 16 * PAGE_SIZE + 1000;
@@ -30,19 +33,36 @@ enum Op {
     Compact,
 }
 
-fn range() -> impl Strategy<Value = (usize, usize)> {
-    let size = SIZE.div_ceil(PAGE_SIZE) * PAGE_SIZE;
-    (0..size).prop_flat_map(move |o| (Just(o), 0..=(size - o).min(5 * PAGE_SIZE)))
+/// An offset in a device of `size` bytes and a length of at most `max` from it.
+fn range_in(size: usize, max: usize) -> impl Strategy<Value = (usize, usize)> + Clone {
+    (0..size).prop_flat_map(move |o| (Just(o), 0..=(size - o).min(max)))
+}
+
+fn range() -> impl Strategy<Value = (usize, usize)> + Clone {
+    range_in(SIZE.div_ceil(PAGE_SIZE) * PAGE_SIZE, 5 * PAGE_SIZE)
+}
+
+fn ops_in(range: impl Strategy<Value = (usize, usize)> + Clone) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (range.clone(), 0u8..4, any::<u8>()).prop_map(|((offset, len), kind, seed)| Op::Write { offset, len, kind, seed }),
+        3 => range.clone().prop_map(|(offset, len)| Op::Read { offset, len }),
+        1 => range.clone().prop_map(|(offset, len)| Op::Discard { offset, len }),
+        1 => range.prop_map(|(offset, len)| Op::Zero { offset, len }),
+        1 => Just(Op::Compact),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        4 => (range(), 0u8..4, any::<u8>()).prop_map(|((offset, len), kind, seed)| Op::Write { offset, len, kind, seed }),
-        3 => range().prop_map(|(offset, len)| Op::Read { offset, len }),
-        1 => range().prop_map(|(offset, len)| Op::Discard { offset, len }),
-        1 => range().prop_map(|(offset, len)| Op::Zero { offset, len }),
-        1 => Just(Op::Compact),
-    ]
+    ops_in(range())
+}
+
+/// A slot size and operations on a device of 6 such slots less 1000 bytes, with requests of
+/// up to 2.5 slots at any offset (so whole slots, partial slots and both ends of a slot).
+fn slot_ops(n: usize) -> impl Strategy<Value = (usize, Vec<Op>)> {
+    prop::sample::select(SLOT_SIZES.to_vec()).prop_flat_map(move |slot| {
+        let r = range_in(6 * slot - 1000, slot * 5 / 2);
+        (Just(slot), prop::collection::vec(ops_in(r), 1..n))
+    })
 }
 
 /// Data of four kinds: compressible text, incompressible noise, one repeated word, zeros.
@@ -66,10 +86,20 @@ fn data(len: usize, kind: u8, seed: u8) -> Vec<u8> {
 fn check_stats(store: &Store) {
     let s = store.stat();
     let m = s.mm_stat;
-    let pages = (0..store.size() as usize / PAGE_SIZE)
-        .filter(|&p| store.slot(p) != Some(Slot::Empty))
-        .count() as u64;
-    assert_eq!(m.orig_data_size, pages * PAGE_SIZE as u64);
+    let slot = store.slot_size();
+    assert_eq!(s.slot_size, slot);
+    let slots: Vec<Slot> = (0..store.size() as usize / slot)
+        .map(|p| store.slot(p).unwrap())
+        .collect();
+    let count = |f: &dyn Fn(&Slot) -> bool| slots.iter().filter(|s| f(s)).count() as u64;
+    let per = (slot / PAGE_SIZE) as u64;
+    assert_eq!(
+        m.orig_data_size,
+        count(&|s| *s != Slot::Empty) * slot as u64
+    );
+    // Per-page counters count 4 KiB pages: a slot is slot_size / 4096 of them.
+    assert_eq!(m.same_pages, count(&|s| matches!(s, Slot::Same(_))) * per);
+    assert_eq!(m.huge_pages, count(&|s| s.is_huge(slot)) * per);
     assert!(m.compr_data_size <= m.mem_used_total, "{m:?}");
     assert!(m.mem_used_total <= m.mem_used_max, "{m:?}");
     assert!(m.huge_pages <= m.huge_pages_since, "{m:?}");
@@ -100,8 +130,9 @@ fn run(store: &Store, ops: &[Op]) {
             }
             Op::Discard { offset, len } => {
                 store.discard(offset as u64, len as u64).unwrap();
-                let first = offset.div_ceil(PAGE_SIZE) * PAGE_SIZE;
-                let end = (offset + len) / PAGE_SIZE * PAGE_SIZE;
+                let slot = store.slot_size();
+                let first = offset.div_ceil(slot) * slot;
+                let end = (offset + len) / slot * slot;
                 if end > first {
                     reference[first..end].fill(0);
                 }
@@ -130,6 +161,20 @@ proptest! {
     #[test]
     fn toy_store_matches_a_vec(ops in prop::collection::vec(op(), 1..40)) {
         let store = Store::new(SIZE as u64, 0, Box::new(ToyStreams)).unwrap();
+        run(&store, &ops);
+    }
+
+    #[test]
+    fn every_slot_size_matches_a_vec((slot, ops) in slot_ops(40)) {
+        let store = Store::with_slot_size(6 * slot as u64 - 1000, slot, 0, Box::new(ToyStreams)).unwrap();
+        assert_eq!(store.size(), 6 * slot as u64, "the size rounds up to whole slots");
+        run(&store, &ops);
+    }
+
+    #[test]
+    fn zstd_at_every_slot_size_matches_a_vec((slot, ops) in slot_ops(20)) {
+        let o = Options::parse(&format!("comp_algorithm=zstd:3,streams=2,slot_size={slot}")).unwrap();
+        let store = wring_blk::open(6 * slot as u64 - 1000, &o).unwrap();
         run(&store, &ops);
     }
 
@@ -180,7 +225,7 @@ fn same_huge_and_compressed_pages_are_counted_as_zram_counts_them() {
     assert_eq!(m.orig_data_size, 3 * PAGE_SIZE as u64);
     assert!(m.compr_data_size > PAGE_SIZE as u64 && m.compr_data_size < 2 * PAGE_SIZE as u64);
     assert!(matches!(store.slot(0), Some(Slot::Same(_))));
-    assert!(store.slot(1).is_some_and(|s| s.is_huge()));
+    assert!(store.slot(1).is_some_and(|s| s.is_huge(PAGE_SIZE)));
     // Overwriting the huge page with text: huge_pages drops, huge_pages_since stays.
     store
         .write(PAGE_SIZE as u64, &data(PAGE_SIZE, 0, 3))
