@@ -1,6 +1,7 @@
 //! Per-mount request and transaction counters for `wring status`: FUSE requests by opcode,
 //! the store's read and write transactions and commits (with the time spent committing), and
-//! the time requests spent waiting for a file's writeback. Cheap: relaxed atomic adds.
+//! the time requests spent waiting for a file's writeback, and the delayed inode items.
+//! Cheap: relaxed atomic adds.
 //!
 //! Mirrors the kernel's per-superblock statistics the way /proc/fs/fuse and btrfs's
 //! `commit_stats` in sysfs expose them (commits, total commit time); the names follow the
@@ -218,6 +219,38 @@ impl WaitCounts {
             "writeback_waits: count={} ms={:.1}\n",
             self.waits.load(Ordering::Relaxed),
             self.nanos.load(Ordering::Relaxed) as f64 / 1e6
+        )
+    }
+}
+
+/// Delayed inode items (see `crate::delayed`): attribute changes kept in memory instead of a
+/// write transaction each, and how many of them later transactions wrote.
+#[derive(Default)]
+pub struct DelayedCounts {
+    /// Changes delayed.
+    pub updates: AtomicU64,
+    /// Items written by a transaction (one per inode, however many changes it had).
+    pub written: AtomicU64,
+    /// Transactions that wrote some.
+    pub flushes: AtomicU64,
+}
+
+impl DelayedCounts {
+    /// A transaction wrote `n` delayed items.
+    pub fn flushed(&self, n: usize) {
+        self.written.fetch_add(n as u64, Ordering::Relaxed);
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `delayed_inodes: updates=N written=N flushes=N held=N`, `held` being the items in
+    /// memory now.
+    pub fn line(&self, held: usize) -> String {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "delayed_inodes: updates={} written={} flushes={} held={held}\n",
+            get(&self.updates),
+            get(&self.written),
+            get(&self.flushes)
         )
     }
 }

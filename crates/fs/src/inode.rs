@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use redb::{ReadableTable, WriteTransaction};
 
 use crate::acl::{self, Acl};
+use crate::delayed::Change;
 use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
@@ -143,14 +144,44 @@ fn kill_privs_on_chown(
     if inode.kind == Kind::Dir {
         return Ok(());
     }
+    kill_mode_on_chown(inode, caller);
+    txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
+    Ok(())
+}
+
+/// The mode part of [`kill_privs_on_chown`] (the caller's groups and capabilities are looked
+/// up only when the file has a set-group-ID bit to lose).
+fn kill_mode_on_chown(inode: &mut Inode, caller: Caller) {
     inode.perm &= !libc::S_ISUID;
+    if inode.perm & libc::S_ISGID == 0 {
+        return;
+    }
     let sgid_stays =
         inode.perm & libc::S_IXGRP == 0 && (caller.in_group(inode.gid) || caller.has_fsetid());
     if !sgid_stays {
         inode.perm &= !libc::S_ISGID;
     }
-    txn.open_table(XATTRS)?.remove((ino, CAPS_XATTR))?;
-    Ok(())
+}
+
+/// What a setattr sets in the record itself, after the size and privileges: mode, owner and
+/// times (`ctime`: the kernel's, else now).
+fn set_fields(inode: &mut Inode, set: &SetAttr, now: Time) {
+    if let Some(m) = set.mode {
+        inode.perm = m & 0o7777;
+    }
+    if let Some(u) = set.uid {
+        inode.uid = u;
+    }
+    if let Some(g) = set.gid {
+        inode.gid = g;
+    }
+    if let Some(a) = set.atime {
+        inode.atime = a.map_or(now, Time::from_system);
+    }
+    if let Some(m) = set.mtime {
+        inode.mtime = m.map_or(now, Time::from_system);
+    }
+    inode.ctime = set.ctime.map_or(now, Time::from_system);
 }
 
 /// A new inode's ACLs from its directory's default ACL (posix_acl_create): the access ACL is
@@ -527,6 +558,11 @@ impl Volume {
         if set.mtime.is_some() {
             self.da.times_set(ino);
         }
+        if set.size.is_none() {
+            if let Some(inode) = self.delayed_setattr(ino, set)? {
+                return Ok(crate::volume::with_pending(self.da.pending(ino), inode));
+            }
+        }
         let txn = self.store.write()?;
         let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         let now = Time::now();
@@ -546,27 +582,35 @@ impl Volume {
         if set.uid.is_some() || set.gid.is_some() {
             kill_privs_on_chown(&txn, ino, &mut inode, set.caller.unwrap_or_default())?;
         }
-        if let Some(m) = set.mode {
-            inode.perm = m & 0o7777;
+        set_fields(&mut inode, set, now);
+        if set.mode.is_some() {
             chmod_acl(&txn, ino, inode.perm)?;
         }
-        if let Some(u) = set.uid {
-            inode.uid = u;
-        }
-        if let Some(g) = set.gid {
-            inode.gid = g;
-        }
-        if let Some(a) = set.atime {
-            inode.atime = a.map_or(now, Time::from_system);
-        }
-        if let Some(m) = set.mtime {
-            inode.mtime = m.map_or(now, Time::from_system);
-        }
-        inode.ctime = set.ctime.map_or(now, Time::from_system);
         put_inode(&txn, ino, &inode)?;
         self.store.commit(txn, false)?;
         // The size (and, for writes after a chmod, mtime) its dirty extents add.
         Ok(crate::volume::with_pending(self.da.pending(ino), inode))
+    }
+
+    /// A setattr without a size as a delayed inode item (see [`crate::delayed`]): no
+    /// transaction, the next one writes it. Not when it must change an xattr too — a chmod of
+    /// a file with an access ACL (the ACL follows the mode), a chown of a file with
+    /// capabilities (they are dropped) — which `None` leaves to a transaction.
+    fn delayed_setattr(&self, ino: u64, set: &SetAttr) -> Result<Option<Inode>, FsError> {
+        let chown = set.uid.is_some() || set.gid.is_some();
+        self.store.update(ino, |mut inode, snap| {
+            let xattrs = snap.open_table(XATTRS)?;
+            let acl = set.mode.is_some() && xattrs.get((ino, acl::ACCESS))?.is_some();
+            let caps = chown && inode.kind != Kind::Dir && xattrs.get((ino, CAPS_XATTR))?.is_some();
+            if acl || caps {
+                return Ok(Change::NeedsTxn);
+            }
+            if chown && inode.kind != Kind::Dir {
+                kill_mode_on_chown(&mut inode, set.caller.unwrap_or_default());
+            }
+            set_fields(&mut inode, set, Time::now());
+            Ok(Change::Put(inode))
+        })
     }
 
     /// A setattr of times alone on an orphan file nobody has open — the kernel flushing the

@@ -18,6 +18,7 @@ pub mod counters;
 pub mod daemon;
 mod decode;
 mod delalloc;
+mod delayed;
 pub mod dir;
 mod encode;
 mod error;

@@ -188,7 +188,12 @@ impl Volume {
             if !seen.insert(cur) {
                 continue;
             }
-            let inode = store::get_inode(&inodes, cur)?;
+            // A delayed chmod/chown (see crate::delayed) decides who may look, as it does for
+            // every other caller.
+            let inode = match self.store.delayed_inode(cur) {
+                Some(i) => i,
+                None => store::get_inode(&inodes, cur)?,
+            };
             match inode.kind {
                 Kind::Dir if may(cur, &inode, MAY_READ | MAY_EXEC)? => {
                     for r in dirents.range((cur, &[][..])..(cur + 1, &[][..]))? {

@@ -31,6 +31,7 @@ pub fn status_text(vol: &Volume) -> String {
     s += &vol.ops.time_line();
     s += &vol.store.counts.line();
     s += &vol.wb_waits.line();
+    s += &vol.store.delayed_counts.line(vol.store.delayed_len());
     s
 }
 

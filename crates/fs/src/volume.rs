@@ -15,6 +15,7 @@ use wring_engine::pool::PageBuf;
 use wring_engine::{Engine, EngineConfig};
 
 use crate::delalloc::Pending;
+use crate::delayed::DelayedStore;
 use crate::error::{errno, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode};
@@ -37,7 +38,8 @@ pub(crate) struct Cached {
 
 /// One mounted store.
 pub struct Volume {
-    pub(crate) store: Store,
+    /// The store, with the inode changes not yet written to it (see [`crate::delayed`]).
+    pub(crate) store: DelayedStore,
     pub(crate) engine: Arc<Engine>,
     /// The one way this mount compresses and decompresses: the engine's offload API, whose CPU
     /// workers (one per stream) are the mount's only compression threads.
@@ -175,7 +177,7 @@ impl Volume {
                 source: std::io::Error::other(e),
             })?;
         Ok(Volume {
-            store,
+            store: DelayedStore::new(store),
             engine,
             offload,
             options: RwLock::new(options),
@@ -617,13 +619,19 @@ impl Volume {
         Ok(h)
     }
 
-    /// Read an inode from the last commit, with what its dirty extents add.
+    /// Read an inode: its delayed record or the last commit's, with what its dirty extents
+    /// add.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
         loop {
             // Pending before the snapshot: a writeback that commits and finishes in between is
             // in the snapshot; the other order could miss it in both.
             let removals = self.removals.load(Ordering::SeqCst);
             let pending = self.da.pending(ino);
+            // A delayed change first: it leaves the map only after its commit, so one not
+            // found here is in the snapshot taken next.
+            if let Some(i) = self.store.delayed_inode(ino) {
+                return Ok(with_pending(pending, i));
+            }
             let txn = self.store.read()?;
             if self.removals.load(Ordering::SeqCst) != removals {
                 continue;
