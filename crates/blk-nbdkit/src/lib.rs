@@ -5,11 +5,18 @@
 //!
 //! ```text
 //! nbdkit -U SOCKET libwring_blk_nbdkit.so size=1G [comp_algorithm=zstd:3] [streams=N]
-//!        [mem_limit=SIZE] ['recomp_algorithm=algo=zstd priority=1' …] [control=CONTROL_SOCKET]
+//!        [mem_limit=SIZE] ['recomp_algorithm=algo=zstd priority=1' …] [slot_size=16K]
+//!        [control=CONTROL_SOCKET]
 //! ```
 //!
-//! * `size` is the device size (`disksize`), rounded up to whole 4 KiB pages; the other keys
-//!   are [`wring_blk::Options`]' (zram's names). An unknown key is an error naming the keys.
+//! * `size` is the device size (`disksize`), rounded up to whole slots (4 KiB pages unless
+//!   `slot_size` says more); the other keys are [`wring_blk::Options`]' (zram's names). An
+//!   unknown key is an error naming the keys.
+//! * Block size: nbdkit's Rust binding (0.3) has no `block_size` callback, so the plugin
+//!   advertises no constraints (clients assume a minimum of 1 and prefer 4 KiB). `wring blk
+//!   start` puts nbdkit's own `blocksize-policy` filter in front with `blocksize-preferred`
+//!   set to the slot size, so that clients which honour it (qemu) send whole slots and spare
+//!   the store read-modify-write; every request size still works.
 //! * The store, with its compression streams (threads), is made in `after_fork`, after nbdkit
 //!   has forked into the background — threads do not survive a fork. The control socket
 //!   ([`wring_blk::control`]) is bound in `get_ready`, so that a bad path fails the start
@@ -89,6 +96,8 @@ impl Server for WringBlk {
              backing_dev=FILE            the writeback file\n\
              writeback_limit=PAGES       writeback budget in 4 KiB pages (default: none)\n\
              policy='every=S age=S [recompress=T] [writeback=T]'  scheduled aging/recompression/writeback\n\
+             slot_size=4K|8K|16K|32K     bytes per slot, each compressed alone (default 4K, zram's page)\n\
+             page_pool=PAGES             reserved 4 KiB staging pages (default 0: off)\n\
              control=PATH                the control socket for `wring blk`",
         )
     }
@@ -118,12 +127,18 @@ impl Server for WringBlk {
     }
 
     fn config_complete() -> Result<()> {
-        match config().size {
-            Some(s) if s > 0 => Ok(()),
-            _ => Err(Error::new(
+        let c = config();
+        if !c.size.is_some_and(|s| s > 0) {
+            return Err(Error::new(
                 libc::EINVAL,
                 "wring-blk needs size=SIZE (e.g. size=1G)",
-            )),
+            ));
+        }
+        // Options that do not go together (slot_size above 4K with backing_dev) fail here,
+        // before nbdkit detaches, not in after_fork where the error would only reach the log.
+        match &c.options {
+            Some(o) => o.check().map_err(nbd_error),
+            None => Ok(()),
         }
     }
 

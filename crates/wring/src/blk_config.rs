@@ -33,8 +33,8 @@ algorithm = ALG     comp_algorithm: lzo, lz4, lz4hc[:L], zstd[:L], deflate[:L]\n
 listen = [ADDR:]PORT   serve NBD over TCP instead of the Unix socket. INSECURE: TCP NBD has \
 no authentication, so every local user (every host, off loopback) can read and write the device; \
 refused unless the section also says listen_insecure = yes\n  \
-KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, the idle, \
-recompress and writeback policies); `wring blk start` checks it\n\
+KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, slot_size, \
+the idle, recompress and writeback policies); `wring blk start` checks it\n\
 Example:\n  [swap0]\n  size = 4G\n  algorithm = zstd:3\n  streams = 2\n  mem_limit = 1G\n\
 The device serves nbd+unix:///?socket=/run/wring/blk/NAME/nbd.sock: an NBD export, not a /dev \
 node. A filesystem or swap on it at boot needs the export attached first, e.g. by nbd-client with \

@@ -280,3 +280,84 @@ fn under_a_systemd_unit_nbdkit_logs_to_the_journal() {
     let args = nbdkit_args("j1");
     assert!(args.iter().any(|a| a == "--log=stderr"), "{args:?}");
 }
+
+fn nbdinfo(uri: &str) -> String {
+    let o = Command::new("nbdinfo")
+        .arg(uri)
+        .output()
+        .expect("nbdinfo is installed (Debian package libnbd-bin)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `-o slot_size=16K` (beyond zram): the device stores 16 KiB slots (`stat` and `--json`
+/// show it, the size rounds up to whole slots), the export advertises the slot as its
+/// preferred block size while still taking any request, and data written with a partial
+/// slot at each end reads back. A 4K device advertises 4096. Bad sizes and slot_size with
+/// backing_dev are refused before a daemon starts.
+#[test]
+fn slot_size_is_shown_and_advertised_as_the_preferred_block_size() {
+    let mut d = Devices::new("slot");
+    let uri = d.start(
+        &["-o", "comp_algorithm=zstd:3,slot_size=16K", "--size", "10M"],
+        "s16",
+    );
+    let info = nbdinfo(&uri);
+    for want in ["block_size_minimum: 1", "block_size_preferred: 16384"] {
+        assert!(info.contains(want), "nbdinfo lacks '{want}':\n{info}");
+    }
+    let stat = d.ok(&["blk", "stat", "s16"]);
+    assert!(stat.contains("slot_size         16384"), "{stat}");
+    let json = d.ok(&["blk", "stat", "s16", "--json"]);
+    assert!(json.contains("\"slot_size\": 16384"), "{json}");
+    // 10M is a whole number of 16 KiB slots (100K below rounds up to whole 32 KiB slots).
+    assert!(json.contains("\"disksize\": 10485760"), "{json}");
+
+    // 1 MiB + 6 KiB at 10 KiB: a partial slot at each end, whole slots between.
+    let text: Vec<u8> = (0..(1 << 20) + 6144)
+        .map(|i: usize| b"sixteen KiB slots compress as one object. "[i % 42])
+        .collect();
+    let src = d.dir.join("in.img");
+    std::fs::write(&src, &text).expect("write the source");
+    let o = Command::new("qemu-io")
+        .args(["-f", "raw", "-c"])
+        .arg(format!("write -s {} 10240 {}", src.display(), text.len()))
+        .arg(&uri)
+        .output()
+        .expect("qemu-io is installed (Debian package qemu-utils)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = d.dir.join("out.img");
+    nbdcopy(&uri, out.to_str().expect("utf-8"));
+    let back = std::fs::read(&out).expect("read back");
+    assert!(back[..10240].iter().all(|&b| b == 0), "before the write");
+    assert!(
+        back[10240..10240 + text.len()] == text[..],
+        "the device returned other bytes"
+    );
+    assert!(back[10240 + text.len()..].iter().all(|&b| b == 0));
+
+    let uri4 = d.start(&["--size", "1M"], "s4");
+    let info = nbdinfo(&uri4);
+    assert!(info.contains("block_size_preferred: 4096"), "{info}");
+    let uri_odd = d.start(&["-o", "slot_size=32K", "--size", "100K"], "s32");
+    let o = Command::new("nbdinfo")
+        .arg("--size")
+        .arg(&uri_odd)
+        .output()
+        .expect("nbdinfo");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "131072");
+
+    let e = d.err(&["blk", "start", "-o", "slot_size=12K", "--size", "1M", "x"]);
+    assert!(e.contains("slot_size") && e.contains("32K"), "{e}");
+    let e = d.err(&[
+        "blk",
+        "start",
+        "-o",
+        "slot_size=16K,backing_dev=/tmp/wring-never",
+        "--size",
+        "1M",
+        "x",
+    ]);
+    assert!(e.contains("slot_size") && e.contains("backing_dev"), "{e}");
+    assert!(!d.dir.join("x").exists());
+}
