@@ -19,8 +19,9 @@
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use wring_blk::serve::Nbdkit;
 
 use serde::Serialize;
 
@@ -224,7 +225,7 @@ pub fn run(
             args = wring_args(cfg, base, bytes, cfg.streams);
             args.push(format!("algorithm_params=dict={}", dict.display()));
         }
-        let server = Nbdkit::start(&work.path, args)?;
+        let server = start_nbdkit(&work.path, args)?;
         rows.push(nbd_row(
             &server,
             cfg,
@@ -241,7 +242,7 @@ pub fn run(
         for n in [1, 2] {
             interrupt::check()?;
             progress.step(format!("blk: wring {method}, {n} clients on {n} streams"));
-            let server = Nbdkit::start(&work.path, wring_args(cfg, method, bytes, n))?;
+            let server = start_nbdkit(&work.path, wring_args(cfg, method, bytes, n))?;
             rows.push(nbd_row(
                 &server,
                 cfg,
@@ -263,7 +264,7 @@ pub fn run(
             format!("size={bytes}"),
             "allocator=zstd".to_string(),
         ];
-        let server = Nbdkit::start(&work.path, args)?;
+        let server = start_nbdkit(&work.path, args)?;
         rows.push(nbd_row(
             &server,
             cfg,
@@ -279,7 +280,7 @@ pub fn run(
         interrupt::check()?;
         progress.step("blk: nbdkit memory (sparse)");
         let args = vec!["memory".to_string(), format!("size={bytes}")];
-        let server = Nbdkit::start(&work.path, args)?;
+        let server = start_nbdkit(&work.path, args)?;
         rows.push(nbd_row(
             &server,
             cfg,
@@ -374,7 +375,7 @@ fn train_dict(
         .map(|l| l.trim_start_matches(':'))
         .map(|l| if l.is_empty() { "3" } else { l })
         .ok_or_else(|| failed(format!("{method}+dict: a dictionary needs zstd")))?;
-    let server = Nbdkit::start(dir, wring_args(cfg, method, bytes, cfg.streams))?;
+    let server = start_nbdkit(dir, wring_args(cfg, method, bytes, cfg.streams))?;
     nbdcopy(input.as_os_str(), server.uri().as_ref(), None)?;
     let path = dir.join("train.dict");
     let req =
@@ -399,9 +400,9 @@ fn nbd_row(
     clients: Option<usize>,
 ) -> Result<BlkRow, BenchError> {
     let uri = server.uri();
-    let before = server.rss()?;
+    let before = server.rss().map_err(|e| failed(e.to_string()))?;
     let mut write = nbdcopy(input.as_os_str(), uri.as_ref(), clients)?;
-    let after = server.rss()?;
+    let after = server.rss().map_err(|e| failed(e.to_string()))?;
     let stat = match target {
         Target::Wring | Target::WringClients => Some(
             wring_blk::control::stat(&server.control())
@@ -564,31 +565,13 @@ fn nbdcopy(
     dst: &std::ffi::OsStr,
     clients: Option<usize>,
 ) -> Result<f64, BenchError> {
-    let mut cmd = Command::new("nbdcopy");
-    if let Some(n) = clients {
-        cmd.arg(format!("--connections={n}"))
-            .arg(format!("--threads={n}"));
-    }
-    let start = Instant::now();
-    let out = cmd
-        .arg(src)
-        .arg(dst)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            BenchError::io("running nbdcopy (install the Debian package libnbd-bin)", e)
-        })?;
-    let secs = start.elapsed().as_secs_f64();
-    if !out.status.success() {
-        return Err(failed(format!(
-            "nbdcopy {} {} failed ({}): {}",
-            src.to_string_lossy(),
-            dst.to_string_lossy(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(secs)
+    let extra: Vec<String> = match clients {
+        Some(n) => vec![format!("--connections={n}"), format!("--threads={n}")],
+        None => Vec::new(),
+    };
+    wring_blk::serve::nbdcopy(&src.to_string_lossy(), &dst.to_string_lossy(), &extra)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// Whether the file holds exactly `data`.
@@ -632,103 +615,11 @@ impl Drop for WorkDir {
     }
 }
 
-/// An nbdkit in the foreground serving one export on `nbd.sock`; killed when dropped.
-struct Nbdkit {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Nbdkit {
-    /// Start `nbdkit -f -U DIR/nbd.sock -P DIR/nbdkit.pid ARGS… control=DIR/control.sock`
-    /// (the control key only for wring's plugin) and wait until it serves.
-    fn start(dir: &Path, args: Vec<String>) -> Result<Nbdkit, BenchError> {
-        let sock = dir.join("nbd.sock");
-        let pid = dir.join("nbdkit.pid");
-        let control = dir.join("control.sock");
-        for p in [&sock, &pid, &control] {
-            drop(fs::remove_file(p));
-        }
-        let wring = args.first().is_some_and(|a| a != "memory");
-        let mut cmd = Command::new("nbdkit");
-        cmd.arg("-f")
-            .arg("-U")
-            .arg(&sock)
-            .arg("-P")
-            .arg(&pid)
-            .args(&args);
-        if wring {
-            cmd.arg(format!("control={}", control.display()));
-        }
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| BenchError::io("running nbdkit (install the Debian package nbdkit)", e))?;
-        let mut server = Nbdkit {
-            child,
-            dir: dir.to_path_buf(),
-        };
-        server.wait_ready(wring)?;
-        Ok(server)
-    }
-
-    fn wait_ready(&mut self, control: bool) -> Result<(), BenchError> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let pid = fs::metadata(self.dir.join("nbdkit.pid")).is_ok_and(|m| m.len() > 0);
-            if pid && (!control || self.control().exists()) {
-                return Ok(());
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    drop(e.read_to_string(&mut err));
-                }
-                return Err(failed(format!(
-                    "nbdkit exited ({status}) before serving: {}",
-                    err.trim()
-                )));
-            }
-            if Instant::now() > deadline {
-                return Err(failed("nbdkit did not start serving within 60 s".into()));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn uri(&self) -> String {
-        format!(
-            "nbd+unix:///?socket={}",
-            self.dir.join("nbd.sock").display()
-        )
-    }
-
-    fn control(&self) -> PathBuf {
-        self.dir.join("control.sock")
-    }
-
-    /// Its resident set in bytes (VmRSS).
-    fn rss(&self) -> Result<u64, BenchError> {
-        let path = format!("/proc/{}/status", self.child.id());
-        let text =
-            fs::read_to_string(&path).map_err(|e| BenchError::io(format!("reading {path}"), e))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-            .ok_or_else(|| failed(format!("no VmRSS in {path}")))
-    }
-}
-
-impl Drop for Nbdkit {
-    fn drop(&mut self) {
-        drop(self.child.kill());
-        drop(self.child.wait());
-        for name in ["nbd.sock", "nbdkit.pid", "control.sock"] {
-            drop(fs::remove_file(self.dir.join(name)));
-        }
-    }
+/// Start nbdkit in `dir` with `args`: wring's plugin (its path first, with a control socket)
+/// or one of nbdkit's own (`memory`).
+fn start_nbdkit(dir: &Path, args: Vec<String>) -> Result<Nbdkit, BenchError> {
+    let wring = args.first().is_some_and(|a| a != "memory");
+    Nbdkit::start(dir, &args, wring, Duration::from_secs(60)).map_err(|e| failed(e.to_string()))
 }
 
 impl BlkReport {

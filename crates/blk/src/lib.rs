@@ -19,6 +19,7 @@
 //! * [`policy`]: beyond zram, idle aging, recompression and writeback on a schedule.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
+//! * [`serve`]: nbdkit in the foreground and nbdcopy, for the benchmark and the tests.
 
 // Unsafe code only in `dict` (libzstd's dictionary API), each block with its SAFETY note.
 #![deny(unsafe_code)]
@@ -34,6 +35,7 @@ mod lzorle;
 pub mod options;
 pub mod policy;
 pub mod recompress;
+pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod streams;

@@ -1,0 +1,175 @@
+//! nbdkit in the foreground serving one export on a Unix socket, and nbdcopy against it: what
+//! `wring bench blk` and the plugin's tests run (the CLI's `wring blk start` runs nbdkit as a
+//! daemon in a private runtime directory instead). No kernel counterpart: this is the harness
+//! around the device, in one place for the benchmark and the tests.
+//!
+//! [`Nbdkit::start`] runs `nbdkit -f -U DIR/nbd.sock -P DIR/nbdkit.pid ARGS…` (with
+//! `control=DIR/control.sock` appended for wring's plugin) and returns once nbdkit has written
+//! its pid file — it does so when it serves — and, for the plugin, bound its control socket.
+//! Dropping it kills nbdkit, reaps it and removes those three files, also when a test fails.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::BlkError;
+
+fn failed(what: impl Into<String>, why: impl Into<String>) -> BlkError {
+    BlkError::Io {
+        what: what.into(),
+        source: std::io::Error::other(why.into()),
+    }
+}
+
+/// A foreground nbdkit serving `DIR/nbd.sock`; killed on drop.
+#[derive(Debug)]
+pub struct Nbdkit {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Nbdkit {
+    /// Start nbdkit in `dir` with `args` (a plugin and its keys: `memory size=1G`, or wring's
+    /// plugin path and its options). With `control`, the plugin is wring's: its control
+    /// socket is `DIR/control.sock` and the start waits for it too. Fails, with nbdkit's
+    /// stderr, when nbdkit exits first or does not serve within `timeout`.
+    pub fn start(
+        dir: &Path,
+        args: &[String],
+        control: bool,
+        timeout: Duration,
+    ) -> Result<Nbdkit, BlkError> {
+        let sock = dir.join("nbd.sock");
+        let pid = dir.join("nbdkit.pid");
+        let ctl = dir.join("control.sock");
+        for p in [&sock, &pid, &ctl] {
+            drop(fs::remove_file(p));
+        }
+        let mut cmd = Command::new("nbdkit");
+        cmd.arg("-f")
+            .arg("-U")
+            .arg(&sock)
+            .arg("-P")
+            .arg(&pid)
+            .args(args);
+        if control {
+            cmd.arg(format!("control={}", ctl.display()));
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| BlkError::Io {
+                what: "running nbdkit (install the Debian package nbdkit)".into(),
+                source,
+            })?;
+        let mut server = Nbdkit {
+            child,
+            dir: dir.to_path_buf(),
+        };
+        server.wait_ready(control, timeout)?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, control: bool, timeout: Duration) -> Result<(), BlkError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let pid = fs::metadata(self.dir.join("nbdkit.pid")).is_ok_and(|m| m.len() > 0);
+            if pid && (!control || self.control().exists()) {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    drop(e.read_to_string(&mut err));
+                }
+                return Err(failed(
+                    "starting nbdkit",
+                    format!("it exited ({status}) before serving: {}", err.trim()),
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(failed(
+                    "starting nbdkit",
+                    format!("it did not serve within {} s", timeout.as_secs()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The export's URI (`nbd+unix:///?socket=DIR/nbd.sock`).
+    pub fn uri(&self) -> String {
+        format!("nbd+unix:///?socket={}", self.socket().display())
+    }
+
+    /// The NBD socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("nbd.sock")
+    }
+
+    /// wring's control socket (meaningful when started with `control`).
+    pub fn control(&self) -> PathBuf {
+        self.dir.join("control.sock")
+    }
+
+    /// nbdkit's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// nbdkit's resident set in bytes (VmRSS).
+    pub fn rss(&self) -> Result<u64, BlkError> {
+        let path = format!("/proc/{}/status", self.child.id());
+        let text = fs::read_to_string(&path).map_err(|source| BlkError::Io {
+            what: format!("reading {path}"),
+            source,
+        })?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .ok_or_else(|| failed(format!("reading {path}"), "it has no VmRSS line"))
+    }
+}
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        drop(self.child.kill());
+        drop(self.child.wait());
+        for name in ["nbd.sock", "nbdkit.pid", "control.sock"] {
+            drop(fs::remove_file(self.dir.join(name)));
+        }
+    }
+}
+
+/// Run `nbdcopy [EXTRA…] SRC DST` (files or NBD URIs); its wall-clock time. Fails with
+/// nbdcopy's stderr.
+pub fn nbdcopy(src: &str, dst: &str, extra: &[String]) -> Result<Duration, BlkError> {
+    let start = Instant::now();
+    let out = Command::new("nbdcopy")
+        .args(extra)
+        .arg(src)
+        .arg(dst)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| BlkError::Io {
+            what: "running nbdcopy (install the Debian package libnbd-bin)".into(),
+            source,
+        })?;
+    let took = start.elapsed();
+    if !out.status.success() {
+        return Err(failed(
+            format!("nbdcopy {src} {dst}"),
+            format!(
+                "it failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(took)
+}
