@@ -33,10 +33,11 @@ use crate::report::csv_text;
 use crate::zram::{AlignedBuf, ZramDevice, PAGE};
 use crate::{interrupt, BenchError};
 
-/// wring's algorithms by default (zram's names). `zstd:3+dict`
-/// is zstd:3 with a dictionary trained from the same input on a first device
-/// (`train_dict save=FILE`), then given to a fresh one (`algorithm_params dict=FILE`).
-pub const DEFAULT_WRING: &str = "lz4,lzo-rle,zstd:1,zstd:3,zstd:3+dict";
+/// wring's devices by default: `ALG[@SLOT][+dict]`, an algorithm by zram's name, a slot size
+/// beyond zram's 4 KiB (`zstd:3@16K`: `slot_size=16K`), and `+dict` for a dictionary trained
+/// from the same input on a first device (`train_dict save=FILE`), then given to a fresh one
+/// (`algorithm_params dict=FILE`).
+pub const DEFAULT_WRING: &str = "lz4,lzo-rle,zstd:1,zstd:3,zstd:3+dict,zstd:3@16K,zstd:3@32K";
 /// zram's algorithms by default.
 pub const DEFAULT_ZRAM: &str = "lz4,lzo-rle";
 /// The shared corpus's files the mixed input is made of (~120 MB).
@@ -72,9 +73,6 @@ pub struct BlkConfig {
     /// The multi-client scaling pair: wring with the first algorithm, one nbdcopy connection
     /// on one stream, then two connections on two streams.
     pub scaling: bool,
-    /// Slot sizes for the estimate rows (zstd with the first zstd algorithm of `wring`);
-    /// empty: none.
-    pub slot_estimates: Vec<usize>,
 }
 
 impl BlkConfig {
@@ -93,7 +91,6 @@ impl BlkConfig {
             work_dir: std::env::temp_dir(),
             repeat: 1,
             scaling: true,
-            slot_estimates: vec![4096, 16384, 32768],
         }
     }
 }
@@ -120,11 +117,6 @@ pub enum Target {
     Zram,
     /// wring driven by N nbdcopy connections (multi-conn) on N streams: the scaling pair.
     WringClients,
-    /// No device: what the compressed data would weigh with larger slots — the input cut
-    /// into chunks of the slot's size, each compressed alone (raw when that saves nothing,
-    /// nothing for one repeated word), as a device with such slots would store it before its
-    /// arena's rounding. Speeds are not measured.
-    SlotEstimate,
 }
 
 impl Target {
@@ -136,7 +128,6 @@ impl Target {
             Target::NbdkitSparse => "nbdkit memory (no compression)",
             Target::Zram => "kernel zram",
             Target::WringClients => "wring (clients × streams)",
-            Target::SlotEstimate => "slot size (estimate, no device)",
         }
     }
 }
@@ -219,10 +210,10 @@ pub fn run(
     for method in &cfg.wring {
         interrupt::check()?;
         progress.step(format!("blk: wring {method}"));
-        let mut args = wring_args(cfg, method, bytes, cfg.streams);
-        if let Some(base) = method.strip_suffix("+dict") {
-            let dict = train_dict(&work.path, cfg, base, &input, bytes)?;
-            args = wring_args(cfg, base, bytes, cfg.streams);
+        let m = Method::parse(method)?;
+        let mut args = m.args(cfg, bytes, cfg.streams);
+        if m.dict {
+            let dict = train_dict(&work.path, cfg, &m, &input, bytes)?;
             args.push(format!("algorithm_params=dict={}", dict.display()));
         }
         let server = start_nbdkit(&work.path, args)?;
@@ -238,11 +229,14 @@ pub fn run(
         )?);
     }
     if let Some(method) = cfg.wring.first().filter(|_| cfg.scaling) {
-        let method = method.strip_suffix("+dict").unwrap_or(method);
+        let m = Method {
+            dict: false,
+            ..Method::parse(method)?
+        };
         for n in [1, 2] {
             interrupt::check()?;
             progress.step(format!("blk: wring {method}, {n} clients on {n} streams"));
-            let server = start_nbdkit(&work.path, wring_args(cfg, method, bytes, n))?;
+            let server = start_nbdkit(&work.path, m.args(cfg, bytes, n))?;
             rows.push(nbd_row(
                 &server,
                 cfg,
@@ -250,12 +244,11 @@ pub fn run(
                 &input,
                 &data,
                 Target::WringClients,
-                &format!("{method} {n}×{n}"),
+                &format!("{} {n}×{n}", m.text()),
                 Some(n),
             )?);
         }
     }
-    rows.extend(slot_estimates(cfg, &data)?);
     if cfg.nbdkit_zstd {
         interrupt::check()?;
         progress.step("blk: nbdkit memory allocator=zstd");
@@ -300,65 +293,71 @@ pub fn run(
     Ok(rows)
 }
 
-fn wring_args(cfg: &BlkConfig, method: &str, bytes: u64, streams: usize) -> Vec<String> {
-    vec![
-        cfg.plugin.display().to_string(),
-        format!("size={bytes}"),
-        format!("comp_algorithm={method}"),
-        format!("streams={streams}"),
-    ]
+/// One of wring's devices: `ALG[@SLOT][+dict]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Method {
+    /// `comp_algorithm` (zram's name and level).
+    algorithm: String,
+    /// `slot_size`, as given (`16K`), when not zram's 4 KiB.
+    slot: Option<String>,
+    /// Whether a dictionary trained on the input is given to the device.
+    dict: bool,
 }
 
-/// The slot-size estimate rows: the first zstd algorithm of `cfg.wring` over chunks of each
-/// size in `cfg.slot_estimates`.
-fn slot_estimates(cfg: &BlkConfig, data: &[u8]) -> Result<Vec<BlkRow>, BenchError> {
-    let Some(method) = cfg
-        .wring
-        .iter()
-        .map(|m| m.strip_suffix("+dict").unwrap_or(m))
-        .find(|m| m.starts_with("zstd"))
-    else {
-        return Ok(Vec::new());
-    };
-    let alg = wring_blk::CompAlgorithm::parse(method)
-        .map_err(|e| failed(format!("slot estimate with {method}: {e}")))?;
-    let largest = cfg.slot_estimates.iter().copied().max().unwrap_or(PAGE);
-    let engine = wring_engine::Engine::new(wring_engine::EngineConfig {
-        max_extent: largest.max(wring_engine::BLOCK_SIZE),
-        streams: 1,
-        ..wring_engine::EngineConfig::default()
-    });
-    let mut out = vec![0u8; largest];
-    let mut rows = Vec::new();
-    for &slot in &cfg.slot_estimates {
-        interrupt::check()?;
-        let mut stored = 0u64;
-        for chunk in data.chunks(slot) {
-            let first = &chunk[..chunk.len().min(8)];
-            if chunk.chunks(8).all(|w| w == &first[..w.len()]) {
-                continue; // one repeated word: no allocation
-            }
-            let n = engine
-                .compress_into(alg.spec, chunk, &mut out[..chunk.len() - 1])
-                .map_err(|e| failed(format!("slot estimate with {method}: {e}")))?;
-            stored += n.unwrap_or(chunk.len()) as u64;
+impl Method {
+    fn parse(text: &str) -> Result<Method, BenchError> {
+        let (rest, dict) = match text.strip_suffix("+dict") {
+            Some(r) => (r, true),
+            None => (text, false),
+        };
+        let (algorithm, slot) = match rest.split_once('@') {
+            Some((a, s)) => (a, Some(s.to_string())),
+            None => (rest, None),
+        };
+        let bad = |why: String| {
+            failed(format!(
+                "--wring {text}: {why}; write ALG[@SLOT][+dict], e.g. zstd:3@16K"
+            ))
+        };
+        wring_blk::CompAlgorithm::parse(algorithm).map_err(|e| bad(e.to_string()))?;
+        if let Some(s) = &slot {
+            wring_blk::options::parse_slot_size(s).map_err(|e| bad(e.to_string()))?;
         }
-        let bytes = data.len() as u64;
-        rows.push(BlkRow {
-            target: Target::SlotEstimate,
-            method: format!("{method}, {} KiB slots", slot / 1024),
-            bytes,
-            write_mbps: 0.0,
-            read_mbps: 0.0,
-            compr_data_size: Some(stored),
-            mem_used_total: stored,
-            ratio: ratio(bytes, stored),
-            rss_growth: None,
-            vs_zram: None,
-            vs_nbdkit: None,
-        });
+        if dict && !algorithm.starts_with("zstd") {
+            return Err(bad("a dictionary needs zstd".into()));
+        }
+        Ok(Method {
+            algorithm: algorithm.to_string(),
+            slot,
+            dict,
+        })
     }
-    Ok(rows)
+
+    /// The text it was parsed from (without `+dict` when that is off).
+    fn text(&self) -> String {
+        let mut t = self.algorithm.clone();
+        if let Some(s) = &self.slot {
+            t = format!("{t}@{s}");
+        }
+        if self.dict {
+            t.push_str("+dict");
+        }
+        t
+    }
+
+    /// nbdkit's arguments for this device (no dictionary) on `streams` streams.
+    fn args(&self, cfg: &BlkConfig, bytes: u64, streams: usize) -> Vec<String> {
+        let mut v = vec![
+            cfg.plugin.display().to_string(),
+            format!("size={bytes}"),
+            format!("comp_algorithm={}", self.algorithm),
+            format!("streams={streams}"),
+        ];
+        if let Some(s) = &self.slot {
+            v.push(format!("slot_size={s}"));
+        }
+        v
+    }
 }
 
 /// Write the input to a device with `method` (a zstd level), train a dictionary from its
@@ -366,16 +365,17 @@ fn slot_estimates(cfg: &BlkConfig, data: &[u8]) -> Result<Vec<BlkRow>, BenchErro
 fn train_dict(
     dir: &Path,
     cfg: &BlkConfig,
-    method: &str,
+    method: &Method,
     input: &Path,
     bytes: u64,
 ) -> Result<PathBuf, BenchError> {
     let level = method
+        .algorithm
         .strip_prefix("zstd")
         .map(|l| l.trim_start_matches(':'))
         .map(|l| if l.is_empty() { "3" } else { l })
-        .ok_or_else(|| failed(format!("{method}+dict: a dictionary needs zstd")))?;
-    let server = start_nbdkit(dir, wring_args(cfg, method, bytes, cfg.streams))?;
+        .ok_or_else(|| failed(format!("{}: a dictionary needs zstd", method.text())))?;
+    let server = start_nbdkit(dir, method.args(cfg, bytes, cfg.streams))?;
     nbdcopy(input.as_os_str(), server.uri().as_ref(), None)?;
     let path = dir.join("train.dict");
     let req =
@@ -495,7 +495,7 @@ fn zram_rows(cfg: &BlkConfig, data: &[u8], progress: &Progress) -> Result<Vec<Bl
 
 /// The zram algorithm a wring algorithm is compared with.
 fn zram_counterpart(method: &str) -> &'static [&'static str] {
-    match method.split(':').next().unwrap_or(method) {
+    match method.split([':', '@', '+']).next().unwrap_or(method) {
         "lz4" => &["lz4"],
         "lzo" | "lzo-rle" => &["lzo-rle", "lzo"],
         "lz4hc" => &["lz4hc"],
@@ -518,7 +518,7 @@ fn compare(rows: &mut [BlkRow]) {
     let compressing = |r: &&mut BlkRow| {
         !matches!(
             r.target,
-            Target::Zram | Target::NbdkitSparse | Target::WringClients | Target::SlotEstimate
+            Target::Zram | Target::NbdkitSparse | Target::WringClients
         )
     };
     for row in rows.iter_mut().filter(compressing) {
@@ -543,7 +543,7 @@ fn over(row: &BlkRow, base: &BlkRow) -> Over {
             "lzo" => "zram lzo",
             _ => "zram",
         },
-        Target::Wring | Target::WringClients | Target::SlotEstimate => "wring",
+        Target::Wring | Target::WringClients => "wring",
     };
     Over {
         method,
@@ -574,7 +574,8 @@ fn nbdcopy(
         .map_err(|e| failed(e.to_string()))
 }
 
-/// Whether the file holds exactly `data`.
+/// Whether the file holds exactly `data`, then nothing but zeros (a device with slots larger
+/// than 4 KiB rounds its size up to whole slots).
 fn same_content(path: &Path, data: &[u8]) -> Result<bool, BenchError> {
     let mut file =
         File::open(path).map_err(|e| BenchError::io(format!("opening {}", path.display()), e))?;
@@ -585,9 +586,11 @@ fn same_content(path: &Path, data: &[u8]) -> Result<bool, BenchError> {
             .read(&mut buf)
             .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
         if n == 0 {
-            return Ok(at == data.len());
+            return Ok(at >= data.len());
         }
-        if data.get(at..at + n) != Some(&buf[..n]) {
+        let want = data.get(at..).unwrap_or_default();
+        let (head, tail) = buf[..n].split_at(n.min(want.len()));
+        if head != &want[..head.len()] || tail.iter().any(|&b| b != 0) {
             return Ok(false);
         }
         at += n;
@@ -675,8 +678,8 @@ impl BlkReport {
         if let Some(x) = self.scaling() {
             let _ = writeln!(s, "- two clients on two streams over one client on one stream (nbdcopy --connections=N --threads=N, multi-conn): write {}, read {}", times(x.0), times(x.1));
         }
-        if self.rows.iter().any(|r| r.target == Target::SlotEstimate) {
-            let _ = writeln!(s, "- slot size (estimate, no device): the input cut into chunks of that size, each compressed alone with the algorithm named (raw when that saves nothing, nothing for one repeated word) — the compressed data a device with such slots would hold before its arena's rounding; 4 KiB is wring's and zram's slot, 32 KiB nbdkit memory's page");
+        if self.rows.iter().any(|r| r.method.contains('@')) {
+            let _ = writeln!(s, "- ALG@16K: a device with slot_size=16K (beyond zram): each 16 KiB is compressed alone as one object, as nbdkit memory compresses its 32 KiB pages; 4 KiB is wring's default and zram's slot");
         }
         if self.rows.iter().any(|r| r.method.ends_with("+dict")) {
             let _ = writeln!(s, "- +dict: zstd with a 64 KiB dictionary that train_dict learned from this same input on a first device, given to a fresh one with algorithm_params dict=FILE (the best case for a dictionary: it has seen the data)");
@@ -688,13 +691,7 @@ impl BlkReport {
         s.push_str("| device | method | write MB/s | read MB/s | ratio | mem_used_total | vs | write × | read × | ratio × | mem × |\n");
         s.push_str("|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|\n");
         for r in &self.rows {
-            let speed = |v: f64| {
-                if r.target == Target::SlotEstimate {
-                    "–".to_string()
-                } else {
-                    format!("{v:.0}")
-                }
-            };
+            let speed = |v: f64| format!("{v:.0}");
             let head = format!(
                 "| {} | {} | {} | {} | {:.2} | {} ",
                 r.target.label(),

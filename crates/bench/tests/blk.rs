@@ -20,24 +20,27 @@ fn bench_blk_on_a_tiny_input() {
     );
     let corpus = common::corpus();
     let mut cfg = BlkConfig::new(plugin_path(), 2);
-    cfg.wring = vec!["lz4".into(), "zstd:1+dict".into()];
+    cfg.wring = vec![
+        "lz4".into(),
+        "zstd:1+dict".into(),
+        "zstd:1".into(),
+        "zstd:1@16K".into(),
+    ];
     cfg.repeat = 2;
     cfg.zram = if zram { vec!["lz4".into()] } else { Vec::new() };
     let rows = blk::run(&corpus, &cfg, &Progress::hidden()).expect("bench blk runs");
 
-    // Two wring rows, the two-client scaling pair, three slot-size estimates, nbdkit's two,
-    // and zram's.
-    let expect = if zram { 10 } else { 9 };
+    // Four wring rows, the two-client scaling pair, nbdkit's two, and zram's.
+    let expect = if zram { 9 } else { 8 };
     assert_eq!(rows.len(), expect, "{rows:#?}");
     let bytes = (corpus.bytes() as usize).next_multiple_of(4096) as u64;
     for r in &rows {
         assert_eq!(r.bytes, bytes, "{r:?}");
-        let timed = r.target != Target::SlotEstimate;
-        assert_eq!(r.write_mbps > 0.0 && r.read_mbps > 0.0, timed, "{r:?}");
+        assert!(r.write_mbps > 0.0 && r.read_mbps > 0.0, "{r:?}");
         assert!(r.mem_used_total > 0 && r.ratio > 0.0, "{r:?}");
     }
     let wring: Vec<_> = rows.iter().filter(|r| r.target == Target::Wring).collect();
-    assert_eq!(wring.len(), 2);
+    assert_eq!(wring.len(), 4);
     // The tiny corpus is mostly text: wring stores it in less than it is. (On a corpus this
     // small the arena's zspages — up to 8 pages per size class — can outweigh the savings of
     // a dictionary's wider spread of object sizes, so only the first row's ratio is checked.)
@@ -66,27 +69,16 @@ fn bench_blk_on_a_tiny_input() {
         pair.iter().all(|r| r.ratio > 1.0 && r.vs_zram.is_none()),
         "{pair:?}"
     );
-    let slots: Vec<_> = rows
-        .iter()
-        .filter(|r| r.target == Target::SlotEstimate)
-        .collect();
-    let names: Vec<&str> = slots.iter().map(|r| r.method.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "zstd:1, 4 KiB slots",
-            "zstd:1, 16 KiB slots",
-            "zstd:1, 32 KiB slots"
-        ]
-    );
-    // Larger slots give zstd more context: the estimate's ratio grows with the slot.
+    // A real device with 16 KiB slots: zstd sees four times the context per object, so it
+    // holds the same input in fewer compressed bytes than the 4 KiB one.
+    assert_eq!(wring[3].method, "zstd:1@16K");
+    let (four, sixteen) = (wring[2].compr_data_size, wring[3].compr_data_size);
     assert!(
-        slots[2].ratio >= slots[0].ratio && slots[0].ratio > 1.0,
-        "{slots:?}"
+        sixteen.zip(four).is_some_and(|(s, f)| s < f),
+        "{:?} {:?}",
+        wring[2],
+        wring[3]
     );
-    assert!(slots
-        .iter()
-        .all(|r| r.vs_zram.is_none() && r.vs_nbdkit.is_none()));
     let sparse = rows
         .iter()
         .find(|r| r.target == Target::NbdkitSparse)
@@ -115,7 +107,7 @@ fn bench_blk_on_a_tiny_input() {
         "{md}"
     );
     assert!(
-        md.contains("| slot size (estimate, no device) | zstd:1, 32 KiB slots | – | – |"),
+        md.contains("| wring | zstd:1@16K |") && md.contains("slot_size=16K"),
         "{md}"
     );
     assert!(

@@ -128,7 +128,7 @@ impl Server for WringBlk {
 
     fn config_complete() -> Result<()> {
         let c = config();
-        if !c.size.is_some_and(|s| s > 0) {
+        if c.size.is_none_or(|s| s == 0) {
             return Err(Error::new(
                 libc::EINVAL,
                 "wring-blk needs size=SIZE (e.g. size=1G)",
