@@ -19,7 +19,7 @@ use zstd_sys as z;
 
 use crate::error::BlkError;
 use crate::stats::StreamStat;
-use crate::streams::{Figures, PageJob, Streams};
+use crate::streams::{compress_each, decompress_each, Figures, PageJob, Streams};
 
 fn error_name(code: usize) -> String {
     // SAFETY: ZSTD_getErrorName takes any code and returns a static NUL-terminated string.
@@ -218,17 +218,17 @@ impl DictStreams {
         }
     }
 
-    fn compress_one(&self, job: &mut PageJob<'_>) -> Result<Option<usize>, BlkError> {
+    fn compress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let ctx = self.cctx()?;
         // SAFETY: the context is ours alone until given back; `output` is writable and
         // `input` readable for their lengths; the digested dictionary outlives the call.
         let n = unsafe {
             z::ZSTD_compress_usingCDict(
                 ctx.0.as_ptr(),
-                job.output.as_mut_ptr().cast(),
-                job.output.len(),
-                job.input.as_ptr().cast(),
-                job.input.len(),
+                output.as_mut_ptr().cast(),
+                output.len(),
+                input.as_ptr().cast(),
+                input.len(),
                 self.digested.cdict.as_ptr(),
             )
         };
@@ -244,21 +244,21 @@ impl DictStreams {
         Err(self.failed(&error_name(n)))
     }
 
-    fn decompress_one(&self, job: &mut PageJob<'_>) -> Result<Option<usize>, BlkError> {
+    fn decompress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let ctx = self.dctx()?;
         // SAFETY: as compress_one.
         let n = unsafe {
             z::ZSTD_decompress_usingDDict(
                 ctx.0.as_ptr(),
-                job.output.as_mut_ptr().cast(),
-                job.output.len(),
-                job.input.as_ptr().cast(),
-                job.input.len(),
+                output.as_mut_ptr().cast(),
+                output.len(),
+                input.as_ptr().cast(),
+                input.len(),
                 self.digested.ddict.as_ptr(),
             )
         };
         give(&self.dctxs, ctx);
-        if is_error(n) || n != job.output.len() {
+        if is_error(n) || n != output.len() {
             let message = if is_error(n) {
                 error_name(n)
             } else {
@@ -272,19 +272,11 @@ impl DictStreams {
 
 impl Streams for DictStreams {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
-        for job in jobs {
-            let r = self.compress_one(job);
-            self.figures.compressed(job.input.len(), &r);
-            job.result = Some(r);
-        }
+        compress_each(&self.figures, jobs, |i, o| self.compress_one(i, o));
     }
 
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        for job in jobs {
-            let r = self.decompress_one(job);
-            self.figures.decompressed(&r);
-            job.result = Some(r);
-        }
+        decompress_each(&self.figures, jobs, |i, o| self.decompress_one(i, o));
     }
 
     fn streams(&self) -> usize {

@@ -8,6 +8,7 @@
 //!   `mem_limit`, `compact`, `reset`.
 //! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
 //! * `lzorle`: zram's default `lzo-rle` ([`LzoRleStreams`], wring-lzo's port of the kernel's).
+//! * [`deflate`]: zram's `deflate`, raw deflate with the kernel's window ([`DeflateStreams`]).
 //! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
 //!   models).
 //! * [`backing`]: writeback to a backing file, `writeback_limit`, `bd_stat`.
@@ -28,6 +29,7 @@ pub mod arena;
 pub mod backing;
 pub mod clock;
 pub mod control;
+pub mod deflate;
 #[allow(unsafe_code)]
 pub mod dict;
 mod error;
@@ -44,6 +46,7 @@ mod sync;
 pub use arena::PAGE_SIZE;
 pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use deflate::DeflateStreams;
 pub use error::BlkError;
 pub use lzorle::LzoRleStreams;
 pub use options::{CompAlgorithm, Options};
@@ -56,7 +59,8 @@ pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
 
 /// The streams for the algorithm at `prio`: zstd with its dictionary when `algorithm_params`
-/// gave one, else the engine's offload.
+/// gave one, lzo-rle's and raw deflate's own (the engine has neither), else the engine's
+/// offload.
 fn make_streams(
     options: &Options,
     prio: u8,
@@ -66,6 +70,9 @@ fn make_streams(
     let Some((_, path)) = options.dicts.iter().find(|(p, _)| *p == prio) else {
         if alg.name == "lzo-rle" {
             return Ok(Box::new(LzoRleStreams::new(streams)));
+        }
+        if alg.name == "deflate" {
+            return Ok(Box::new(DeflateStreams::new(alg.spec.level, streams)?));
         }
         return Ok(Box::new(OffloadStreams::for_slots(
             alg.spec,

@@ -5,18 +5,17 @@
 //! use, as zram's per-CPU `zcomp_strm` workspaces.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use wring_lzo::CompressState;
 
 use crate::error::BlkError;
 use crate::stats::StreamStat;
-use crate::streams::{Figures, PageJob, Streams};
+use crate::streams::{compress_each, decompress_each, Figures, PageJob, Streams, Workspaces};
 
 /// lzo-rle streams.
 #[derive(Debug, Default)]
 pub struct LzoRleStreams {
-    states: Mutex<Vec<CompressState>>,
+    states: Workspaces<CompressState>,
     streams: AtomicUsize,
     figures: Figures,
 }
@@ -30,8 +29,7 @@ impl LzoRleStreams {
     }
 
     fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
-        let taken = self.states.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut state = match taken {
+        let mut state = match self.states.take() {
             Some(s) => s,
             None => CompressState::try_new().ok_or_else(|| BlkError::Compress {
                 algorithm: "lzo-rle".into(),
@@ -39,12 +37,7 @@ impl LzoRleStreams {
             })?,
         };
         let r = wring_lzo::compress_rle(input, out, &mut state);
-        // Keep at most `streams` dictionaries between calls (more callers at once borrow
-        // extra ones, freed on return).
-        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
-        if states.len() < self.streams() {
-            states.push(state);
-        }
+        self.states.give(state, self.streams());
         match r {
             Ok(n) => Ok(Some(n)),
             Err(wring_lzo::Error::OutputOverrun) => Ok(None),
@@ -58,17 +51,13 @@ impl LzoRleStreams {
 
 impl Streams for LzoRleStreams {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
-        for job in jobs {
-            let r = self.compress_one(job.input, job.output);
-            self.figures.compressed(job.input.len(), &r);
-            job.result = Some(r);
-        }
+        compress_each(&self.figures, jobs, |i, o| self.compress_one(i, o));
     }
 
     fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        for job in jobs {
-            let want = job.output.len();
-            let r = match wring_lzo::decompress(job.input, job.output) {
+        decompress_each(&self.figures, jobs, |input, output| {
+            let want = output.len();
+            match wring_lzo::decompress(input, output) {
                 Ok(n) if n == want => Ok(Some(n)),
                 Ok(n) => Err(BlkError::Corrupt {
                     page: 0,
@@ -78,10 +67,8 @@ impl Streams for LzoRleStreams {
                     page: 0,
                     message: format!("lzo-rle: {e}"),
                 }),
-            };
-            self.figures.decompressed(&r);
-            job.result = Some(r);
-        }
+            }
+        });
     }
 
     fn streams(&self) -> usize {
@@ -90,8 +77,7 @@ impl Streams for LzoRleStreams {
 
     fn set_streams(&self, n: usize) -> Result<(), BlkError> {
         self.streams.store(n.max(1), Ordering::Release);
-        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
-        states.truncate(n.max(1));
+        self.states.truncate(n.max(1));
         Ok(())
     }
 
@@ -103,7 +89,7 @@ impl Streams for LzoRleStreams {
         self.figures.stat(StreamStat {
             algorithm: self.algorithm(),
             streams: self.streams(),
-            workspaces: self.states.lock().map_or(0, |v| v.len()),
+            workspaces: self.states.len(),
             ..StreamStat::default()
         })
     }

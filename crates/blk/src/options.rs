@@ -4,9 +4,12 @@
 //!
 //! Algorithms take zram's names — `lzo`, `lz4`, `lz4hc`, `zstd`, `deflate`, with a level as
 //! `zstd:3` — and map onto the engine's codecs (`crypto_comp` names in zcomp.c's backends
-//! list). Differs from zram: `lzo` and `deflate` pages carry the engine's btrfs/zlib framing
-//! (8 and 6 bytes more per page than the kernel's raw LZO1X / raw deflate); `lzo-rle` is the
-//! kernel's own stream (wring-lzo's port of `lzorle1x_1_compress`), outside the engine.
+//! list), whose spec also checks the level. Differs from zram: `lzo` pages carry the engine's
+//! btrfs framing (8 bytes more per page than the kernel's raw LZO1X). Two are the block
+//! device's own, outside the engine, which has neither: `lzo-rle`, the kernel's own stream
+//! (wring-lzo's port of `lzorle1x_1_compress`), and `deflate`, raw deflate as zram's deflate
+//! backend writes it ([`crate::deflate`]; level 6 unless given, as zram's) — its engine spec
+//! (zlib) only carries the level; nothing of the device is written to the filesystem's records.
 //!
 //! `recomp_algorithm` takes zram's spelling, `algo=zstd priority=1` (a level as `zstd:3`), up
 //! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
@@ -118,6 +121,10 @@ impl CompAlgorithm {
         };
         let engine_text = match level {
             Some(l) => format!("{}:{l}", engine.name()),
+            // zram's deflate defaults to zlib's Z_DEFAULT_COMPRESSION, not btrfs's 3.
+            None if zram_name == "deflate" => {
+                format!("{}:{}", engine.name(), crate::deflate::DEFAULT_LEVEL)
+            }
             None => engine.name().to_string(),
         };
         let (spec, _) = CompressSpec::parse(&engine_text)
@@ -500,6 +507,11 @@ mod tests {
         let d = CompAlgorithm::parse("deflate:9").unwrap();
         assert_eq!(d.spec.algorithm, Some(Algorithm::Zlib));
         assert_eq!(d.text(), "deflate:9");
+        assert_eq!(CompAlgorithm::parse("deflate").unwrap().text(), "deflate:6");
+        for bad in ["deflate:0", "deflate:10", "deflate:x"] {
+            let e = CompAlgorithm::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
         assert_eq!(CompAlgorithm::parse("lz4").unwrap().text(), "lz4");
     }
 
@@ -553,7 +565,7 @@ mod tests {
             got,
             [
                 (1, "lz4hc:9".into()),
-                (2, "deflate:3".into()),
+                (2, "deflate:6".into()),
                 (3, "zstd:3".into())
             ]
         );

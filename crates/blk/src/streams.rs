@@ -134,6 +134,77 @@ impl Figures {
     }
 }
 
+/// Workspaces that callers borrow for one page, as zram's per-CPU `zcomp_strm`: at most
+/// `keep` (the streams) are kept between calls; more callers at once make extra ones, which
+/// are dropped when given back.
+#[derive(Debug)]
+pub(crate) struct Workspaces<T> {
+    free: std::sync::Mutex<Vec<T>>,
+}
+
+impl<T> Default for Workspaces<T> {
+    fn default() -> Self {
+        Workspaces {
+            free: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> Workspaces<T> {
+    fn free(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A kept workspace, if there is one.
+    pub(crate) fn take(&self) -> Option<T> {
+        self.free().pop()
+    }
+
+    /// Give `w` back; it is kept if fewer than `keep` are.
+    pub(crate) fn give(&self, w: T, keep: usize) {
+        let mut free = self.free();
+        if free.len() < keep {
+            free.push(w);
+        }
+    }
+
+    /// Workspaces kept.
+    pub(crate) fn len(&self) -> usize {
+        self.free().len()
+    }
+
+    /// Keep at most `n`.
+    pub(crate) fn truncate(&self, n: usize) {
+        self.free().truncate(n);
+    }
+}
+
+/// Compress every job with `one(input, output)`, counting each in `figures`.
+pub(crate) fn compress_each(
+    figures: &Figures,
+    jobs: &mut [PageJob<'_>],
+    mut one: impl FnMut(&[u8], &mut [u8]) -> Result<Option<usize>, BlkError>,
+) {
+    for job in jobs {
+        let r = one(job.input, job.output);
+        figures.compressed(job.input.len(), &r);
+        job.result = Some(r);
+    }
+}
+
+/// Decompress every job with `one(input, output)`, counting each in `figures`.
+pub(crate) fn decompress_each(
+    figures: &Figures,
+    jobs: &mut [PageJob<'_>],
+    mut one: impl FnMut(&[u8], &mut [u8]) -> Result<Option<usize>, BlkError>,
+) {
+    for job in jobs {
+        let r = one(job.input, job.output);
+        figures.decompressed(&r);
+        job.result = Some(r);
+    }
+}
+
 /// Streams on the engine's offload.
 #[derive(Debug)]
 pub struct OffloadStreams {
