@@ -119,6 +119,16 @@ impl CompAlgorithm {
                 )))
             }
         };
+        // zram's deflate takes zlib's levels 1 to 9 (the engine's zlib reads 0 as its
+        // default, btrfs's 3, which zram's deflate does not have).
+        if zram_name == "deflate"
+            && level
+                .is_some_and(|l| !matches!(l, "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9"))
+        {
+            return Err(BlkError::Option(format!(
+                "comp_algorithm={text}: deflate's levels are 1 to 9 (default 6)"
+            )));
+        }
         let engine_text = match level {
             Some(l) => format!("{}:{l}", engine.name()),
             // zram's deflate defaults to zlib's Z_DEFAULT_COMPRESSION, not btrfs's 3.
