@@ -37,7 +37,8 @@ use crate::{interrupt, BenchError};
 /// beyond zram's 4 KiB (`zstd:3@16K`: `slot_size=16K`), and `+dict` for a dictionary trained
 /// from the same input on a first device (`train_dict save=FILE`), then given to a fresh one
 /// (`algorithm_params dict=FILE`).
-pub const DEFAULT_WRING: &str = "lz4,lzo-rle,zstd:1,zstd:3,zstd:3+dict,zstd:3@16K,zstd:3@32K";
+pub const DEFAULT_WRING: &str =
+    "lz4,lzo-rle,zstd:1,zstd:3,zstd:3+dict,zstd:3@16K,zstd:3@16K+dict,zstd:3@32K,deflate";
 /// zram's algorithms by default.
 pub const DEFAULT_ZRAM: &str = "lz4,lzo-rle";
 /// The shared corpus's files the mixed input is made of (~120 MB).

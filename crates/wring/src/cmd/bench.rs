@@ -216,7 +216,9 @@ pub struct BlkArgs {
         default_value = "executables.tar,dictionary.txt,packages.txt"
     )]
     files: Vec<String>,
-    /// wring's algorithms (zram's names, levels as zstd:3), comma-separated
+    /// wring's devices, comma-separated: ALG[@SLOT][+dict], an algorithm by zram's name
+    /// (levels as zstd:3), a slot_size beyond zram's 4K (zstd:3@16K), +dict for a zstd
+    /// dictionary trained on the input
     #[arg(long, default_value = blk::DEFAULT_WRING)]
     wring: String,
     /// zram algorithms, comma-separated (`none`: no zram rows)
