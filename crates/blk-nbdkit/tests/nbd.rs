@@ -194,6 +194,32 @@ fn nbdinfo_reports_size_capabilities_and_a_map_of_holes() {
     );
 }
 
+/// Block status with 16 KiB slots: a 4 KiB write inside a slot makes the whole slot data (it
+/// is stored as one object), a slot of zeros written as data is a hole, the rest stay holes.
+#[test]
+fn nbdinfo_maps_whole_16k_slots() {
+    need("nbdinfo", "libnbd-bin");
+    need("qemu-io", "qemu-utils");
+    let s = Server::start("10M", &["comp_algorithm=zstd:1", "slot_size=16K"]);
+    run(Command::new("qemu-io").args([
+        "-f",
+        "raw",
+        "-c",
+        "write -P 0x5a 1052672 4K",
+        "-c",
+        "write -P 0 2M 16K",
+        &s.uri(),
+    ]));
+    let map = run(Command::new("nbdinfo").arg("--map").arg(s.uri()));
+    let data: Vec<Vec<&str>> = map
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|r| r.get(3) == Some(&"data"))
+        .collect();
+    assert_eq!(data.len(), 1, "one data extent expected:\n{map}");
+    assert_eq!((data[0][0], data[0][1]), ("1048576", "16384"), "{map}");
+}
+
 #[test]
 fn qemu_io_random_writes_match_a_reference_file() {
     qemu_io_random_writes(&["comp_algorithm=lz4", "streams=2"], PAGE, 15);
