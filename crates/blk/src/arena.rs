@@ -140,6 +140,20 @@ fn class_table(max_object: usize) -> (Vec<ClassInfo>, Vec<u16>) {
     (classes, by_step)
 }
 
+/// Put `item` in a table at a freed index (from `free`), else at a new one; the index.
+fn reuse_or_push<T>(table: &mut Vec<Option<T>>, free: &mut Vec<u32>, item: Option<T>) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            table[i as usize] = item;
+            i
+        }
+        None => {
+            table.push(item);
+            (table.len() - 1) as u32
+        }
+    }
+}
+
 /// One zspage: its bytes and which objects are in use (by handle-table entry).
 #[derive(Debug)]
 struct Zspage {
@@ -206,16 +220,7 @@ impl Class {
             owner: vec![None; objs],
             free: (0..objs as u16).rev().collect(),
         };
-        let id = match self.free_zspages.pop() {
-            Some(id) => {
-                self.zspages[id as usize] = Some(z);
-                id
-            }
-            None => {
-                self.zspages.push(Some(z));
-                (self.zspages.len() - 1) as u32
-            }
-        };
+        let id = reuse_or_push(&mut self.zspages, &mut self.free_zspages, Some(z));
         self.partial.insert((objs, id));
         id
     }
@@ -259,16 +264,7 @@ impl Class {
     }
 
     fn new_entry(&mut self, loc: Option<Loc>) -> u32 {
-        match self.free_handles.pop() {
-            Some(e) => {
-                self.handles[e as usize] = loc;
-                e
-            }
-            None => {
-                self.handles.push(loc);
-                (self.handles.len() - 1) as u32
-            }
-        }
+        reuse_or_push(&mut self.handles, &mut self.free_handles, loc)
     }
 
     fn loc(&self, entry: u32) -> Loc {
@@ -450,16 +446,8 @@ impl Arena {
             }
         }
         let mut parts = lock(&self.parts);
-        let entry = match parts.free.pop() {
-            Some(e) => {
-                parts.lists[e as usize] = Some(list);
-                e
-            }
-            None => {
-                parts.lists.push(Some(list));
-                (parts.lists.len() - 1) as u32
-            }
-        };
+        let Parts { lists, free } = &mut *parts;
+        let entry = reuse_or_push(lists, free, Some(list));
         Ok(Handle {
             class: PARTS,
             entry,

@@ -25,13 +25,11 @@
 //! kept in RAM only, never written to the filesystem's records.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
 use crate::error::BlkError;
-use crate::stats::StreamStat;
-use crate::streams::{compress_each, decompress_each, Figures, PageJob, Streams, Workspaces};
+use crate::streams::{PageCodec, PerPage, Streams, Workspaces};
 
 /// zram's default deflate level (`Z_DEFAULT_COMPRESSION`).
 pub const DEFAULT_LEVEL: i32 = 6;
@@ -44,8 +42,7 @@ pub struct DeflateStreams {
     decompressors: Workspaces<Decompress>,
     level: u32,
     name: String,
-    streams: AtomicUsize,
-    figures: Figures,
+    per_page: PerPage,
 }
 
 impl std::fmt::Debug for DeflateStreams {
@@ -72,8 +69,7 @@ impl DeflateStreams {
             decompressors: Workspaces::default(),
             level,
             name: format!("deflate:{level}"),
-            streams: AtomicUsize::new(streams.max(1)),
-            figures: Figures::default(),
+            per_page: PerPage::new(streams),
         })
     }
 
@@ -85,7 +81,7 @@ impl DeflateStreams {
     }
 
     /// One slot into `out`: `Some(n)` bytes, `None` when the stream does not fit.
-    fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+    fn deflate(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let mut c = self.compressors.take().unwrap_or_else(|| {
             Compress::new_with_window_bits(Compression::new(self.level), false, WINDOW_BITS)
         });
@@ -109,7 +105,7 @@ impl DeflateStreams {
     }
 
     /// One object into a whole slot, `out`; anything else is corrupt.
-    fn decompress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+    fn inflate(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let mut d = self
             .decompressors
             .take()
@@ -151,38 +147,30 @@ fn finish(c: &mut Compress, input: &[u8]) -> bool {
     .unwrap_or(false)
 }
 
-impl Streams for DeflateStreams {
-    fn compress(&self, jobs: &mut [PageJob<'_>]) {
-        compress_each(&self.figures, jobs, |i, o| self.compress_one(i, o));
-    }
-
-    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        decompress_each(&self.figures, jobs, |i, o| self.decompress_one(i, o));
-    }
-
-    fn streams(&self) -> usize {
-        self.streams.load(Ordering::Acquire)
-    }
-
-    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
-        let n = n.max(1);
-        self.streams.store(n, Ordering::Release);
-        self.compressors.truncate(n);
-        self.decompressors.truncate(n);
-        Ok(())
-    }
-
-    fn algorithm(&self) -> String {
+impl PageCodec for DeflateStreams {
+    fn name(&self) -> String {
         self.name.clone()
     }
 
-    fn figures(&self) -> StreamStat {
-        self.figures.stat(StreamStat {
-            algorithm: self.algorithm(),
-            streams: self.streams(),
-            workspaces: self.compressors.len(),
-            ..StreamStat::default()
-        })
+    fn per_page(&self) -> &PerPage {
+        &self.per_page
+    }
+
+    fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        self.deflate(input, out)
+    }
+
+    fn decompress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        self.inflate(input, out)
+    }
+
+    fn workspaces(&self) -> usize {
+        self.compressors.len()
+    }
+
+    fn keep(&self, n: usize) {
+        self.compressors.truncate(n);
+        self.decompressors.truncate(n);
     }
 }
 
@@ -190,6 +178,7 @@ impl Streams for DeflateStreams {
 mod tests {
     use super::*;
     use crate::arena::PAGE_SIZE;
+    use crate::streams::PageJob;
 
     fn text(len: usize) -> Vec<u8> {
         (0..len)

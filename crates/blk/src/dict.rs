@@ -12,14 +12,12 @@
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use zstd_sys as z;
 
 use crate::error::BlkError;
-use crate::stats::StreamStat;
-use crate::streams::{compress_each, decompress_each, Figures, PageJob, Streams};
+use crate::streams::{PageCodec, PerPage};
 
 fn error_name(code: usize) -> String {
     // SAFETY: ZSTD_getErrorName takes any code and returns a static NUL-terminated string.
@@ -126,8 +124,7 @@ pub struct DictStreams {
     bytes: Vec<u8>,
     level: i32,
     name: String,
-    streams: AtomicUsize,
-    figures: Figures,
+    per_page: PerPage,
 }
 
 impl std::fmt::Debug for DictStreams {
@@ -176,8 +173,7 @@ impl DictStreams {
             bytes: dict,
             level,
             name: name.to_string(),
-            streams: AtomicUsize::new(1),
-            figures: Figures::default(),
+            per_page: PerPage::new(1),
         })
     }
 
@@ -218,7 +214,7 @@ impl DictStreams {
         }
     }
 
-    fn compress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
+    fn compress_page(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let ctx = self.cctx()?;
         // SAFETY: the context is ours alone until given back; `output` is writable and
         // `input` readable for their lengths; the digested dictionary outlives the call.
@@ -244,7 +240,7 @@ impl DictStreams {
         Err(self.failed(&error_name(n)))
     }
 
-    fn decompress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
+    fn decompress_page(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let ctx = self.dctx()?;
         // SAFETY: as compress_one.
         let n = unsafe {
@@ -270,34 +266,24 @@ impl DictStreams {
     }
 }
 
-impl Streams for DictStreams {
-    fn compress(&self, jobs: &mut [PageJob<'_>]) {
-        compress_each(&self.figures, jobs, |i, o| self.compress_one(i, o));
-    }
-
-    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        decompress_each(&self.figures, jobs, |i, o| self.decompress_one(i, o));
-    }
-
-    fn streams(&self) -> usize {
-        self.streams.load(Ordering::Acquire)
-    }
-
-    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
-        self.streams.store(n.max(1), Ordering::Release);
-        Ok(())
-    }
-
-    fn algorithm(&self) -> String {
+impl PageCodec for DictStreams {
+    fn name(&self) -> String {
         self.name.clone()
     }
 
-    fn figures(&self) -> StreamStat {
-        self.figures.stat(StreamStat {
-            algorithm: self.name.clone(),
-            streams: self.streams(),
-            workspaces: self.cctxs.lock().map_or(0, |v| v.len()),
-            ..StreamStat::default()
-        })
+    fn per_page(&self) -> &PerPage {
+        &self.per_page
+    }
+
+    fn compress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        self.compress_page(input, output)
+    }
+
+    fn decompress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        self.decompress_page(input, output)
+    }
+
+    fn workspaces(&self) -> usize {
+        self.cctxs.lock().map_or(0, |v| v.len())
     }
 }

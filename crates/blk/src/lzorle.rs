@@ -4,31 +4,28 @@
 //! these streams sit beside the offload's: a pool of 16 KiB dictionaries, one per stream in
 //! use, as zram's per-CPU `zcomp_strm` workspaces.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use wring_lzo::CompressState;
 
 use crate::error::BlkError;
-use crate::stats::StreamStat;
-use crate::streams::{compress_each, decompress_each, Figures, PageJob, Streams, Workspaces};
+use crate::streams::{PageCodec, PerPage, Streams, Workspaces};
 
 /// lzo-rle streams.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LzoRleStreams {
     states: Workspaces<CompressState>,
-    streams: AtomicUsize,
-    figures: Figures,
+    per_page: PerPage,
 }
 
 impl LzoRleStreams {
     /// Streams for `streams` callers at once (workspaces are made as they are needed).
     pub fn new(streams: usize) -> LzoRleStreams {
-        let s = LzoRleStreams::default();
-        s.streams.store(streams.max(1), Ordering::Release);
-        s
+        LzoRleStreams {
+            states: Workspaces::default(),
+            per_page: PerPage::new(streams),
+        }
     }
 
-    fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+    fn compress_page(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
         let mut state = match self.states.take() {
             Some(s) => s,
             None => CompressState::try_new().ok_or_else(|| BlkError::Compress {
@@ -49,48 +46,39 @@ impl LzoRleStreams {
     }
 }
 
-impl Streams for LzoRleStreams {
-    fn compress(&self, jobs: &mut [PageJob<'_>]) {
-        compress_each(&self.figures, jobs, |i, o| self.compress_one(i, o));
-    }
-
-    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
-        decompress_each(&self.figures, jobs, |input, output| {
-            let want = output.len();
-            match wring_lzo::decompress(input, output) {
-                Ok(n) if n == want => Ok(Some(n)),
-                Ok(n) => Err(BlkError::Corrupt {
-                    page: 0,
-                    message: format!("lzo-rle decompressed to {n} bytes, not a page"),
-                }),
-                Err(e) => Err(BlkError::Corrupt {
-                    page: 0,
-                    message: format!("lzo-rle: {e}"),
-                }),
-            }
-        });
-    }
-
-    fn streams(&self) -> usize {
-        self.streams.load(Ordering::Acquire)
-    }
-
-    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
-        self.streams.store(n.max(1), Ordering::Release);
-        self.states.truncate(n.max(1));
-        Ok(())
-    }
-
-    fn algorithm(&self) -> String {
+impl PageCodec for LzoRleStreams {
+    fn name(&self) -> String {
         "lzo-rle".into()
     }
 
-    fn figures(&self) -> StreamStat {
-        self.figures.stat(StreamStat {
-            algorithm: self.algorithm(),
-            streams: self.streams(),
-            workspaces: self.states.len(),
-            ..StreamStat::default()
-        })
+    fn per_page(&self) -> &PerPage {
+        &self.per_page
+    }
+
+    fn compress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        self.compress_page(input, out)
+    }
+
+    fn decompress_one(&self, input: &[u8], out: &mut [u8]) -> Result<Option<usize>, BlkError> {
+        let want = out.len();
+        match wring_lzo::decompress(input, out) {
+            Ok(n) if n == want => Ok(Some(n)),
+            Ok(n) => Err(BlkError::Corrupt {
+                page: 0,
+                message: format!("lzo-rle decompressed to {n} bytes, not a page"),
+            }),
+            Err(e) => Err(BlkError::Corrupt {
+                page: 0,
+                message: format!("lzo-rle: {e}"),
+            }),
+        }
+    }
+
+    fn workspaces(&self) -> usize {
+        self.states.len()
+    }
+
+    fn keep(&self, n: usize) {
+        self.states.truncate(n);
     }
 }

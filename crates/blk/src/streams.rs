@@ -16,7 +16,9 @@
 //! larger extents and for a device provider.
 //!
 //! A trait rather than the `Offload` itself so that the shuttle model and the property tests can
-//! drive the store with [`ToyStreams`], a deterministic run-length coder with no threads.
+//! drive the store with [`ToyStreams`], a deterministic run-length coder with no threads. The
+//! compressors the engine lacks (lzo-rle, raw deflate, zstd with a dictionary) implement
+//! [`PageCodec`], one page at a time with a borrowed workspace, and get `Streams` from it.
 
 use std::sync::Arc;
 
@@ -179,29 +181,80 @@ impl<T> Workspaces<T> {
     }
 }
 
-/// Compress every job with `one(input, output)`, counting each in `figures`.
-pub(crate) fn compress_each(
-    figures: &Figures,
-    jobs: &mut [PageJob<'_>],
-    mut one: impl FnMut(&[u8], &mut [u8]) -> Result<Option<usize>, BlkError>,
-) {
-    for job in jobs {
-        let r = one(job.input, job.output);
-        figures.compressed(job.input.len(), &r);
-        job.result = Some(r);
+/// What every [`PageCodec`] keeps: the streams asked for and the counters.
+#[derive(Debug, Default)]
+pub struct PerPage {
+    streams: std::sync::atomic::AtomicUsize,
+    figures: Figures,
+}
+
+impl PerPage {
+    /// For `streams` streams (at least one).
+    pub fn new(streams: usize) -> PerPage {
+        PerPage {
+            streams: std::sync::atomic::AtomicUsize::new(streams.max(1)),
+            figures: Figures::default(),
+        }
     }
 }
 
-/// Decompress every job with `one(input, output)`, counting each in `figures`.
-pub(crate) fn decompress_each(
-    figures: &Figures,
-    jobs: &mut [PageJob<'_>],
-    mut one: impl FnMut(&[u8], &mut [u8]) -> Result<Option<usize>, BlkError>,
-) {
-    for job in jobs {
-        let r = one(job.input, job.output);
-        figures.decompressed(&r);
-        job.result = Some(r);
+/// A compressor that works one page at a time on the calling thread, borrowing a workspace per
+/// page, as zram's backends do (lzo-rle, raw deflate, zstd with a dictionary): it gets
+/// [`Streams`] — the batches, the counters, the stream count — from this trait.
+pub trait PageCodec: Send + Sync {
+    /// The algorithm's name for reports.
+    fn name(&self) -> String;
+    /// Its stream count and counters.
+    fn per_page(&self) -> &PerPage;
+    /// Compress `input` into `output`: `Some(n)` bytes, `None` when it does not fit.
+    fn compress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError>;
+    /// Decompress `input` into the whole of `output`, or fail as corrupt.
+    fn decompress_one(&self, input: &[u8], output: &mut [u8]) -> Result<Option<usize>, BlkError>;
+    /// Workspaces kept now.
+    fn workspaces(&self) -> usize;
+    /// Keep at most `n` workspaces (the streams were set to `n`).
+    fn keep(&self, _n: usize) {}
+}
+
+impl<T: PageCodec> Streams for T {
+    fn compress(&self, jobs: &mut [PageJob<'_>]) {
+        for job in jobs {
+            let r = self.compress_one(job.input, job.output);
+            self.per_page().figures.compressed(job.input.len(), &r);
+            job.result = Some(r);
+        }
+    }
+
+    fn decompress(&self, jobs: &mut [PageJob<'_>]) {
+        for job in jobs {
+            let r = self.decompress_one(job.input, job.output);
+            self.per_page().figures.decompressed(&r);
+            job.result = Some(r);
+        }
+    }
+
+    fn streams(&self) -> usize {
+        self.per_page().streams.load(Ordering::Acquire)
+    }
+
+    fn set_streams(&self, n: usize) -> Result<(), BlkError> {
+        let n = n.max(1);
+        self.per_page().streams.store(n, Ordering::Release);
+        self.keep(n);
+        Ok(())
+    }
+
+    fn algorithm(&self) -> String {
+        self.name()
+    }
+
+    fn figures(&self) -> StreamStat {
+        self.per_page().figures.stat(StreamStat {
+            algorithm: self.name(),
+            streams: self.streams(),
+            workspaces: self.workspaces(),
+            ..StreamStat::default()
+        })
     }
 }
 
