@@ -38,7 +38,9 @@
 //!   compressor sees more context (nbdkit's `allocator=zstd` compresses 32 KiB pages for the
 //!   same reason): everything above — same-filled words, huge (raw) slots, the split by slot,
 //!   read-modify-write of partial slots, discard of whole slots — is per slot, and the arena
-//!   is built with classes up to the slot size ([`Arena::with_max_object`]). In this module
+//!   is built for objects up to the slot size ([`Arena::with_max_object`]: whole pages plus a
+//!   tail in zsmalloc's classes). The NBD export advertises the slot as its preferred block
+//!   size (`wring blk start`). In this module
 //!   and its siblings "page" means "slot" where a slot is meant. The price: a partial write
 //!   decodes and encodes a whole slot, and a 4 KiB read decodes a whole slot.
 //!
