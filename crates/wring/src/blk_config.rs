@@ -10,12 +10,13 @@
 //! mem_limit = 1G
 //! ```
 //!
-//! `size`, `algorithm` (or `comp_algorithm`), `listen` and `listen_insecure` have their own
-//! meaning; every other key becomes `-o KEY=VALUE` of `wring blk start`, which checks it, so
+//! `size`, `algorithm` (or `comp_algorithm`), `listen`, `listen_insecure` and `tls_psk` have
+//! their own meaning; every other key becomes `-o KEY=VALUE` of `wring blk start`, which checks it, so
 //! options `wring blk start` gains (idle, recompress, writeback policies) need nothing here.
 //!
 //! `listen` serves NBD over TCP with no authentication: any local user (any host, off
-//! loopback) can read and write the device. A section must say `listen_insecure = yes` as well.
+//! loopback) can read and write the device. A section must say `listen_insecure = yes` as well,
+//! or `tls_psk = FILE` (`--tls-psk`: TLS with pre-shared keys, which clients must know).
 
 use std::path::{Path, PathBuf};
 
@@ -32,7 +33,9 @@ size = SIZE         the device's size (zram's disksize), required\n  \
 algorithm = ALG     comp_algorithm: lzo, lz4, lz4hc[:L], zstd[:L], deflate[:L]\n  \
 listen = [ADDR:]PORT   serve NBD over TCP instead of the Unix socket. INSECURE: TCP NBD has \
 no authentication, so every local user (every host, off loopback) can read and write the device; \
-refused unless the section also says listen_insecure = yes\n  \
+refused unless the section also says listen_insecure = yes, or tls_psk\n  \
+tls_psk = FILE      require TLS with the pre-shared keys in FILE (USERNAME:HEXKEY lines, chmod \
+600; `wring blk start --tls-psk`): only clients with a key connect, over the socket or TCP\n  \
 KEY = VALUE         any other `wring blk start -o` option (streams, mem_limit, slot_size, \
 the idle, recompress and writeback policies); `wring blk start` checks it\n\
 Example:\n  [swap0]\n  size = 4G\n  algorithm = zstd:3\n  streams = 2\n  mem_limit = 1G\n\
@@ -133,12 +136,14 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
     let mut size = None;
     let mut listen = None;
     let mut insecure = None;
+    let mut psk = None;
     let mut options = Vec::new();
     for (k, v) in &s.keys {
         match k.as_str() {
             "size" => size = Some(v.clone()),
             "listen" => listen = Some(v.clone()),
             "listen_insecure" => insecure = Some(v.as_str()),
+            "tls_psk" => psk = Some(v.clone()),
             "algorithm" | "comp_algorithm" => options.push(format!("comp_algorithm={v}")),
             _ => options.push(format!("{k}={v}")),
         }
@@ -149,7 +154,7 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
             s.name
         );
     };
-    check_listen(s, listen.as_deref(), insecure, what)?;
+    check_listen(s, listen.as_deref(), insecure, psk.is_some(), what)?;
     let mut args = Vec::new();
     if !options.is_empty() {
         args.extend(["-o".to_string(), options.join(",")]);
@@ -158,20 +163,26 @@ pub fn start_args(s: &Section, what: &str) -> Result<Vec<String>> {
     if let Some(l) = listen {
         args.extend(["--listen".to_string(), l]);
     }
+    if let Some(f) = psk {
+        args.extend(["--tls-psk".to_string(), f]);
+    }
     // NAME is checked in parse; "--" keeps it positional all the same.
     args.extend(["--".to_string(), s.name.clone()]);
     Ok(args)
 }
 
-/// `listen` only with `listen_insecure = yes`: TCP NBD has no authentication.
+/// `listen` only with `listen_insecure = yes` or `tls_psk`: TCP NBD without TLS has no
+/// authentication.
 fn check_listen(
     s: &Section,
     listen: Option<&str>,
     insecure: Option<&str>,
+    tls: bool,
     what: &str,
 ) -> Result<()> {
     match (listen, insecure) {
         (None, None) => Ok(()),
+        (Some(_), None) if tls => Ok(()),
         (_, Some(v)) if v != "yes" => bail!(
             "[{}] in {what}: listen_insecure takes only `yes` (got '{v}'); remove it to refuse \
              unauthenticated TCP NBD",
@@ -181,7 +192,8 @@ fn check_listen(
         (Some(l), None) => bail!(
             "[{}] in {what}: `listen = {l}` serves the device over TCP NBD without \
              authentication, so any local user can read and write it; use the Unix socket \
-             (remove `listen`), or add `listen_insecure = yes` to the section to accept that",
+             (remove `listen`), require TLS with `tls_psk = FILE`, or add \
+             `listen_insecure = yes` to the section to accept that",
             s.name
         ),
         (None, Some(_)) => bail!(
@@ -293,6 +305,23 @@ mod tests {
         assert!(e.contains("without `listen"), "{e}");
         let ok = args("[a]\nsize = 1G\nlisten = 10809\nlisten_insecure = yes\n").unwrap();
         assert_eq!(ok, ["--size", "1G", "--listen", "10809", "--", "a"]);
+        // TLS with pre-shared keys authenticates: no listen_insecure needed.
+        let ok = args("[a]\nsize = 1G\nlisten = 10809\ntls_psk = /etc/wring/a.psk\n").unwrap();
+        assert_eq!(
+            ok,
+            [
+                "--size",
+                "1G",
+                "--listen",
+                "10809",
+                "--tls-psk",
+                "/etc/wring/a.psk",
+                "--",
+                "a"
+            ]
+        );
+        let ok = args("[a]\nsize = 1G\ntls_psk = /k\n").unwrap();
+        assert_eq!(ok, ["--size", "1G", "--tls-psk", "/k", "--", "a"]);
     }
 
     #[test]

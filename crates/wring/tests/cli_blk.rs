@@ -361,3 +361,83 @@ fn slot_size_is_shown_and_advertised_as_the_preferred_block_size() {
     assert!(e.contains("slot_size") && e.contains("backing_dev"), "{e}");
     assert!(!d.dir.join("x").exists());
 }
+
+/// `--tls-psk FILE`: nbdkit requires TLS with the pre-shared keys; the printed URI (nbds+unix,
+/// naming the file and the username, never the key) reads and writes the device, and a client
+/// without TLS is refused. The same over TCP with --listen. A PSK file others can read is
+/// refused before a daemon starts, naming the fix.
+#[test]
+fn tls_psk_requires_tls_and_the_key() {
+    let mut d = Devices::new("tls");
+    let parent = d.dir.parent().expect("a parent").to_path_buf();
+    std::fs::create_dir_all(&parent).expect("the test's directory");
+    let psk = parent.join("keys.psk");
+    // A fixed test key: this device lives for the test only.
+    std::fs::write(
+        &psk,
+        "alice:5f3a0c1d9e8b7a6f5e4d3c2b1a09f8e7d6c5b4a3928170615f4e3d2c1b0a9988\n",
+    )
+    .expect("the PSK file");
+    std::fs::set_permissions(&psk, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let p = psk.display().to_string();
+    let e = d.err(&["blk", "start", "--size", "1M", "--tls-psk", &p, "t0"]);
+    assert!(e.contains("chmod 600"), "{e}");
+    assert!(!d.dir.join("t0").exists(), "a refused start left a device");
+    std::fs::set_permissions(&psk, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let uri = d.start(&["--size", "1M", "--tls-psk", &p], "t0");
+    assert!(uri.starts_with("nbds+unix://alice@/?socket="), "{uri}");
+    assert!(uri.contains("tls-psk-file="), "{uri}");
+    assert!(!uri.contains("5f3a0c1d"), "the key is printed: {uri}");
+    assert!(nbdinfo(&uri).contains("with TLS"), "{uri}");
+    // Without TLS: refused.
+    let plain = format!(
+        "nbd+unix:///?socket={}",
+        d.dir.join("t0").join("nbd.sock").display()
+    );
+    let o = Command::new("nbdinfo")
+        .arg("--size")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "a client without TLS was served");
+    // Data goes through TLS both ways.
+    let src = parent.join("src");
+    let data: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i % 251) as u8 ^ (i >> 12) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    nbdcopy(&src.display().to_string(), &uri);
+    let back = parent.join("back");
+    nbdcopy(&uri, &back.display().to_string());
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "data differs through TLS"
+    );
+    // TCP with TLS needs no listen_insecure: the key is the authentication.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let uri = d.start(
+        &[
+            "--size",
+            "1M",
+            "--listen",
+            &port.to_string(),
+            "--tls-psk",
+            &p,
+        ],
+        "t1",
+    );
+    assert!(
+        uri.starts_with(&format!("nbds://alice@127.0.0.1:{port}/?tls-psk-file=")),
+        "{uri}"
+    );
+    assert!(nbdinfo(&uri).contains("with TLS"), "{uri}");
+    let o = Command::new("nbdinfo")
+        .arg("--size")
+        .arg(format!("nbd://127.0.0.1:{port}/"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "a TCP client without TLS was served");
+}

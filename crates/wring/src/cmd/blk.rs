@@ -1,7 +1,7 @@
 //! `wring blk ...`: zram in userspace — compressed RAM block devices served over NBD by nbdkit
 //! with wring's plugin (crates/blk-nbdkit), driven with zram's words.
 //!
-//! * `start [-o OPTIONS] --size SIZE [--listen [ADDR:]PORT] NAME` starts nbdkit in the
+//! * `start [-o OPTIONS] --size SIZE [--listen [ADDR:]PORT] [--tls-psk FILE] NAME` starts nbdkit in the
 //!   background with `libwring_blk_nbdkit.so`, returns once the device serves, and prints its
 //!   NBD URI. Options are zram's (`comp_algorithm=zstd:3,streams=2,mem_limit=1G`).
 //! * `stop NAME`, `list`, `stat NAME [--json]`, and the live sysfs actions `compact`, `reset`,
@@ -16,7 +16,8 @@
 //! base), every level made 0700 and checked to be the caller's own. It holds `nbd.sock` and
 //! `control.sock` (0600: nbdkit runs with umask 077 and the plugin sets the mode), `nbdkit.pid`,
 //! `nbdkit.log` (nbdkit's stderr) and `uri`. TCP is served only with an explicit `--listen`,
-//! on 127.0.0.1 unless an address is named.
+//! on 127.0.0.1 unless an address is named. `--tls-psk FILE` makes nbdkit require TLS with
+//! pre-shared keys, on either ([`super::blk_tls`]).
 //!
 //! The plugin is found at `$WRING_BLK_PLUGIN`, else beside the `wring` binary, in its `deps/`
 //! or one directory up, the most recently built of those (cargo builds it beside the binary, or
@@ -33,6 +34,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use wring_blk::control::{self, Request};
 use wring_blk::{BdStat, IoStat, MmStat, Options, Stat};
+
+use super::blk_tls;
 
 /// blk subcommands.
 #[derive(clap::Subcommand)]
@@ -151,9 +154,15 @@ pub struct StartArgs {
     /// Device size (disksize), e.g. 1G
     #[arg(long)]
     size: String,
-    /// Serve NBD over TCP on [ADDR:]PORT instead of the Unix socket (ADDR defaults to 127.0.0.1)
+    /// Serve NBD over TCP on [ADDR:]PORT instead of the Unix socket (ADDR defaults to 127.0.0.1).
+    /// Without --tls-psk anyone who can reach the port can read and write the device
     #[arg(long)]
     listen: Option<String>,
+    /// Require TLS, with the pre-shared keys in FILE (USERNAME:HEXKEY lines, as
+    /// `psktool -u USER -p FILE` writes them; owner-only, chmod 600): clients must know a key.
+    /// The printed URI is nbds:// and names the file and the first username
+    #[arg(long, value_name = "FILE")]
+    tls_psk: Option<PathBuf>,
     /// The device's name: letters, digits, '-', '_' and '.'
     name: String,
 }
@@ -384,6 +393,7 @@ fn live_pid(dir: &Path) -> Option<i32> {
     (comm == "nbdkit" && state != "Z" && state != "X").then_some(pid)
 }
 
+/// nbdkit's arguments for `--listen` and the `HOST:PORT` clients connect to.
 fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
     let (addr, port) = match listen.rsplit_once(':') {
         Some((a, p)) => (a.trim_matches(['[', ']']).to_string(), p),
@@ -399,7 +409,7 @@ fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
     };
     Ok((
         vec!["-i".into(), addr, "-p".into(), port.to_string()],
-        format!("nbd://{host}:{port}/"),
+        format!("{host}:{port}"),
     ))
 }
 
@@ -418,6 +428,7 @@ fn start(a: StartArgs) -> Result<()> {
         bail!("--size must be at least one page (4096 bytes)");
     }
     let listen = a.listen.as_deref().map(listen_args).transpose()?;
+    let psk = a.tls_psk.as_deref().map(blk_tls::check).transpose()?;
     let plugin = plugin()?;
     let base = base_dir()?;
     private_dir(&base)?;
@@ -435,13 +446,22 @@ fn start(a: StartArgs) -> Result<()> {
     }
     private_dir(&dir)?;
     let sock = dir.join("nbd.sock");
-    let (listen, uri) = match listen {
-        Some(l) => l,
-        None => (
+    let (listen, uri) = match (listen, &psk) {
+        (Some((args, hp)), Some(psk)) => (args, blk_tls::uri(psk, None, Some(&hp))),
+        (Some((args, hp)), None) => (args, format!("nbd://{hp}/")),
+        (None, Some(psk)) => (
             vec!["-U".into(), sock.display().to_string()],
-            format!("nbd+unix:///?socket={}", sock.display()),
+            blk_tls::uri(psk, Some(&sock), None),
+        ),
+        (None, None) => (
+            vec!["-U".into(), sock.display().to_string()],
+            format!(
+                "nbd+unix:///?socket={}",
+                blk_tls::query_value(&sock.display().to_string())
+            ),
         ),
     };
+    let tls: Vec<String> = psk.as_ref().map(blk_tls::nbdkit_args).unwrap_or_default();
     let log = match std::fs::File::create(dir.join("nbdkit.log")) {
         Ok(f) => f,
         Err(e) => {
@@ -464,6 +484,7 @@ fn start(a: StartArgs) -> Result<()> {
         .arg("-P")
         .arg(dir.join("nbdkit.pid"))
         .args(&listen)
+        .args(&tls)
         .arg(BLOCK_SIZE_FILTER)
         .arg(&plugin)
         .arg(format!("size={size}"))
@@ -667,11 +688,11 @@ mod tests {
         assert!(check_name("../x").is_err());
         assert!(check_name(".hidden").is_err());
         assert!(check_name("").is_err());
-        let (args, uri) = listen_args("10809").unwrap();
+        let (args, hp) = listen_args("10809").unwrap();
         assert_eq!(args, ["-i", "127.0.0.1", "-p", "10809"]);
-        assert_eq!(uri, "nbd://127.0.0.1:10809/");
-        let (_, uri) = listen_args("[::1]:10810").unwrap();
-        assert_eq!(uri, "nbd://[::1]:10810/");
+        assert_eq!(hp, "127.0.0.1:10809");
+        let (_, hp) = listen_args("[::1]:10810").unwrap();
+        assert_eq!(hp, "[::1]:10810");
         assert!(listen_args("0").is_err());
         assert!(listen_args("host:port").is_err());
     }

@@ -5,6 +5,7 @@ pub mod bench_fs;
 pub mod bench_meta;
 pub mod bench_recompress;
 pub mod blk;
+pub mod blk_tls;
 pub mod btrfs;
 pub mod fs;
 pub mod levels;
