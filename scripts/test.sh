@@ -36,6 +36,7 @@ step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p wring-engine --features shuttle --tests -- -D warnings
 cargo clippy -p wring-blk --features shuttle --tests -- -D warnings
+cargo clippy -p wring-fs --features shuttle --lib --tests -- -D warnings
 # fuzz/ is its own workspace (cargo-fuzz): the same rules apply to it.
 (cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings)
 
@@ -60,5 +61,6 @@ fi
 step "model checking (shuttle)"
 cargo test -p wring-engine --features shuttle --test model
 cargo test -p wring-blk --features shuttle --test model
+cargo test -p wring-fs --features shuttle --lib model
 step "fuzz smoke"
 scripts/fuzz-smoke.sh

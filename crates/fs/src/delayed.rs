@@ -17,20 +17,91 @@
 //! holds `writer` for its whole life; a delayed update holds it too while it reads the
 //! inode and stores the new record. So a delayed update and a transaction never interleave
 //! (as two transactions never do in redb), and a transaction always reads the newest record.
-//! A transaction dropped without commit leaves the items in the map.
+//! A transaction dropped without commit leaves the items in the map. A reader looks in the
+//! map before it takes its snapshot ([`DelayedStore::inode`]): an item leaves the map only
+//! after its commit, so one it does not find is in the snapshot.
+//!
+//! The protocol is generic over what it sits on ([`Backing`]): the redb [`Store`], or in the
+//! shuttle model (`cargo test -p wring-fs --features shuttle --lib model`) a toy store.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
 
 use crate::error::FsError;
 use crate::store::records::Inode;
-use crate::store::{self, Store, Txn, INODES};
-use crate::volume::lock;
+use crate::store::{self, Store, INODES};
+use crate::sync::{lock, Mutex, MutexGuard};
 
 /// Delayed items held before an update writes them all (btrfs: BTRFS_DELAYED_BACKGROUND is
 /// 128 per root, with a hard limit above; records here are 100 bytes or so).
 pub const MAX_ITEMS: usize = 4096;
+
+/// What the delayed items are written to: transactions that commit, snapshots of the last
+/// commit, and inode records in both.
+pub trait Backing {
+    /// A write transaction.
+    type Txn<'s>
+    where
+        Self: 's;
+    /// A consistent snapshot of the last commit.
+    type Snap<'s>
+    where
+        Self: 's;
+    /// Begin a write transaction.
+    fn begin(&self) -> Result<Self::Txn<'_>, FsError>;
+    /// Write inode records into `txn`.
+    fn put(txn: &Self::Txn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError>;
+    /// Commit `txn`, durably when asked (or when due).
+    fn commit(&self, txn: Self::Txn<'_>, durable: bool) -> Result<(), FsError>;
+    /// A snapshot of the last commit.
+    fn snapshot(&self) -> Result<Self::Snap<'_>, FsError>;
+    /// `ino`'s record in `snap` (ENOENT when it has none).
+    fn get(snap: &Self::Snap<'_>, ino: u64) -> Result<Inode, FsError>;
+    /// Make every commit durable.
+    fn sync(&self) -> Result<(), FsError>;
+    /// Make the commits durable when the commit interval has passed.
+    fn commit_if_due(&self) -> Result<bool, FsError>;
+}
+
+impl Backing for Store {
+    type Txn<'s> = store::Txn<'s>;
+    type Snap<'s> = store::Snapshot<'s>;
+
+    fn begin(&self) -> Result<store::Txn<'_>, FsError> {
+        self.write()
+    }
+
+    fn put(txn: &store::Txn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut inodes = txn.open_table(INODES)?;
+        for (ino, inode) in records {
+            inodes.insert(*ino, inode.to_bytes().as_slice())?;
+        }
+        Ok(())
+    }
+
+    fn commit(&self, txn: store::Txn<'_>, durable: bool) -> Result<(), FsError> {
+        Store::commit(self, txn, durable)
+    }
+
+    fn snapshot(&self) -> Result<store::Snapshot<'_>, FsError> {
+        self.read()
+    }
+
+    fn get(snap: &store::Snapshot<'_>, ino: u64) -> Result<Inode, FsError> {
+        store::get_inode(&snap.open_table(INODES)?, ino)
+    }
+
+    fn sync(&self) -> Result<(), FsError> {
+        Store::sync(self)
+    }
+
+    fn commit_if_due(&self) -> Result<bool, FsError> {
+        Store::commit_if_due(self)
+    }
+}
 
 /// The newest record of each inode with a delayed change, and its generation (a number that
 /// grows with every change, so a writer removes only what it wrote).
@@ -40,10 +111,10 @@ struct Items {
     generation: u64,
 }
 
-/// The store with its delayed inode items. Derefs to the [`Store`]; `write`, `commit`,
-/// `sync` and `commit_if_due` here take the items into account.
-pub struct DelayedStore {
-    store: Store,
+/// The store with its delayed inode items. Derefs to the store; `write`, `commit`, `sync`
+/// and `commit_if_due` here take the items into account.
+pub struct DelayedStore<B: Backing = Store> {
+    store: B,
     /// Held for the life of every write transaction and by every delayed update.
     writer: Mutex<()>,
     items: Mutex<Items>,
@@ -53,31 +124,31 @@ pub struct DelayedStore {
 
 /// A write transaction of the volume: the delayed items were written into it when it began;
 /// they leave the map when it commits.
-pub struct VolTxn<'s> {
-    txn: Txn<'s>,
+pub struct VolTxn<'s, B: Backing + 's = Store> {
+    txn: B::Txn<'s>,
     /// (inode, generation) of each delayed item written into this transaction.
     applied: Vec<(u64, u64)>,
     _writer: MutexGuard<'s, ()>,
 }
 
-impl<'s> std::ops::Deref for VolTxn<'s> {
-    type Target = Txn<'s>;
+impl<'s, B: Backing + 's> std::ops::Deref for VolTxn<'s, B> {
+    type Target = B::Txn<'s>;
 
-    fn deref(&self) -> &Txn<'s> {
+    fn deref(&self) -> &B::Txn<'s> {
         &self.txn
     }
 }
 
-impl std::ops::Deref for DelayedStore {
-    type Target = Store;
+impl<B: Backing> std::ops::Deref for DelayedStore<B> {
+    type Target = B;
 
-    fn deref(&self) -> &Store {
+    fn deref(&self) -> &B {
         &self.store
     }
 }
 
-impl std::ops::DerefMut for DelayedStore {
-    fn deref_mut(&mut self) -> &mut Store {
+impl<B: Backing> std::ops::DerefMut for DelayedStore<B> {
+    fn deref_mut(&mut self) -> &mut B {
         &mut self.store
     }
 }
@@ -90,9 +161,9 @@ pub enum Change {
     NeedsTxn,
 }
 
-impl DelayedStore {
+impl<B: Backing> DelayedStore<B> {
     /// The store, with no delayed items yet.
-    pub fn new(store: Store) -> DelayedStore {
+    pub fn new(store: B) -> DelayedStore<B> {
         DelayedStore {
             store,
             writer: Mutex::new(()),
@@ -102,22 +173,16 @@ impl DelayedStore {
     }
 
     /// Begin a write transaction holding every delayed item (see [`VolTxn`]).
-    pub fn write(&self) -> Result<VolTxn<'_>, FsError> {
+    pub fn write(&self) -> Result<VolTxn<'_, B>, FsError> {
         let writer = lock(&self.writer);
-        let txn = self.store.write()?;
-        let items: Vec<(u64, u64, Inode)> = {
+        let txn = self.store.begin()?;
+        let (applied, records): (Vec<_>, Vec<_>) = {
             let items = lock(&self.items);
             let all = items.map.iter();
-            all.map(|(&ino, (g, i))| (ino, *g, i.clone())).collect()
+            all.map(|(&ino, (g, i))| ((ino, *g), (ino, i.clone())))
+                .unzip()
         };
-        let mut applied = Vec::with_capacity(items.len());
-        if !items.is_empty() {
-            let mut inodes = txn.open_table(INODES)?;
-            for (ino, g, inode) in items {
-                inodes.insert(ino, inode.to_bytes().as_slice())?;
-                applied.push((ino, g));
-            }
-        }
+        B::put(&txn, &records)?;
         Ok(VolTxn {
             txn,
             applied,
@@ -127,7 +192,7 @@ impl DelayedStore {
 
     /// Commit `t` (durable when asked or when the commit interval has passed, see
     /// [`Store::commit`]); the delayed items it wrote are then no longer delayed.
-    pub fn commit(&self, t: VolTxn<'_>, durable: bool) -> Result<(), FsError> {
+    pub fn commit(&self, t: VolTxn<'_, B>, durable: bool) -> Result<(), FsError> {
         let VolTxn {
             txn,
             applied,
@@ -177,6 +242,28 @@ impl DelayedStore {
         lock(&self.items).map.get(&ino).map(|(_, i)| i.clone())
     }
 
+    /// The newest record of `ino`: its delayed one, else the last commit's. The map is looked
+    /// at first: an item leaves it only after its commit, so one not found is in the
+    /// snapshot taken next (the other order could miss it in both).
+    pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+        match self.delayed_inode(ino) {
+            Some(i) => Ok(i),
+            None => B::get(&self.store.snapshot()?, ino),
+        }
+    }
+
+    /// A snapshot of the last commit with the delayed records as they were when it was taken,
+    /// for a reader of many inodes (`wring stat`'s walk): a record not among them was written
+    /// by a commit the snapshot has (items leave the map only after their commit, and the
+    /// snapshot is taken under the map's lock). Looking in the live map while walking an older
+    /// snapshot would miss an item committed and dropped in between.
+    pub fn snapshot(&self) -> Result<(B::Snap<'_>, HashMap<u64, Inode>), FsError> {
+        let items = lock(&self.items);
+        let snap = self.store.snapshot()?;
+        let records = items.map.iter().map(|(&ino, (_, i))| (ino, i.clone()));
+        Ok((snap, records.collect()))
+    }
+
     /// Delayed items held now.
     pub fn delayed_len(&self) -> usize {
         lock(&self.items).map.len()
@@ -188,14 +275,14 @@ impl DelayedStore {
     pub fn update(
         &self,
         ino: u64,
-        f: impl FnOnce(Inode, &store::Snapshot<'_>) -> Result<Change, FsError>,
+        f: impl FnOnce(Inode, &B::Snap<'_>) -> Result<Change, FsError>,
     ) -> Result<Option<Inode>, FsError> {
         let (inode, full) = {
             let _writer = lock(&self.writer);
-            let snap = self.store.read()?;
+            let snap = self.store.snapshot()?;
             let base = match self.delayed_inode(ino) {
                 Some(i) => i,
-                None => store::get_inode(&snap.open_table(INODES)?, ino)?,
+                None => B::get(&snap, ino)?,
             };
             let Change::Put(inode) = f(base, &snap)? else {
                 return Ok(None);
@@ -329,5 +416,304 @@ mod tests {
         assert!(inos.iter().all(|&i| vol.inode(i).unwrap().perm == 0o600));
         drop(vol);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    /// Stress: chmods (delayed) race with creates and file writes whose writeback commits
+    /// (transactions that write the items), the committer's flush, syncs and getattrs. Each
+    /// chmod thread owns its inodes and raises their mode one step at a time, so a reader
+    /// must never see a mode go back (an item dropped before its commit is visible, or a
+    /// transaction writing an older record over a newer item, would show as one), and after
+    /// the last sync and a reopen every inode has its last mode.
+    #[test]
+    fn chmods_racing_transactions_and_syncs_keep_the_newest_mode() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        const THREADS: usize = 3;
+        const PER: usize = 8;
+        const STEPS: u32 = 0o177;
+        let (dir, vol) = scratch("wring-delayed-stress");
+        let vol = Arc::new(vol);
+        let inos: Vec<u64> = (0..THREADS * PER)
+            .map(|i| {
+                let name = format!("f{i}");
+                let new = NewInode::file(0o600);
+                vol.create(ROOT, name.as_bytes(), new).unwrap().0
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let chmods: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (vol, mine) = (vol.clone(), inos[t * PER..(t + 1) * PER].to_vec());
+                std::thread::spawn(move || {
+                    for step in 1..=STEPS {
+                        for &ino in &mine {
+                            vol.setattr(ino, &chmod(0o600 + step)).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let others = {
+            let (vol, stop) = (vol.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let name = format!("g{n}");
+                    let (g, _) = vol
+                        .create(ROOT, name.as_bytes(), NewInode::file(0o644))
+                        .unwrap();
+                    vol.write(g, 0, b"some bytes", None).unwrap();
+                    match n % 3 {
+                        0 => vol.fsync(g).unwrap(),
+                        1 => vol.store.flush().unwrap(),
+                        _ => vol.sync().unwrap(),
+                    }
+                }
+            })
+        };
+        let reader = {
+            let (vol, stop, inos) = (vol.clone(), stop.clone(), inos.clone());
+            std::thread::spawn(move || {
+                let mut seen = vec![0u32; inos.len()];
+                while !stop.load(Ordering::Relaxed) {
+                    for (k, &ino) in inos.iter().enumerate() {
+                        let perm = vol.inode(ino).unwrap().perm;
+                        assert!(
+                            perm >= seen[k],
+                            "inode {ino}: mode {perm:o} after {:o}",
+                            seen[k]
+                        );
+                        seen[k] = perm;
+                    }
+                }
+            })
+        };
+        for c in chmods {
+            c.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        others.join().unwrap();
+        reader.join().unwrap();
+        vol.sync().unwrap();
+        let vol = Arc::into_inner(vol).unwrap();
+        drop(vol);
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        for &ino in &inos {
+            assert_eq!(vol.inode(ino).unwrap().perm, 0o600 + STEPS, "inode {ino}");
+        }
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Model-checked protocol (shuttle) on a toy store: delayed updates (a chmod's), write
+/// transactions that change the same inode in the transaction (a writeback's size), the
+/// committer's flush and a sync race with readers. After every run no change is lost — the
+/// durable record has the last mode and every size step — and meanwhile no reader (one
+/// inode, or the many-inode snapshot) ever saw a mode or a size go back.
+///
+/// Run with `cargo test -p wring-fs --features shuttle --lib model`.
+#[cfg(all(test, feature = "shuttle"))]
+mod model {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    use shuttle::sync::Arc;
+    use shuttle::thread;
+
+    use super::{Backing, Change, DelayedStore};
+    use crate::error::{errno, FsError};
+    use crate::store::records::{Inode, Kind};
+    use crate::sync::{lock, Mutex, MutexGuard};
+
+    const ITERATIONS: usize = 3000;
+
+    /// The last commit, the durable one, and a write lock (redb's: one writer at a time).
+    #[derive(Default)]
+    struct Toy {
+        db: Mutex<HashMap<u64, Inode>>,
+        durable: Mutex<HashMap<u64, Inode>>,
+        write_lock: Mutex<()>,
+    }
+
+    struct ToyTxn<'s> {
+        _lock: MutexGuard<'s, ()>,
+        base: HashMap<u64, Inode>,
+        pending: RefCell<HashMap<u64, Inode>>,
+    }
+
+    impl ToyTxn<'_> {
+        fn get(&self, ino: u64) -> Inode {
+            let pending = self.pending.borrow();
+            pending.get(&ino).unwrap_or(&self.base[&ino]).clone()
+        }
+    }
+
+    impl Backing for Toy {
+        type Txn<'s> = ToyTxn<'s>;
+        type Snap<'s> = HashMap<u64, Inode>;
+
+        fn begin(&self) -> Result<ToyTxn<'_>, FsError> {
+            let guard = lock(&self.write_lock);
+            Ok(ToyTxn {
+                _lock: guard,
+                base: lock(&self.db).clone(),
+                pending: RefCell::default(),
+            })
+        }
+
+        fn put(txn: &ToyTxn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError> {
+            txn.pending.borrow_mut().extend(records.iter().cloned());
+            Ok(())
+        }
+
+        fn commit(&self, txn: ToyTxn<'_>, durable: bool) -> Result<(), FsError> {
+            let mut db = lock(&self.db);
+            db.extend(txn.pending.into_inner());
+            if durable {
+                *lock(&self.durable) = db.clone();
+            }
+            Ok(())
+        }
+
+        fn snapshot(&self) -> Result<HashMap<u64, Inode>, FsError> {
+            Ok(lock(&self.db).clone())
+        }
+
+        fn get(snap: &HashMap<u64, Inode>, ino: u64) -> Result<Inode, FsError> {
+            snap.get(&ino).cloned().ok_or(errno(libc::ENOENT))
+        }
+
+        fn sync(&self) -> Result<(), FsError> {
+            let txn = self.begin()?;
+            self.commit(txn, true)
+        }
+
+        fn commit_if_due(&self) -> Result<bool, FsError> {
+            Ok(false)
+        }
+    }
+
+    const INO: u64 = 7;
+    const OTHER: u64 = 8;
+
+    fn store() -> Arc<DelayedStore<Toy>> {
+        let toy = Toy::default();
+        for ino in [INO, OTHER] {
+            lock(&toy.db).insert(ino, Inode::new(Kind::File, 0o600, 0, 0));
+        }
+        Arc::new(DelayedStore::new(toy))
+    }
+
+    fn chmod(s: &DelayedStore<Toy>, ino: u64, perm: u32) {
+        let kept = s.update(ino, |mut i, _| {
+            i.perm = perm;
+            Ok(Change::Put(i))
+        });
+        assert!(matches!(kept, Ok(Some(_))));
+    }
+
+    /// A writeback's transaction: the inode as the transaction sees it, one byte longer.
+    fn grow(s: &DelayedStore<Toy>, ino: u64) {
+        let t = s.write().unwrap();
+        let mut i = t.get(ino);
+        i.size += 1;
+        Toy::put(&t, &[(ino, i)]).unwrap();
+        s.commit(t, false).unwrap();
+    }
+
+    /// Reads `ino` twice each way; a mode or size that goes back fails.
+    fn read_monotonic(s: &DelayedStore<Toy>, ino: u64) {
+        let mut last = (0, 0);
+        for _ in 0..2 {
+            for i in [s.inode(ino).unwrap(), {
+                let (snap, delayed) = s.snapshot().unwrap();
+                delayed
+                    .get(&ino)
+                    .cloned()
+                    .unwrap_or_else(|| snap[&ino].clone())
+            }] {
+                assert!(
+                    i.perm >= last.0 && i.size >= last.1,
+                    "read ({:o}, {}) after ({:o}, {})",
+                    i.perm,
+                    i.size,
+                    last.0,
+                    last.1
+                );
+                last = (i.perm, i.size);
+            }
+        }
+    }
+
+    #[test]
+    fn delayed_updates_racing_transactions_lose_nothing_and_never_go_back() {
+        shuttle::check_random(
+            || {
+                let s = store();
+                let chmods = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || {
+                        chmod(&s, INO, 0o601);
+                        chmod(&s, OTHER, 0o601);
+                        chmod(&s, INO, 0o602);
+                    })
+                };
+                let writeback = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || {
+                        grow(&s, INO);
+                        grow(&s, INO);
+                    })
+                };
+                let committer = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || s.flush().unwrap())
+                };
+                let reader = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || read_monotonic(&s, INO))
+                };
+                for t in [chmods, writeback, committer, reader] {
+                    t.join().unwrap();
+                }
+                s.sync().unwrap();
+                assert_eq!(s.delayed_len(), 0);
+                let durable = lock(&s.durable).clone();
+                assert_eq!((durable[&INO].perm, durable[&INO].size), (0o602, 2));
+                assert_eq!(durable[&OTHER].perm, 0o601);
+            },
+            ITERATIONS,
+        );
+    }
+
+    /// A sync racing a chmod: once both are done and a second sync ran, the chmod is durable;
+    /// a chmod that returned before a sync began is durable when that sync returns.
+    #[test]
+    fn a_chmod_before_a_sync_is_durable_after_it() {
+        shuttle::check_random(
+            || {
+                let s = store();
+                let t = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || {
+                        chmod(&s, INO, 0o640);
+                        s.sync().unwrap();
+                        assert_eq!(lock(&s.durable)[&INO].perm, 0o640);
+                    })
+                };
+                let other = {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || {
+                        grow(&s, OTHER);
+                        s.sync().unwrap();
+                    })
+                };
+                t.join().unwrap();
+                other.join().unwrap();
+                assert_eq!(lock(&s.durable)[&OTHER].size, 1);
+            },
+            ITERATIONS,
+        );
     }
 }

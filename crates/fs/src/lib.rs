@@ -31,6 +31,7 @@ pub mod options;
 pub mod stat;
 pub mod status;
 pub mod store;
+mod sync;
 pub mod volume;
 
 pub use error::FsError;

@@ -169,7 +169,7 @@ impl Volume {
 
     /// The regular files at or under `ino` that `viewer` (everyone when `None`) may see.
     fn files_under(&self, ino: u64, viewer: Option<&Viewer>) -> Result<Vec<u64>, FsError> {
-        let txn = self.store.read()?;
+        let (txn, delayed) = self.store.snapshot()?;
         let inodes = txn.open_table(INODES)?;
         let dirents = txn.open_table(DIRENTS)?;
         let xattrs = txn.open_table(XATTRS)?;
@@ -190,8 +190,8 @@ impl Volume {
             }
             // A delayed chmod/chown (see crate::delayed) decides who may look, as it does for
             // every other caller.
-            let inode = match self.store.delayed_inode(cur) {
-                Some(i) => i,
+            let inode = match delayed.get(&cur) {
+                Some(i) => i.clone(),
                 None => store::get_inode(&inodes, cur)?,
             };
             match inode.kind {

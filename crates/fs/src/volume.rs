@@ -627,17 +627,12 @@ impl Volume {
             // in the snapshot; the other order could miss it in both.
             let removals = self.removals.load(Ordering::SeqCst);
             let pending = self.da.pending(ino);
-            // A delayed change first: it leaves the map only after its commit, so one not
-            // found here is in the snapshot taken next.
-            if let Some(i) = self.store.delayed_inode(ino) {
-                return Ok(with_pending(pending, i));
-            }
-            let txn = self.store.read()?;
+            // The delayed record, else the last commit's (see DelayedStore::inode).
+            let inode = self.store.inode(ino)?;
             if self.removals.load(Ordering::SeqCst) != removals {
                 continue;
             }
-            let inodes = txn.open_table(INODES)?;
-            return Ok(with_pending(pending, store::get_inode(&inodes, ino)?));
+            return Ok(with_pending(pending, inode));
         }
     }
 }
