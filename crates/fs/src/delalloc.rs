@@ -43,6 +43,11 @@ pub const DIRTY_LIMIT: usize = 64 << 20;
 pub const BATCH: usize = 4;
 /// Output buffers kept for reuse between requests.
 const SPARE_BUFFERS: usize = 64;
+/// Inodes whose finished extents one writeback transaction commits at most (btrfs commits
+/// every ordered extent that finished into the running transaction).
+pub const BATCH_INODES: usize = 64;
+/// Bytes of finished extents (before compression) left for a batch at most.
+const READY_BYTES: usize = 8 << 20;
 
 /// An extent value: its header and stored bytes.
 type Value<'a> = (store::records::ExtentHeader, &'a [u8]);
@@ -150,9 +155,21 @@ impl Complete for Writeback {
             shape,
             out: done.output,
         });
+        // Finished extents wait for a batch's worth (or the committer's next tick, at most a
+        // second): a stream of small files' extents is committed in one transaction per
+        // batch instead of one each, as btrfs's finished ordered extents join the running
+        // transaction. Whoever waits for them — fsync, sync, a truncate — commits what is
+        // ready itself; readers see them as dirty extents until then.
+        let defer = {
+            let st = da.state();
+            let bytes: usize = st.ready.iter().map(|r| r.job.data.len()).sum();
+            st.ready.len() < BATCH_INODES && bytes < READY_BYTES
+        };
         // While the volume is being dropped (unmount) its final sync commits what is ready.
         if let Some(vol) = self.vol.upgrade() {
-            vol.commit_ready();
+            if !defer {
+                vol.commit_ready();
+            }
             vol.submit_writeback();
         }
     }
@@ -377,10 +394,10 @@ impl Volume {
         }
     }
 
-    /// Commit every finished job, one transaction per inode — unless another thread is
-    /// committing, which then takes them too (a group commit: a compression worker never
-    /// waits for the store's write lock behind another, and one transaction holds every
-    /// extent of an inode that finished meanwhile).
+    /// Commit every finished job — unless another thread is committing, which then takes
+    /// them too (a group commit: a compression worker never waits for the store's write lock
+    /// behind another, and one transaction holds every extent that finished meanwhile, of
+    /// up to [`BATCH_INODES`] inodes).
     pub(crate) fn commit_ready(&self) {
         {
             let mut st = self.da.state();
@@ -402,38 +419,105 @@ impl Volume {
                 std::mem::take(&mut st.ready)
             };
             ready.sort_by_key(|r| (r.job.ino, r.job.idx));
-            while !ready.is_empty() {
-                let ino = ready[0].job.ino;
-                let n = ready.iter().take_while(|r| r.job.ino == ino).count();
-                let group: Vec<Ready> = ready.drain(..n).collect();
-                self.commit_group(ino, group);
+            let mut groups: Vec<Vec<Ready>> = Vec::new();
+            for r in ready {
+                match groups.last_mut() {
+                    Some(g) if g[0].job.ino == r.job.ino => g.push(r),
+                    _ => groups.push(vec![r]),
+                }
+            }
+            let mut groups = groups.into_iter().peekable();
+            while let Some(first) = groups.next() {
+                // The first inode's lock is waited for; the others join while their locks
+                // are free (a request holding one, which may wait for this very writeback,
+                // is never waited for while another lock is held).
+                let mut locks = crate::volume::InodeLocks::new(self, first[0].job.ino);
+                let mut batch = vec![first];
+                while batch.len() < BATCH_INODES {
+                    match groups.peek() {
+                        Some(g) if locks.try_add(g[0].job.ino) => {
+                            batch.extend(groups.next());
+                        }
+                        _ => break,
+                    }
+                }
+                let errors = self.commit_batch(&batch);
+                self.finish_groups(batch, errors);
+                drop(locks);
             }
         }
     }
 
-    /// Commit finished jobs of one inode in one transaction, under its lock.
-    fn commit_group(&self, ino: u64, group: Vec<Ready>) {
-        let g = self.inode_lock(ino);
-        // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and unmount
-        // would wait for them forever. It fails them with EIO instead.
-        let errors = self
-            .unless_panic(ino, || self.commit_current(ino, &group))
-            .unwrap_or_else(|| vec![(0, errno(libc::EIO))]);
-        for (i, e) in &errors {
-            let job = &group[*i].job;
-            log::error!(
-                "writeback of {} offset {} failed: {e}",
-                self.path_of(ino),
-                job.idx * job.extent_size as u64
-            );
+    /// Commit the finished jobs of `batch` (one group per inode, each inode's lock held) in
+    /// one transaction; when that fails, each group alone, as before batching, so one
+    /// inode's error (a damaged item) fails only its own jobs. The errors met, per group.
+    fn commit_batch(&self, batch: &[Vec<Ready>]) -> Vec<Vec<(usize, FsError)>> {
+        if batch.len() > 1 {
+            let shared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.commit_shared(batch)
+            }));
+            if let Ok(Ok(errors)) = shared {
+                return errors;
+            }
         }
-        // One error for the inode is what its next fsync reports.
-        let mut err = errors.into_iter().map(|e| e.1).next();
-        for r in group {
-            self.da.finish(&r.job, err.take(), r.out);
+        batch
+            .iter()
+            .map(|group| {
+                let ino = group[0].job.ino;
+                // A panic (a bug) must not leave the jobs unfinished: every fsync, sync and
+                // unmount would wait for them forever. It fails them with EIO instead.
+                self.unless_panic(ino, || {
+                    let (mut errors, values) = self.values_of(group);
+                    if !values.is_empty() {
+                        let r = self.store.write().and_then(|txn| {
+                            self.put_jobs(&txn, ino, values)?;
+                            self.store.commit(txn, false)
+                        });
+                        if let Err(e) = r {
+                            errors.push((0, e));
+                        }
+                    }
+                    errors
+                })
+                .unwrap_or_else(|| vec![(0, errno(libc::EIO))])
+            })
+            .collect()
+    }
+
+    /// [`Volume::commit_batch`]'s one transaction for every group.
+    fn commit_shared(&self, batch: &[Vec<Ready>]) -> Result<Vec<Vec<(usize, FsError)>>, FsError> {
+        let txn = self.store.write()?;
+        let mut all = Vec::with_capacity(batch.len());
+        for group in batch {
+            let (errors, values) = self.values_of(group);
+            if !values.is_empty() {
+                self.put_jobs(&txn, group[0].job.ino, values)?;
+            }
+            all.push(errors);
         }
-        drop(g);
-        self.attrs_changed(ino);
+        self.store.commit(txn, false)?;
+        Ok(all)
+    }
+
+    /// Finish the jobs of each group with its first error (what the inode's next fsync
+    /// reports), logging every error, and tell the kernel the inodes' attributes changed.
+    fn finish_groups(&self, batch: Vec<Vec<Ready>>, errors: Vec<Vec<(usize, FsError)>>) {
+        for (group, errors) in batch.into_iter().zip(errors) {
+            let ino = group[0].job.ino;
+            for (i, e) in &errors {
+                let job = &group[*i].job;
+                log::error!(
+                    "writeback of {} offset {} failed: {e}",
+                    self.path_of(ino),
+                    job.idx * job.extent_size as u64
+                );
+            }
+            let mut err = errors.into_iter().map(|e| e.1).next();
+            for r in group {
+                self.da.finish(&r.job, err.take(), r.out);
+            }
+            self.attrs_changed(ino);
+        }
     }
 
     /// `f()`, or `None` (and a log line) when it panicked.
@@ -448,9 +532,16 @@ impl Volume {
         r.ok()
     }
 
-    /// Commit the jobs of `group` that are still current, in one transaction; returns the
-    /// errors met, by position in the group.
-    fn commit_current(&self, ino: u64, group: &[Ready]) -> Vec<(usize, FsError)> {
+    /// The extent values of the jobs of `group` that are still current, and the errors met
+    /// by position in the group.
+    #[allow(clippy::type_complexity)]
+    fn values_of<'g>(
+        &self,
+        group: &'g [Ready],
+    ) -> (
+        Vec<(usize, FsError)>,
+        Vec<(&'g Job, Option<Value<'g>>, bool)>,
+    ) {
         let mut errors = Vec::new();
         let mut values = Vec::new();
         for (i, r) in group.iter().enumerate() {
@@ -467,22 +558,17 @@ impl Volume {
                 Err(e) => errors.push((i, e)),
             }
         }
-        if !values.is_empty() {
-            if let Err(e) = self.commit_jobs(ino, values) {
-                errors.push((0, e));
-            }
-        }
-        errors
+        (errors, values)
     }
 
-    /// Commit jobs' extent values of `ino` (`None`: a hole; `true`: marks NOCOMPRESS) with
-    /// the inode's size and times, in one transaction.
-    fn commit_jobs(
+    /// Put jobs' extent values of `ino` (`None`: a hole; `true`: marks NOCOMPRESS) with the
+    /// inode's size and times into `txn`.
+    fn put_jobs(
         &self,
+        txn: &crate::delayed::VolTxn<'_>,
         ino: u64,
         values: Vec<(&Job, Option<Value<'_>>, bool)>,
     ) -> Result<(), FsError> {
-        let txn = self.store.write()?;
         let mut inode = match store::get_inode(&txn.open_table(INODES)?, ino) {
             Ok(i) => i,
             // Deleted meanwhile: nothing to keep.
@@ -490,7 +576,7 @@ impl Volume {
             Err(e) => return Err(e),
         };
         for (job, value, mark) in values {
-            let delta = self.put_value(&txn, ino, job.idx, value)?;
+            let delta = self.put_value(txn, ino, job.idx, value)?;
             let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
             inode.size = inode.size.max(end);
             if inode.extent_size == 0 {
@@ -506,7 +592,7 @@ impl Volume {
         }
         txn.open_table(INODES)?
             .insert(ino, inode.to_bytes().as_slice())?;
-        self.store.commit(txn, false)
+        Ok(())
     }
 
     /// Compress queued jobs on the offload as one batch, waiting for it, and commit them: how a
@@ -623,6 +709,43 @@ mod tests {
         Store::mkfs(&dir).unwrap();
         let vol = Volume::open(&dir, Options::default()).unwrap();
         (dir, vol)
+    }
+
+    /// Small files written back together are committed together: a sync of 64 one-extent
+    /// files queued for writeback (as the kernel's writeback of a tar -x leaves them), taken
+    /// four at a time (BATCH), commits each four in one transaction — not one per file — and
+    /// every file reads back with its size.
+    #[test]
+    fn the_writeback_of_several_small_files_is_one_transaction() {
+        use std::sync::atomic::Ordering;
+        const FILES: usize = 64;
+        let (dir, vol) = scratch("batch");
+        let inos: Vec<u64> = (0..FILES)
+            .map(|i| {
+                let name = format!("f{i}");
+                let (ino, _) = vol
+                    .create(ROOT, name.as_bytes(), NewInode::file(0o644))
+                    .unwrap();
+                let data = name.repeat(50).into_bytes();
+                let len = data.len() as u64;
+                vol.da.enqueue(ino, 128 << 10, len, None, vec![(0, data)]);
+                ino
+            })
+            .collect();
+        let before = vol.store.counts.writes.load(Ordering::Relaxed);
+        vol.sync().unwrap();
+        let txns = vol.store.counts.writes.load(Ordering::Relaxed) - before;
+        assert!(
+            txns <= (FILES / super::BATCH + 1) as u64,
+            "{txns} write transactions for the writeback of {FILES} files"
+        );
+        for (i, &ino) in inos.iter().enumerate() {
+            let want = format!("f{i}").repeat(50);
+            assert_eq!(vol.read(ino, 0, 4096).unwrap(), want.as_bytes(), "file {i}");
+            assert_eq!(vol.inode(ino).unwrap().size, want.len() as u64);
+        }
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A writeback error is fsync's to report, once, to its inode; a sync reports it once too;

@@ -94,6 +94,36 @@ pub(crate) struct Opens {
     handles: HashMap<u64, u32>,
 }
 
+/// The locks of several inodes (a writeback batch): the first one waited for, the others
+/// taken only while free, so holding some never waits for another (no lock order to keep).
+pub(crate) struct InodeLocks<'a> {
+    vol: &'a Volume,
+    held: Vec<(usize, MutexGuard<'a, ()>)>,
+}
+
+impl<'a> InodeLocks<'a> {
+    /// Wait for `ino`'s lock.
+    pub(crate) fn new(vol: &'a Volume, ino: u64) -> InodeLocks<'a> {
+        let held = vec![(Volume::stripe(ino), vol.inode_lock(ino))];
+        InodeLocks { vol, held }
+    }
+
+    /// Hold `ino`'s lock too if it is free (or already held: locks are striped); false if
+    /// another thread holds it.
+    pub(crate) fn try_add(&mut self, ino: u64) -> bool {
+        let s = Volume::stripe(ino);
+        if self.held.iter().any(|(h, _)| *h == s) {
+            return true;
+        }
+        match self.vol.stripes[s].try_lock() {
+            Ok(g) => self.held.push((s, g)),
+            Err(std::sync::TryLockError::Poisoned(e)) => self.held.push((s, e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+        true
+    }
+}
+
 /// While alive, an inode being deleted stays doomed (see [`Opens::doomed`]).
 pub(crate) struct Doom<'a> {
     vol: &'a Volume,
@@ -126,8 +156,10 @@ impl Volume {
                 let Some(vol) = weak.upgrade() else {
                     return;
                 };
-                // Extents the offload could not take when they were queued.
+                // Extents the offload could not take when they were queued, and finished
+                // ones a completion left for the next (see Writeback::complete).
                 vol.submit_writeback();
+                vol.commit_ready();
                 vol.purge_forgotten();
                 if let Err(e) = vol.store.commit_if_due() {
                     log::error!("periodic commit failed: {e}");
@@ -255,7 +287,12 @@ impl Volume {
 
     /// Serialises data changes to one inode (btrfs's inode lock).
     pub(crate) fn inode_lock(&self, ino: u64) -> MutexGuard<'_, ()> {
-        lock(&self.stripes[(ino as usize) % LOCK_STRIPES])
+        lock(&self.stripes[Self::stripe(ino)])
+    }
+
+    /// The stripe of `ino`'s lock.
+    fn stripe(ino: u64) -> usize {
+        (ino as usize) % LOCK_STRIPES
     }
 
     /// The decode lock of extent `idx` of `ino`.

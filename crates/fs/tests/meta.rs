@@ -128,6 +128,43 @@ fn commits(mnt: &Path) -> u64 {
         .map_or(0, |v| v.parse().unwrap())
 }
 
+/// Writing small files costs about one transaction each (the create's), not two: their
+/// writebacks, finishing one by one as the files are closed, are committed in batches; the
+/// kernel's flush of their times is a delayed inode item. Every file reads back after a
+/// remount.
+#[test]
+fn writing_small_files_costs_about_one_commit_each() {
+    if !require_root("writing_small_files_costs_about_one_commit_each") {
+        return;
+    }
+    let mut m = Mount::new("write-commits");
+    m.start("compress-force=zstd:1");
+    fs::create_dir(m.p("d")).unwrap();
+    syncfs(&m.mnt).unwrap();
+    const FILES: u64 = 300;
+    let before = commits(&m.mnt);
+    for i in 0..FILES {
+        fs::write(m.p(&format!("d/f{i}")), format!("file {i}\n").repeat(40)).unwrap();
+    }
+    syncfs(&m.mnt).unwrap();
+    let used = commits(&m.mnt) - before;
+    assert!(
+        used <= FILES + FILES / 4,
+        "{used} commits to write {FILES} small files"
+    );
+    m.stop();
+    m.start("compress-force=zstd:1");
+    for i in 0..FILES {
+        let back = fs::read(m.p(&format!("d/f{i}"))).unwrap();
+        assert_eq!(
+            back,
+            format!("file {i}\n").repeat(40).into_bytes(),
+            "file {i}"
+        );
+    }
+    m.stop();
+}
+
 /// `rm -rf` costs one transaction per file, not two: the kernel's flush of the ctime an
 /// unlink gave a file, as it drops the inode, needs none when nobody has the file open. A file
 /// still open keeps its times: futimens on it after the unlink is what fstat then shows.
