@@ -154,9 +154,7 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
     };
     keep_freed_memory();
     let allow_other = opts.allow_other;
-    // More request threads than compression streams: a thread waiting for a stream must not
-    // hold up lookups, getattrs and reads queued behind it.
-    let n_threads = (opts.streams + 4).clamp(4, 16);
+    let n_threads = opts.request_threads();
     let vol = Arc::new(Volume::open(dir, opts)?);
     vol.start_writeback();
     vol.start_committer()?;

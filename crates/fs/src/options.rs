@@ -1,5 +1,6 @@
 //! Mount options spelled as btrfs's (`compress=zstd:3`, `compress-force=lzo`, `compress=no`)
-//! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`).
+//! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`,
+//! `threads`).
 //!
 //! Mirrors btrfs_parse_options() in fs/btrfs/super.c and its /proc/mounts output
 //! (btrfs_show_options); an invalid value is an error naming the option and what is accepted.
@@ -11,11 +12,13 @@ use wring_engine::{size, Algorithm, CompressSpec};
 
 /// Largest extent wring accepts (users asked btrfs for more than 128 KiB: btrfs-progs#786).
 pub const MAX_MAX_EXTENT: usize = 4 << 20;
+/// Most FUSE request threads `threads=` takes.
+pub const MAX_THREADS: usize = 64;
 /// btrfs's extent size, the default.
 pub const DEFAULT_MAX_EXTENT: usize = 128 << 10;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
-streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, allow_other";
+streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, allow_other";
 
 /// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +69,8 @@ pub struct Options {
     pub page_pool: usize,
     /// Let other users than the mounter in.
     pub allow_other: bool,
+    /// FUSE request threads (`None`: [`Options::request_threads`]'s default); set at mount.
+    pub threads: Option<usize>,
 }
 
 impl Default for Options {
@@ -78,6 +83,7 @@ impl Default for Options {
             workspace_mem: None,
             page_pool: 0,
             allow_other: false,
+            threads: None,
         }
     }
 }
@@ -195,6 +201,17 @@ impl Options {
                     Ok(n) if n <= 1 << 20 => o.page_pool = n,
                     _ => return Err(invalid(key, v, "a number of pages from 0 to 1048576")),
                 },
+                ("threads", Some(v)) => match v.parse::<usize>() {
+                    Ok(0) => o.threads = None,
+                    Ok(n) if n <= MAX_THREADS => o.threads = Some(n),
+                    _ => {
+                        return Err(invalid(
+                            key,
+                            v,
+                            format!("a whole number from 1 to {MAX_THREADS}, or 0 for the default"),
+                        ))
+                    }
+                },
                 ("allow_other", None) => o.allow_other = true,
                 ("ro", None) => {
                     return Err(invalid(
@@ -204,9 +221,11 @@ impl Options {
                     ))
                 }
                 _ if mount8_option(key) => {}
-                ("max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool", None) => {
-                    return Err(invalid(key, "", "the option needs a value: KEY=VALUE"))
-                }
+                (
+                    "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
+                    | "threads",
+                    None,
+                ) => return Err(invalid(key, "", "the option needs a value: KEY=VALUE")),
                 _ => return Err(OptionError::Unknown(item.to_string())),
             }
         }
@@ -216,6 +235,14 @@ impl Options {
     /// Parse option text on top of the defaults.
     pub fn parse(text: &str) -> Result<Options, OptionError> {
         Options::default().apply(text)
+    }
+
+    /// FUSE request threads: `threads=`, else more than the compression streams (a thread
+    /// waiting for a stream must not hold up the lookups, getattrs and reads queued behind
+    /// it), 4 to 16.
+    pub fn request_threads(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| (self.streams + 4).clamp(4, 16))
     }
 
     /// The spec new data is compressed with when no property says otherwise.
@@ -245,6 +272,9 @@ impl fmt::Display for Options {
                 .map_or_else(|| "unlimited".to_string(), format_size),
             self.page_pool
         )?;
+        if let Some(n) = self.threads {
+            write!(f, ",threads={n}")?;
+        }
         if self.allow_other {
             f.write_str(",allow_other")?;
         }
@@ -278,7 +308,7 @@ mod tests {
                 .compress,
             Compress::No
         );
-        let round = Options::parse("compress=zlib:9,streams=3,page_pool=64").unwrap();
+        let round = Options::parse("compress=zlib:9,streams=3,page_pool=64,threads=2").unwrap();
         assert_eq!(Options::parse(&round.to_string()).unwrap(), round);
     }
 
@@ -293,6 +323,8 @@ mod tests {
             ("reclaim=soon", "reclaim", "seconds"),
             ("workspace_mem=lots", "workspace_mem", "unlimited"),
             ("page_pool=-1", "page_pool", "pages"),
+            ("threads=65", "threads", "1 to 64"),
+            ("threads=x", "threads", "0 for the default"),
             ("frobnicate", "frobnicate", "accepted are compress"),
         ];
         for (text, name, accepted) in cases {

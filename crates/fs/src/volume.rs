@@ -251,6 +251,10 @@ impl Volume {
                 // The session's access rule is fixed when the FUSE session starts.
                 return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
             }
+            if new.threads != o.threads {
+                // So are its request threads.
+                return Err(crate::options::OptionError::MountOnly("threads".into()).into());
+            }
             (std::mem::replace(&mut *o, new.clone()), new)
         };
         if new.streams != old.streams {

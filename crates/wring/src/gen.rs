@@ -124,6 +124,16 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         refused: &["page_pool=1048577", "page_pool=-1"],
     },
     MountOption {
+        name: "threads",
+        value: "=N",
+        text: "FUSE request threads, 1 to 64; 0 asks for the default. Only when mounting: a \
+               remount cannot change it.",
+        default: "the compression streams plus 4, between 4 and 16",
+        shown: None,
+        accepted: &["threads=0", "threads=1", "threads=64"],
+        refused: &["threads=65", "threads=-1"],
+    },
+    MountOption {
         name: "allow_other",
         value: "",
         text: "Let users other than the one who mounted reach the mount, as their modes and \

@@ -21,7 +21,8 @@ pub enum Command {
         /// compress=ALG[:LEVEL] (zstd:-15..22, default 3; zlib:1..9, default 3; lzo; lz4;
         /// lz4hc:1..12), compress-force=ALG[:LEVEL], compress=no; and wring's:
         /// max_extent=SIZE (4K..4M, default 128K), streams=N (1..1024), reclaim=SECONDS,
-        /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), allow_other
+        /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), threads=N (1..64),
+        /// allow_other
         #[arg(short = 'o')]
         options: Vec<String>,
         /// Stay in the foreground
