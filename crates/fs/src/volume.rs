@@ -24,6 +24,8 @@ use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS}
 const LOCK_STRIPES: usize = 64;
 /// Orphans whose last hold FORGET dropped, deleted together in one transaction.
 const FORGET_BATCH: usize = 256;
+/// Inodes [`Volume::is_bare`] knows at most (8 bytes and the set's overhead each).
+const BARE_MAX: usize = 1 << 18;
 /// Bytes of decompressed extents kept for sequential small reads.
 const CACHE_BYTES: usize = 32 << 20;
 
@@ -65,6 +67,8 @@ pub struct Volume {
     /// One remount at a time: it holds the options lock only to swap the options, then applies
     /// them to the engine (a page pool resize allocates up to gigabytes) with this lock alone.
     remounting: Mutex<()>,
+    /// Inodes known to have no extended attribute (see [`Volume::is_bare`]).
+    bare: Mutex<HashSet<u64>>,
     /// Orphans waiting for their deletion (see [`Volume::forget`]); doomed meanwhile.
     forgotten: Mutex<Vec<u64>>,
     /// Tells the kernel to drop its copy of an inode's attributes (set once mounted).
@@ -224,6 +228,7 @@ impl Volume {
             da: Arc::default(),
             removals: AtomicU64::new(0),
             remounting: Mutex::new(()),
+            bare: Mutex::default(),
             forgotten: Mutex::default(),
             notifier: std::sync::OnceLock::new(),
             ops: crate::counters::OpCounts::default(),
@@ -369,6 +374,28 @@ impl Volume {
                 Err(e)
             }
         }
+    }
+
+    /// Whether `ino` is known to have no extended attribute: it was made without one (no
+    /// inherited ACL, no compression property) by this mount, and none was set since — every
+    /// setter calls [`Volume::not_bare`] before its transaction, so a getxattr that still
+    /// finds the inode here comes before that setter's change. Inodes from before the mount
+    /// are not known (their xattrs are looked up).
+    pub(crate) fn is_bare(&self, ino: u64) -> bool {
+        lock(&self.bare).contains(&ino)
+    }
+
+    /// `ino` was just made with no extended attribute (kept for at most [`BARE_MAX`] inodes).
+    pub(crate) fn set_bare(&self, ino: u64) {
+        let mut bare = lock(&self.bare);
+        if bare.len() < BARE_MAX {
+            bare.insert(ino);
+        }
+    }
+
+    /// `ino` may get an extended attribute, or is being deleted.
+    pub(crate) fn not_bare(&self, ino: u64) {
+        lock(&self.bare).remove(&ino);
     }
 
     /// Invalidate the kernel's attributes of `ino` through `notifier` from now on.
@@ -564,6 +591,7 @@ impl Volume {
         store::add_counter(txn, "used", -freed)?;
         store::add_counter(txn, "inodes", -1)?;
         self.forget_cache(ino, None);
+        self.not_bare(ino);
         Ok(())
     }
 
