@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::counters::Op;
@@ -194,7 +194,11 @@ impl fuser::Filesystem for WringFs {
                 // The kernel enforces POSIX ACLs; wring stores them and keeps the mode in
                 // step, and applies the umask itself (a default ACL replaces it).
                 | InitFlags::FUSE_POSIX_ACL
-                | InitFlags::FUSE_DONT_MASK,
+                | InitFlags::FUSE_DONT_MASK
+                // Listings with the entries' attributes when the kernel is about to look
+                // them up (ls -l, find, rm -rf): one request instead of one per entry.
+                | InitFlags::FUSE_DO_READDIRPLUS
+                | InitFlags::FUSE_READDIRPLUS_AUTO,
         );
         let _ = config.set_max_write(1 << 20);
         let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
@@ -548,6 +552,48 @@ impl fuser::Filesystem for WringFs {
             }
             Err(e) => reply.error(err(e)),
         }
+    }
+
+    /// READDIRPLUS: the listing with each entry's attributes. The kernel takes every entry
+    /// but `.` and `..` as a lookup it will FORGET, so each is held as LOOKUP holds it
+    /// ([`Volume::open_existing`]), and the hold is dropped again for the entry that does not
+    /// fit the reply. An entry removed since the listing was taken is left out.
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let _t = self.vol.ops.count(Op::Readdirplus);
+        let list = match self.vol.readdir(ino.0, fh.0, offset) {
+            Ok(list) => list,
+            Err(e) => return reply.error(err(e)),
+        };
+        let blksize = self.blksize();
+        let from = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, e) in list.iter().enumerate().skip(from) {
+            let dot = e.name == b"." || e.name == b"..";
+            let inode = match dot {
+                true => self.vol.inode(e.ino),
+                false => self.vol.open_existing(e.ino),
+            };
+            let Ok(inode) = inode else {
+                continue;
+            };
+            let name = OsStr::from_bytes(&e.name);
+            let a = attr(e.ino, &inode, blksize);
+            if reply.add(INodeNo(e.ino), i as u64 + 1, name, &TTL, &a, Generation(0)) {
+                if !dot {
+                    if let Err(u) = self.vol.released(e.ino) {
+                        log::warn!("undoing the hold of an entry left out of a listing: {u}");
+                    }
+                }
+                break;
+            }
+        }
+        reply.ok();
     }
 
     fn releasedir(
