@@ -29,6 +29,8 @@ use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 /// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
 /// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
 const TTL: Duration = Duration::from_secs(60);
+/// Entries of a READDIRPLUS reply held and read from one snapshot at a time.
+const LISTED_CHUNK: usize = 64;
 
 /// The FUSE face of a volume.
 pub struct WringFs {
@@ -151,6 +153,17 @@ impl WringFs {
             rdev,
             target,
             umask,
+        }
+    }
+
+    /// Drop the holds [`Volume::hold_listed`] took for entries a reply left out.
+    fn unhold(&self, entries: &[(u64, bool)], attrs: &[Option<Inode>]) {
+        for (&(ino, dot), a) in entries.iter().zip(attrs) {
+            if a.is_some() && !dot {
+                if let Err(u) = self.vol.released(ino) {
+                    log::warn!("undoing the hold of an entry left out of a listing: {u}");
+                }
+            }
         }
     }
 
@@ -556,8 +569,9 @@ impl fuser::Filesystem for WringFs {
 
     /// READDIRPLUS: the listing with each entry's attributes. The kernel takes every entry
     /// but `.` and `..` as a lookup it will FORGET, so each is held as LOOKUP holds it
-    /// ([`Volume::open_existing`]), and the hold is dropped again for the entry that does not
-    /// fit the reply. An entry removed since the listing was taken is left out.
+    /// ([`Volume::hold_listed`], a chunk of entries from one snapshot), and the holds are
+    /// dropped again for the entries that do not fit the reply. An entry removed since the
+    /// listing was taken is left out.
     fn readdirplus(
         &self,
         _req: &Request,
@@ -572,26 +586,34 @@ impl fuser::Filesystem for WringFs {
             Err(e) => return reply.error(err(e)),
         };
         let blksize = self.blksize();
-        let from = usize::try_from(offset).unwrap_or(usize::MAX);
-        for (i, e) in list.iter().enumerate().skip(from) {
-            let dot = e.name == b"." || e.name == b"..";
-            let inode = match dot {
-                true => self.vol.inode(e.ino),
-                false => self.vol.open_existing(e.ino),
+        let from = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(list.len());
+        let mut start = from;
+        while start < list.len() {
+            let chunk = &list[start..(start + LISTED_CHUNK).min(list.len())];
+            let entries: Vec<(u64, bool)> = chunk
+                .iter()
+                .map(|e| (e.ino, e.name == b"." || e.name == b".."))
+                .collect();
+            let attrs = match self.vol.hold_listed(&entries) {
+                Ok(a) => a,
+                Err(e) if start == from => return reply.error(err(e)),
+                Err(_) => break,
             };
-            let Ok(inode) = inode else {
-                continue;
-            };
-            let name = OsStr::from_bytes(&e.name);
-            let a = attr(e.ino, &inode, blksize);
-            if reply.add(INodeNo(e.ino), i as u64 + 1, name, &TTL, &a, Generation(0)) {
-                if !dot {
-                    if let Err(u) = self.vol.released(e.ino) {
-                        log::warn!("undoing the hold of an entry left out of a listing: {u}");
-                    }
+            for (k, (e, a)) in chunk.iter().zip(&attrs).enumerate() {
+                let Some(inode) = a else {
+                    continue;
+                };
+                let name = OsStr::from_bytes(&e.name);
+                let a = attr(e.ino, inode, blksize);
+                let next = (start + k) as u64 + 1;
+                if reply.add(INodeNo(e.ino), next, name, &TTL, &a, Generation(0)) {
+                    self.unhold(&entries[k..], &attrs[k..]);
+                    return reply.ok();
                 }
-                break;
             }
+            start += chunk.len();
         }
         reply.ok();
     }

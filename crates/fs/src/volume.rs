@@ -398,6 +398,65 @@ impl Volume {
         lock(&self.bare).remove(&ino);
     }
 
+    /// [`Volume::open_existing`] for the entries of a READDIRPLUS reply, `(inode, dot)` each
+    /// (`.` and `..` are read, not held: the kernel takes no lookup for them), from one
+    /// snapshot: the holds first, then (as [`Volume::inode`] does) the dirty extents, then
+    /// the snapshot with the delayed records. `None` for an entry gone or being deleted (its
+    /// hold undone).
+    pub(crate) fn hold_listed(
+        &self,
+        entries: &[(u64, bool)],
+    ) -> Result<Vec<Option<Inode>>, FsError> {
+        let held: Vec<bool> = {
+            let mut open = lock(&self.open);
+            let hold = |(ino, dot): &(u64, bool)| match (dot, open.doomed.contains(ino)) {
+                (true, _) => true,
+                (false, true) => false,
+                (false, false) => {
+                    *open.counts.entry(*ino).or_insert(0) += 1;
+                    true
+                }
+            };
+            entries.iter().map(hold).collect()
+        };
+        let read = || -> Result<Vec<Option<Inode>>, FsError> {
+            loop {
+                let removals = self.removals.load(Ordering::SeqCst);
+                let pending: Vec<_> = entries.iter().map(|e| self.da.pending(e.0)).collect();
+                let (snap, delayed) = self.store.snapshot()?;
+                if self.removals.load(Ordering::SeqCst) != removals {
+                    continue;
+                }
+                let inodes = snap.open_table(INODES)?;
+                let mut out = Vec::with_capacity(entries.len());
+                for ((&(ino, _), &h), p) in entries.iter().zip(&held).zip(pending) {
+                    let inode = match (h, delayed.get(&ino)) {
+                        (false, _) => None,
+                        (true, Some(i)) => Some(i.clone()),
+                        (true, None) => match store::get_inode(&inodes, ino) {
+                            Ok(i) => Some(i),
+                            Err(FsError::Errno(libc::ENOENT)) => None,
+                            Err(e) => return Err(e),
+                        },
+                    };
+                    out.push(inode.map(|i| with_pending(p, i)));
+                }
+                return Ok(out);
+            }
+        };
+        let r = read();
+        // Undo the holds of entries not returned.
+        for (k, &(ino, dot)) in entries.iter().enumerate() {
+            let returned = matches!(&r, Ok(v) if v[k].is_some());
+            if held[k] && !dot && !returned {
+                if let Err(u) = self.released(ino) {
+                    log::warn!("undoing the hold of a listed entry: {u}");
+                }
+            }
+        }
+        r
+    }
+
     /// Invalidate the kernel's attributes of `ino` through `notifier` from now on.
     pub fn set_notifier(&self, notifier: fuser::Notifier) {
         let _ = self.notifier.set(notifier);
