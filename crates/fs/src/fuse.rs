@@ -21,7 +21,7 @@ use crate::error::FsError;
 use crate::inode::{NewInode, SetAttr};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
-use crate::volume::Volume;
+use crate::volume::{Listed, Volume};
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 
 /// How long the kernel may trust an entry or attributes without asking: the daemon is the
@@ -157,8 +157,8 @@ impl WringFs {
     }
 
     /// Drop the holds [`Volume::hold_listed`] took for entries a reply left out.
-    fn unhold(&self, entries: &[(u64, bool)], attrs: &[Option<Inode>]) {
-        for (&(ino, dot), a) in entries.iter().zip(attrs) {
+    fn unhold(&self, entries: &[(u64, bool, Kind)], attrs: &[Option<Listed>]) {
+        for (&(ino, dot, _), a) in entries.iter().zip(attrs) {
             if a.is_some() && !dot {
                 if let Err(u) = self.vol.released(ino) {
                     log::warn!("undoing the hold of an entry left out of a listing: {u}");
@@ -592,9 +592,9 @@ impl fuser::Filesystem for WringFs {
         let mut start = from;
         while start < list.len() {
             let chunk = &list[start..(start + LISTED_CHUNK).min(list.len())];
-            let entries: Vec<(u64, bool)> = chunk
+            let entries: Vec<(u64, bool, Kind)> = chunk
                 .iter()
-                .map(|e| (e.ino, e.name == b"." || e.name == b".."))
+                .map(|e| (e.ino, e.name == b"." || e.name == b"..", e.kind))
                 .collect();
             let attrs = match self.vol.hold_listed(&entries) {
                 Ok(a) => a,
@@ -602,13 +602,15 @@ impl fuser::Filesystem for WringFs {
                 Err(_) => break,
             };
             for (k, (e, a)) in chunk.iter().zip(&attrs).enumerate() {
-                let Some(inode) = a else {
-                    continue;
+                let (inode, ttl) = match a {
+                    None => continue,
+                    Some(Listed::Held(i)) => (i, &TTL),
+                    Some(Listed::Damaged(i)) => (i, &Duration::ZERO),
                 };
                 let name = OsStr::from_bytes(&e.name);
                 let a = attr(e.ino, inode, blksize);
                 let next = (start + k) as u64 + 1;
-                if reply.add(INodeNo(e.ino), next, name, &TTL, &a, Generation(0)) {
+                if reply.add(INodeNo(e.ino), next, name, ttl, &a, Generation(0)) {
                     self.unhold(&entries[k..], &attrs[k..]);
                     return reply.ok();
                 }

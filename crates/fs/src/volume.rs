@@ -18,7 +18,7 @@ use crate::delalloc::Pending;
 use crate::delayed::DelayedStore;
 use crate::error::{errno, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
-use crate::store::records::{ExtentHeader, Inode};
+use crate::store::records::{ExtentHeader, Inode, Kind};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
 
 const LOCK_STRIPES: usize = 64;
@@ -126,6 +126,15 @@ impl<'a> InodeLocks<'a> {
         }
         true
     }
+}
+
+/// An entry of a READDIRPLUS reply, held (see [`Volume::hold_listed`]).
+pub(crate) enum Listed {
+    /// Its attributes.
+    Held(Inode),
+    /// Its record does not decode: a stand-in of its kind that the kernel must not keep
+    /// (attributes and entry valid for no time), so every stat of it asks again and gets EIO.
+    Damaged(Inode),
 }
 
 /// While alive, an inode being deleted stays doomed (see [`Opens::doomed`]).
@@ -398,18 +407,18 @@ impl Volume {
         lock(&self.bare).remove(&ino);
     }
 
-    /// [`Volume::open_existing`] for the entries of a READDIRPLUS reply, `(inode, dot)` each
-    /// (`.` and `..` are read, not held: the kernel takes no lookup for them), from one
+    /// [`Volume::open_existing`] for the entries of a READDIRPLUS reply, `(inode, dot, kind)`
+    /// each (`.` and `..` are read, not held: the kernel takes no lookup for them), from one
     /// snapshot: the holds first, then (as [`Volume::inode`] does) the dirty extents, then
     /// the snapshot with the delayed records. `None` for an entry gone or being deleted (its
-    /// hold undone).
+    /// hold undone); [`Listed::Damaged`] (held) for one whose record does not decode.
     pub(crate) fn hold_listed(
         &self,
-        entries: &[(u64, bool)],
-    ) -> Result<Vec<Option<Inode>>, FsError> {
+        entries: &[(u64, bool, Kind)],
+    ) -> Result<Vec<Option<Listed>>, FsError> {
         let held: Vec<bool> = {
             let mut open = lock(&self.open);
-            let hold = |(ino, dot): &(u64, bool)| match (dot, open.doomed.contains(ino)) {
+            let hold = |(ino, dot, _): &(u64, bool, Kind)| match (dot, open.doomed.contains(ino)) {
                 (true, _) => true,
                 (false, true) => false,
                 (false, false) => {
@@ -419,7 +428,7 @@ impl Volume {
             };
             entries.iter().map(hold).collect()
         };
-        let read = || -> Result<Vec<Option<Inode>>, FsError> {
+        let read = || -> Result<Vec<Option<Listed>>, FsError> {
             loop {
                 let removals = self.removals.load(Ordering::SeqCst);
                 let pending: Vec<_> = entries.iter().map(|e| self.da.pending(e.0)).collect();
@@ -429,24 +438,28 @@ impl Volume {
                 }
                 let inodes = snap.open_table(INODES)?;
                 let mut out = Vec::with_capacity(entries.len());
-                for ((&(ino, _), &h), p) in entries.iter().zip(&held).zip(pending) {
-                    let inode = match (h, delayed.get(&ino)) {
+                for ((&(ino, _, kind), &h), p) in entries.iter().zip(&held).zip(pending) {
+                    let listed = match (h, delayed.get(&ino)) {
                         (false, _) => None,
-                        (true, Some(i)) => Some(i.clone()),
+                        (true, Some(i)) => Some(Listed::Held(with_pending(p, i.clone()))),
                         (true, None) => match store::get_inode(&inodes, ino) {
-                            Ok(i) => Some(i),
+                            Ok(i) => Some(Listed::Held(with_pending(p, i))),
                             Err(FsError::Errno(libc::ENOENT)) => None,
-                            Err(e) => return Err(e),
+                            Err(e) => {
+                                // Its name is still listed; a stat of it gets EIO, as before.
+                                log::warn!("listing: inode {ino}: {e}");
+                                Some(Listed::Damaged(Inode::new(kind, 0, 0, 0)))
+                            }
                         },
                     };
-                    out.push(inode.map(|i| with_pending(p, i)));
+                    out.push(listed);
                 }
                 return Ok(out);
             }
         };
         let r = read();
         // Undo the holds of entries not returned.
-        for (k, &(ino, dot)) in entries.iter().enumerate() {
+        for (k, &(ino, dot, _)) in entries.iter().enumerate() {
             let returned = matches!(&r, Ok(v) if v[k].is_some());
             if held[k] && !dot && !returned {
                 if let Err(u) = self.released(ino) {
