@@ -609,9 +609,19 @@ impl Volume {
     fn delayed_setattr(&self, ino: u64, set: &SetAttr) -> Result<Option<Inode>, FsError> {
         let chown = set.uid.is_some() || set.gid.is_some();
         self.store.update(ino, |mut inode, snap| {
-            let xattrs = snap.open_table(XATTRS)?;
-            let acl = set.mode.is_some() && xattrs.get((ino, acl::ACCESS))?.is_some();
-            let caps = chown && inode.kind != Kind::Dir && xattrs.get((ino, CAPS_XATTR))?.is_some();
+            // An inode known to have no xattrs has no ACL or capabilities to adjust (asked
+            // under the update's lock: a setter marks the inode before its transaction,
+            // which cannot run meanwhile).
+            let bare = self.is_bare(ino);
+            let caps = chown && inode.kind != Kind::Dir;
+            let (acl, caps) = match (bare, set.mode.is_some() || caps) {
+                (false, true) => {
+                    let xattrs = snap.get()?.open_table(XATTRS)?;
+                    let acl = set.mode.is_some() && xattrs.get((ino, acl::ACCESS))?.is_some();
+                    (acl, caps && xattrs.get((ino, CAPS_XATTR))?.is_some())
+                }
+                _ => (false, false),
+            };
             if acl || caps {
                 return Ok(Change::NeedsTxn);
             }
@@ -723,7 +733,12 @@ impl Volume {
         caller: Caller,
     ) -> Result<bool, FsError> {
         let kept = self.store.update(ino, |mut inode, snap| {
-            if snap.open_table(XATTRS)?.get((ino, acl::ACCESS))?.is_some() {
+            if snap
+                .get()?
+                .open_table(XATTRS)?
+                .get((ino, acl::ACCESS))?
+                .is_some()
+            {
                 return Ok(Change::NeedsTxn);
             }
             if flags & libc::XATTR_REPLACE != 0 {
