@@ -21,6 +21,14 @@
 //! map before it takes its snapshot ([`DelayedStore::inode`]): an item leaves the map only
 //! after its commit, so one it does not find is in the snapshot.
 //!
+//! Between a transaction's commit and the removal of the items it wrote, an item is older
+//! than the committed record (the transaction may have changed the inode after writing the
+//! item: a writeback's new size). So each transaction that writes items gets a number, writes
+//! it into the store with them (`delayed_seq` in META), and marks each item it wrote with it;
+//! a reader that finds a marked item takes a snapshot and uses the item only if the snapshot's
+//! number is below the mark (the commit has not landed), else the committed record. Without
+//! this a reader could see a size, then an older one (the shuttle model below found it).
+//!
 //! The protocol is generic over what it sits on ([`Backing`]): the redb [`Store`], or in the
 //! shuttle model (`cargo test -p wring-fs --features shuttle --lib model`) a toy store.
 
@@ -49,8 +57,10 @@ pub trait Backing {
         Self: 's;
     /// Begin a write transaction.
     fn begin(&self) -> Result<Self::Txn<'_>, FsError>;
-    /// Write inode records into `txn`.
-    fn put(txn: &Self::Txn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError>;
+    /// Write inode records into `txn`, with the number of the transaction writing them.
+    fn put(txn: &Self::Txn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError>;
+    /// The number of the last committed transaction that wrote delayed records (0: none).
+    fn seq(snap: &Self::Snap<'_>) -> Result<u64, FsError>;
     /// Commit `txn`, durably when asked (or when due).
     fn commit(&self, txn: Self::Txn<'_>, durable: bool) -> Result<(), FsError>;
     /// A snapshot of the last commit.
@@ -71,7 +81,7 @@ impl Backing for Store {
         self.write()
     }
 
-    fn put(txn: &store::Txn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError> {
+    fn put(txn: &store::Txn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -79,7 +89,12 @@ impl Backing for Store {
         for (ino, inode) in records {
             inodes.insert(*ino, inode.to_bytes().as_slice())?;
         }
+        txn.open_table(store::META)?.insert(SEQ_KEY, seq)?;
         Ok(())
+    }
+
+    fn seq(snap: &store::Snapshot<'_>) -> Result<u64, FsError> {
+        store::counter(snap, SEQ_KEY)
     }
 
     fn commit(&self, txn: store::Txn<'_>, durable: bool) -> Result<(), FsError> {
@@ -103,12 +118,26 @@ impl Backing for Store {
     }
 }
 
-/// The newest record of each inode with a delayed change, and its generation (a number that
-/// grows with every change, so a writer removes only what it wrote).
+/// META's counter of the transactions that wrote delayed records (see the module's header).
+pub const SEQ_KEY: &str = "delayed_seq";
+
+/// A delayed record: its generation (a number that grows with every change, so a writer
+/// removes only what it wrote), the record, and the number of the last transaction that
+/// wrote it (0: none yet).
+#[derive(Clone)]
+struct Item {
+    generation: u64,
+    inode: Inode,
+    written_by: u64,
+}
+
+/// The newest record of each inode with a delayed change.
 #[derive(Default)]
 struct Items {
-    map: HashMap<u64, (u64, Inode)>,
+    map: HashMap<u64, Item>,
     generation: u64,
+    /// The number of the last transaction that wrote items.
+    seq: u64,
 }
 
 /// The store with its delayed inode items. Derefs to the store; `write`, `commit`, `sync`
@@ -179,27 +208,44 @@ pub enum Change {
 }
 
 impl<B: Backing> DelayedStore<B> {
-    /// The store, with no delayed items yet.
-    pub fn new(store: B) -> DelayedStore<B> {
-        DelayedStore {
+    /// The store, with no delayed items yet; transactions are numbered on from the store's
+    /// last number.
+    pub fn new(store: B) -> Result<DelayedStore<B>, FsError> {
+        let seq = B::seq(&store.snapshot()?)?;
+        Ok(DelayedStore {
             store,
             writer: Mutex::new(()),
-            items: Mutex::default(),
+            items: Mutex::new(Items {
+                seq,
+                ..Items::default()
+            }),
             delayed_counts: crate::counters::DelayedCounts::default(),
-        }
+        })
     }
 
     /// Begin a write transaction holding every delayed item (see [`VolTxn`]).
     pub fn write(&self) -> Result<VolTxn<'_, B>, FsError> {
         let writer = lock(&self.writer);
         let txn = self.store.begin()?;
-        let (applied, records): (Vec<_>, Vec<_>) = {
-            let items = lock(&self.items);
-            let all = items.map.iter();
-            all.map(|(&ino, (g, i))| ((ino, *g), (ino, i.clone())))
-                .unzip()
+        let (applied, records, seq) = {
+            let mut items = lock(&self.items);
+            if items.map.is_empty() {
+                (Vec::new(), Vec::new(), 0)
+            } else {
+                items.seq += 1;
+                let seq = items.seq;
+                let (applied, records): (Vec<_>, Vec<_>) = items
+                    .map
+                    .iter_mut()
+                    .map(|(&ino, item)| {
+                        item.written_by = seq;
+                        ((ino, item.generation), (ino, item.inode.clone()))
+                    })
+                    .unzip();
+                (applied, records, seq)
+            }
         };
-        B::put(&txn, &records)?;
+        B::put(&txn, &records, seq)?;
         Ok(VolTxn {
             txn,
             applied,
@@ -219,7 +265,7 @@ impl<B: Backing> DelayedStore<B> {
         if !applied.is_empty() {
             let mut items = lock(&self.items);
             for (ino, g) in &applied {
-                if items.map.get(ino).is_some_and(|(have, _)| have == g) {
+                if items.map.get(ino).is_some_and(|i| i.generation == *g) {
                     items.map.remove(ino);
                 }
             }
@@ -254,18 +300,20 @@ impl<B: Backing> DelayedStore<B> {
         self.commit(t, false)
     }
 
-    /// The newest record of `ino` when a change to it is delayed.
-    pub fn delayed_inode(&self, ino: u64) -> Option<Inode> {
-        lock(&self.items).map.get(&ino).map(|(_, i)| i.clone())
-    }
-
     /// The newest record of `ino`: its delayed one, else the last commit's. The map is looked
     /// at first: an item leaves it only after its commit, so one not found is in the
-    /// snapshot taken next (the other order could miss it in both).
+    /// snapshot taken next (the other order could miss it in both); an item a transaction
+    /// wrote counts only while the snapshot's number is below that transaction's.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
-        match self.delayed_inode(ino) {
-            Some(i) => Ok(i),
-            None => B::get(&self.store.snapshot()?, ino),
+        let item = lock(&self.items).map.get(&ino).cloned();
+        if let Some(i) = item.as_ref().filter(|i| i.written_by == 0) {
+            // No transaction has written it: newer than any commit, no snapshot needed.
+            return Ok(i.inode.clone());
+        }
+        let snap = self.store.snapshot()?;
+        match item {
+            Some(i) if B::seq(&snap)? < i.written_by => Ok(i.inode),
+            _ => B::get(&snap, ino),
         }
     }
 
@@ -277,7 +325,12 @@ impl<B: Backing> DelayedStore<B> {
     pub fn snapshot(&self) -> Result<(B::Snap<'_>, HashMap<u64, Inode>), FsError> {
         let items = lock(&self.items);
         let snap = self.store.snapshot()?;
-        let records = items.map.iter().map(|(&ino, (_, i))| (ino, i.clone()));
+        let seq = B::seq(&snap)?;
+        let records = items
+            .map
+            .iter()
+            .filter(|(_, i)| i.written_by == 0 || seq < i.written_by)
+            .map(|(&ino, i)| (ino, i.inode.clone()));
         Ok((snap, records.collect()))
     }
 
@@ -302,7 +355,10 @@ impl<B: Backing> DelayedStore<B> {
                 store: &self.store,
                 snap: std::cell::OnceCell::new(),
             };
-            let base = match self.delayed_inode(ino) {
+            // No transaction runs (the writer lock is held), and a committed one has removed
+            // what it wrote: an item here is the newest record.
+            let held = lock(&self.items).map.get(&ino).map(|i| i.inode.clone());
+            let base = match held {
                 Some(i) => i,
                 None => B::get(snap.get()?, ino)?,
             };
@@ -312,7 +368,12 @@ impl<B: Backing> DelayedStore<B> {
             let mut items = lock(&self.items);
             items.generation += 1;
             let g = items.generation;
-            items.map.insert(ino, (g, inode.clone()));
+            let item = Item {
+                generation: g,
+                inode: inode.clone(),
+                written_by: 0,
+            };
+            items.map.insert(ino, item);
             self.delayed_counts.updates.fetch_add(1, Ordering::Relaxed);
             (inode, items.map.len() >= MAX_ITEMS)
         };
@@ -585,18 +646,35 @@ mod model {
 
     const ITERATIONS: usize = 3000;
 
-    /// The last commit, the durable one, and a write lock (redb's: one writer at a time).
+    /// The last commit (its records and its `delayed_seq`), the durable one, and a write lock
+    /// (redb's: one writer at a time).
     #[derive(Default)]
     struct Toy {
-        db: Mutex<HashMap<u64, Inode>>,
+        db: Mutex<ToySnap>,
         durable: Mutex<HashMap<u64, Inode>>,
         write_lock: Mutex<()>,
+    }
+
+    /// Records and the number of the last transaction that wrote delayed ones.
+    #[derive(Default, Clone)]
+    struct ToySnap {
+        records: HashMap<u64, Inode>,
+        seq: u64,
+    }
+
+    impl std::ops::Index<&u64> for ToySnap {
+        type Output = Inode;
+
+        fn index(&self, ino: &u64) -> &Inode {
+            &self.records[ino]
+        }
     }
 
     struct ToyTxn<'s> {
         _lock: MutexGuard<'s, ()>,
         base: HashMap<u64, Inode>,
         pending: RefCell<HashMap<u64, Inode>>,
+        seq: std::cell::Cell<Option<u64>>,
     }
 
     impl ToyTxn<'_> {
@@ -608,37 +686,48 @@ mod model {
 
     impl Backing for Toy {
         type Txn<'s> = ToyTxn<'s>;
-        type Snap<'s> = HashMap<u64, Inode>;
+        type Snap<'s> = ToySnap;
 
         fn begin(&self) -> Result<ToyTxn<'_>, FsError> {
             let guard = lock(&self.write_lock);
             Ok(ToyTxn {
                 _lock: guard,
-                base: lock(&self.db).clone(),
+                base: lock(&self.db).records.clone(),
                 pending: RefCell::default(),
+                seq: std::cell::Cell::new(None),
             })
         }
 
-        fn put(txn: &ToyTxn<'_>, records: &[(u64, Inode)]) -> Result<(), FsError> {
-            txn.pending.borrow_mut().extend(records.iter().cloned());
-            Ok(())
-        }
-
-        fn commit(&self, txn: ToyTxn<'_>, durable: bool) -> Result<(), FsError> {
-            let mut db = lock(&self.db);
-            db.extend(txn.pending.into_inner());
-            if durable {
-                *lock(&self.durable) = db.clone();
+        fn put(txn: &ToyTxn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError> {
+            if !records.is_empty() {
+                txn.pending.borrow_mut().extend(records.iter().cloned());
+                txn.seq.set(Some(seq));
             }
             Ok(())
         }
 
-        fn snapshot(&self) -> Result<HashMap<u64, Inode>, FsError> {
+        fn seq(snap: &ToySnap) -> Result<u64, FsError> {
+            Ok(snap.seq)
+        }
+
+        fn commit(&self, txn: ToyTxn<'_>, durable: bool) -> Result<(), FsError> {
+            let mut db = lock(&self.db);
+            db.records.extend(txn.pending.into_inner());
+            if let Some(seq) = txn.seq.get() {
+                db.seq = seq;
+            }
+            if durable {
+                *lock(&self.durable) = db.records.clone();
+            }
+            Ok(())
+        }
+
+        fn snapshot(&self) -> Result<ToySnap, FsError> {
             Ok(lock(&self.db).clone())
         }
 
-        fn get(snap: &HashMap<u64, Inode>, ino: u64) -> Result<Inode, FsError> {
-            snap.get(&ino).cloned().ok_or(errno(libc::ENOENT))
+        fn get(snap: &ToySnap, ino: u64) -> Result<Inode, FsError> {
+            snap.records.get(&ino).cloned().ok_or(errno(libc::ENOENT))
         }
 
         fn sync(&self) -> Result<(), FsError> {
@@ -657,9 +746,11 @@ mod model {
     fn store() -> Arc<DelayedStore<Toy>> {
         let toy = Toy::default();
         for ino in [INO, OTHER] {
-            lock(&toy.db).insert(ino, Inode::new(Kind::File, 0o600, 0, 0));
+            lock(&toy.db)
+                .records
+                .insert(ino, Inode::new(Kind::File, 0o600, 0, 0));
         }
-        Arc::new(DelayedStore::new(toy))
+        Arc::new(DelayedStore::new(toy).unwrap())
     }
 
     fn chmod(s: &DelayedStore<Toy>, ino: u64, perm: u32) {
@@ -675,7 +766,8 @@ mod model {
         let t = s.write().unwrap();
         let mut i = t.get(ino);
         i.size += 1;
-        Toy::put(&t, &[(ino, i)]).unwrap();
+        // A change of the transaction's own, not a delayed record: no number.
+        t.pending.borrow_mut().insert(ino, i);
         s.commit(t, false).unwrap();
     }
 

@@ -222,7 +222,7 @@ impl Volume {
                 source: std::io::Error::other(e),
             })?;
         Ok(Volume {
-            store: DelayedStore::new(store),
+            store: DelayedStore::new(store)?,
             engine,
             offload,
             options: RwLock::new(options),
