@@ -790,8 +790,14 @@ fn metadata_objects_round_trip() {
         .map(|got| got.map(|b| b.len()))
         .expect_err("read a snapshot over the limit");
     assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    // Deleted (an old snapshot after a newer one is in place); deleting it again is no error.
+    store.delete_meta("big").expect("delete");
+    assert!(store.get_meta("big", 8 << 20).expect("get").is_none());
+    store.delete_meta("big").expect("delete what is gone");
     for bad in ["", "../lease", "a/b", ".hidden"] {
         let err = store.put_meta(bad, Vec::new()).expect_err(bad);
+        assert!(matches!(err, Error::Config(_)), "{bad}: {err}");
+        let err = store.delete_meta(bad).expect_err(bad);
         assert!(matches!(err, Error::Config(_)), "{bad}: {err}");
     }
     // Not a segment: a new instance does not count it.

@@ -98,7 +98,7 @@ impl ObjStore {
                 holder: l.holder,
                 since: l.since,
             }),
-            Some(_) => self.delete_lease(&path),
+            Some(_) => self.delete_object(&path),
         }
     }
 
@@ -111,11 +111,13 @@ impl ObjStore {
             Err(Error::Corrupt { .. }) => None,
             Err(e) => return Err(e),
         };
-        self.delete_lease(&path)?;
+        self.delete_object(&path)?;
         Ok(old)
     }
 
-    pub(super) fn delete_lease(&self, path: &ObjPath) -> Result<()> {
+    /// Delete the object at `path` (the lease, a metadata snapshot); one already gone is not
+    /// an error.
+    pub(super) fn delete_object(&self, path: &ObjPath) -> Result<()> {
         match self.block(self.inner.store.delete(path)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {
                 self.inner.n.deletes.fetch_add(1, Ordering::Relaxed);

@@ -51,4 +51,9 @@ impl ObjStore {
         let got = self.block(get_capped(&self.inner, &path, limit, "metadata object"))?;
         Ok(got.map(|(b, _)| b))
     }
+
+    /// Delete the metadata object `PREFIX/meta/NAME` (nothing to do when it is not there).
+    pub fn delete_meta(&self, name: &str) -> Result<()> {
+        self.delete_object(&self.meta_path(name)?)
+    }
 }
