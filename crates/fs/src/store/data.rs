@@ -51,22 +51,50 @@ struct Space {
     damaged: BTreeMap<Range, usize>,
 }
 
-/// Read snapshots alive, by the epoch they started in.
+/// Read snapshots alive, by the epoch they started in (shared by both data backends: the
+/// data file reuses freed space, and the object store's compactor deletes segments, only
+/// once no snapshot that could still see them is alive).
 #[derive(Default)]
-struct Readers {
+pub struct Readers {
     epoch: u64,
     active: BTreeMap<u64, usize>,
 }
 
+impl Readers {
+    /// Register a reader in the current epoch (call before opening its snapshot).
+    pub fn enter(readers: &Mutex<Readers>) -> ReaderGuard<'_> {
+        let mut r = lock(readers);
+        let epoch = r.epoch;
+        *r.active.entry(epoch).or_default() += 1;
+        ReaderGuard { readers, epoch }
+    }
+
+    /// End the current epoch; returns its tag. Every reader registered so far has an epoch
+    /// at or below it.
+    pub fn next_epoch(&mut self) -> u64 {
+        let tag = self.epoch;
+        self.epoch += 1;
+        tag
+    }
+
+    /// Whether a reader registered in an epoch at or below `tag` is still alive.
+    pub fn any_up_to(&self, tag: u64) -> bool {
+        self.active
+            .keys()
+            .next()
+            .is_some_and(|&oldest| oldest <= tag)
+    }
+}
+
 /// A registered reader: space it could see is not reused while it lives.
 pub struct ReaderGuard<'a> {
-    data: &'a DataFile,
+    readers: &'a Mutex<Readers>,
     epoch: u64,
 }
 
 impl Drop for ReaderGuard<'_> {
     fn drop(&mut self) {
-        let mut r = lock(&self.data.readers);
+        let mut r = lock(self.readers);
         if let Some(n) = r.active.get_mut(&self.epoch) {
             *n -= 1;
             if *n == 0 {
@@ -251,10 +279,7 @@ impl DataFile {
         let mut space = lock(&self.space);
         let batch = std::mem::take(&mut space.pinned);
         if !batch.is_empty() {
-            let mut r = lock(&self.readers);
-            let tag = r.epoch;
-            r.epoch += 1;
-            drop(r);
+            let tag = lock(&self.readers).next_epoch();
             space.waiting.push((tag, batch));
         }
         self.reuse_waiting(&mut space);
@@ -269,10 +294,11 @@ impl DataFile {
         if space.waiting.is_empty() {
             return;
         }
-        let oldest = lock(&self.readers).active.keys().next().copied();
+        let readers = lock(&self.readers);
         let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut space.waiting)
             .into_iter()
-            .partition(|(tag, _)| oldest.is_none_or(|o| o > *tag));
+            .partition(|(tag, _)| !readers.any_up_to(*tag));
+        drop(readers);
         space.waiting = wait;
         for r in ready.into_iter().flat_map(|(_, b)| b) {
             space.release(r);
@@ -281,10 +307,7 @@ impl DataFile {
 
     /// Register a reader (call before opening its snapshot).
     pub fn reader(&self) -> ReaderGuard<'_> {
-        let mut r = lock(&self.readers);
-        let epoch = r.epoch;
-        *r.active.entry(epoch).or_default() += 1;
-        ReaderGuard { data: self, epoch }
+        Readers::enter(&self.readers)
     }
 
     /// Write `bytes` at `offset`.
