@@ -1,6 +1,7 @@
 //! Mount options spelled as btrfs's (`compress=zstd:3`, `compress-force=lzo`, `compress=no`)
 //! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`,
-//! `threads`).
+//! `threads`, and for a store whose extents are in a bucket `compact` and
+//! `compact_threshold`, which play the part of btrfs's `btrfs balance -dusage=`).
 //!
 //! Mirrors btrfs_parse_options() in fs/btrfs/super.c and its /proc/mounts output
 //! (btrfs_show_options); an invalid value is an error naming the option and what is accepted.
@@ -16,9 +17,15 @@ pub const MAX_MAX_EXTENT: usize = 4 << 20;
 pub const MAX_THREADS: usize = 64;
 /// btrfs's extent size, the default.
 pub const DEFAULT_MAX_EXTENT: usize = 128 << 10;
+/// The compactor rewrites segments whose live bytes are under this percentage by default.
+pub const DEFAULT_COMPACT_THRESHOLD: u8 = 50;
+/// The highest threshold accepted: a fresh segment (its extents, a 12-byte index entry each
+/// and a 32-byte trailer) is never under it, so compaction cannot rewrite its own output.
+pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
-streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, allow_other";
+streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, compact=0|1, \
+compact_threshold=PERCENT, allow_other";
 
 /// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +78,10 @@ pub struct Options {
     pub allow_other: bool,
     /// FUSE request threads (`None`: [`Options::request_threads`]'s default); set at mount.
     pub threads: Option<usize>,
+    /// Compact a store in a bucket (no effect on a local store).
+    pub compact: bool,
+    /// Segments with fewer live bytes than this percentage of their size are compacted.
+    pub compact_threshold: u8,
 }
 
 impl Default for Options {
@@ -84,6 +95,8 @@ impl Default for Options {
             page_pool: 0,
             allow_other: false,
             threads: None,
+            compact: true,
+            compact_threshold: DEFAULT_COMPACT_THRESHOLD,
         }
     }
 }
@@ -212,6 +225,19 @@ impl Options {
                         ))
                     }
                 },
+                ("compact", Some(v)) => match v {
+                    "1" | "on" => o.compact = true,
+                    "0" | "off" => o.compact = false,
+                    _ => return Err(invalid(key, v, "1 (on) or 0 (off)")),
+                },
+                ("compact_threshold", Some(v)) => match v.parse::<u8>() {
+                    Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
+                    _ => {
+                        let accepted =
+                            format!("a percentage of live bytes from 1 to {MAX_COMPACT_THRESHOLD}");
+                        return Err(invalid(key, v, accepted));
+                    }
+                },
                 ("allow_other", None) => o.allow_other = true,
                 ("ro", None) => {
                     return Err(invalid(
@@ -223,7 +249,7 @@ impl Options {
                 _ if mount8_option(key) => {}
                 (
                     "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
-                    | "threads",
+                    | "threads" | "compact" | "compact_threshold",
                     None,
                 ) => return Err(invalid(key, "", "the option needs a value: KEY=VALUE")),
                 _ => return Err(OptionError::Unknown(item.to_string())),
@@ -264,13 +290,16 @@ impl fmt::Display for Options {
         }
         write!(
             f,
-            "max_extent={},streams={},reclaim={},workspace_mem={},page_pool={}",
+            "max_extent={},streams={},reclaim={},workspace_mem={},page_pool={},compact={},\
+             compact_threshold={}",
             format_size(self.max_extent),
             self.streams,
             self.reclaim.as_secs(),
             self.workspace_mem
                 .map_or_else(|| "unlimited".to_string(), format_size),
-            self.page_pool
+            self.page_pool,
+            u8::from(self.compact),
+            self.compact_threshold
         )?;
         if let Some(n) = self.threads {
             write!(f, ",threads={n}")?;
@@ -308,7 +337,11 @@ mod tests {
                 .compress,
             Compress::No
         );
-        let round = Options::parse("compress=zlib:9,streams=3,page_pool=64,threads=2").unwrap();
+        let round = Options::parse(
+            "compress=zlib:9,streams=3,page_pool=64,threads=2,compact=0,compact_threshold=70",
+        )
+        .unwrap();
+        assert_eq!((round.compact, round.compact_threshold), (false, 70));
         assert_eq!(Options::parse(&round.to_string()).unwrap(), round);
     }
 
@@ -325,6 +358,10 @@ mod tests {
             ("page_pool=-1", "page_pool", "pages"),
             ("threads=65", "threads", "1 to 64"),
             ("threads=x", "threads", "0 for the default"),
+            ("compact=yes", "compact", "1 (on) or 0 (off)"),
+            ("compact", "compact", "needs a value"),
+            ("compact_threshold=0", "compact_threshold", "1 to 95"),
+            ("compact_threshold=96", "compact_threshold", "1 to 95"),
             ("frobnicate", "frobnicate", "accepted are compress"),
         ];
         for (text, name, accepted) in cases {

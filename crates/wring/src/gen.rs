@@ -134,6 +134,32 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         refused: &["threads=65", "threads=-1"],
     },
     MountOption {
+        name: "compact",
+        value: "=0|1",
+        text: "For a store whose extents are in an S3 bucket (wring mkfs --data): compact its \
+               segment objects in the background, as btrfs balance -dusage= does block groups. \
+               Every second, segments whose live bytes fell under compact_threshold (overwritten \
+               and deleted extents), and runs of small segments left by frequent fsyncs, have \
+               their live extents copied into new segments; the old objects are deleted once \
+               the metadata no longer points at them. Without it, dead bytes stay in the bucket \
+               for good. No effect on a local store. on and off are accepted too.",
+        default: "1 (on)",
+        shown: Some("compact=1"),
+        accepted: &["compact=0", "compact=1", "compact=off"],
+        refused: &["compact=2", "compact=yes"],
+    },
+    MountOption {
+        name: "compact_threshold",
+        value: "=PERCENT",
+        text: "The compactor rewrites a segment whose live bytes are under PERCENT of its size: \
+               1 to 95. Higher reclaims more space and rewrites more (each live byte moved is \
+               read from and written to the bucket again).",
+        default: "50",
+        shown: Some("compact_threshold=50"),
+        accepted: &["compact_threshold=1", "compact_threshold=95"],
+        refused: &["compact_threshold=0", "compact_threshold=96"],
+    },
+    MountOption {
         name: "allow_other",
         value: "",
         text: "Let users other than the one who mounted reach the mount, as their modes and \
