@@ -23,6 +23,7 @@ use rustix::io::Errno;
 use crate::error::FsError;
 use crate::fuse::WringFs;
 use crate::options::Options;
+use crate::store::Access;
 use crate::volume::Volume;
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 
@@ -121,8 +122,15 @@ fn tail(stderr: &str) -> String {
 /// Mount in the foreground until unmounted. With [`NOTIFY_ENV`] set, tells the parent on
 /// stdout whether the mount is live (`ready`) or why it failed (a typed line the parent parses
 /// into [`StartError::Failed`]), then sends further log output to the store's log file.
-pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
-    let result = mount_and_serve(dir, mountpoint, options);
+/// `access` says how to reach a store's bucket (a credentials file, whether to break a stale
+/// lease); a local store ignores it.
+pub fn mount_foreground(
+    dir: &Path,
+    mountpoint: &Path,
+    options: &str,
+    access: &Access,
+) -> Result<(), FsError> {
+    let result = mount_and_serve(dir, mountpoint, options, access);
     if let Err(e) = &result {
         if std::env::var_os(NOTIFY_ENV).is_some() && !READY_SENT.load(Ordering::SeqCst) {
             let message = e.to_string().replace('\n', " ");
@@ -134,7 +142,12 @@ pub fn mount_foreground(dir: &Path, mountpoint: &Path, options: &str) -> Result<
     result
 }
 
-fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), FsError> {
+fn mount_and_serve(
+    dir: &Path,
+    mountpoint: &Path,
+    options: &str,
+    access: &Access,
+) -> Result<(), FsError> {
     let opts = Options::parse(options)?;
     // The store holds every file's bytes: one other users can read is refused.
     crate::store::check_private(dir)?;
@@ -155,9 +168,10 @@ fn mount_and_serve(dir: &Path, mountpoint: &Path, options: &str) -> Result<(), F
     keep_freed_memory();
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
-    let vol = Arc::new(Volume::open(dir, opts)?);
+    let vol = Arc::new(Volume::open_with(dir, opts, access)?);
     vol.start_writeback();
     vol.start_committer()?;
+    vol.start_compactor()?;
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("wring:{}", dir.display())),
@@ -233,8 +247,10 @@ fn open_session(
 
 /// Drop the volume on this thread once the threads that borrow it for a moment (committer,
 /// writeback) have let go: a drop left to one of them could be cut short by the process exit,
-/// and the database would not be closed cleanly.
+/// and the database would not be closed cleanly. The compactor, whose pass can take longer
+/// than a moment, is stopped first.
 fn close(mut vol: Arc<Volume>) {
+    vol.store.stop_compactor();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Arc::try_unwrap(vol) {

@@ -63,8 +63,20 @@ impl Volume {
             buf.resize(len as usize, 0);
         }
         let buf = &mut buf[..len as usize];
+        let bucket = self.store.objects().is_some();
         self.store.read_stored(buf, at).map_err(|e| {
-            let why = format!("reading {len} stored bytes at {at} of the data file: {e}");
+            if bucket && e.kind() != std::io::ErrorKind::InvalidData {
+                // The bucket did not answer: an I/O error, not damage.
+                let what = format!("{} offset {offset}: reading its extent", self.path_of(ino));
+                log::error!("{what}: {e}");
+                return FsError::Io { what, source: e };
+            }
+            let place = if bucket {
+                "in the bucket"
+            } else {
+                "of the data file"
+            };
+            let why = format!("reading {len} stored bytes at {at} {place}: {e}");
             self.corrupt(ino, offset, why)
         })?;
         Ok(buf)

@@ -35,6 +35,35 @@ pub enum FsError {
     /// A bad option or property value.
     #[error(transparent)]
     Option(#[from] crate::options::OptionError),
+    /// The object store holding a store's extents failed (see `wring_objstore::Error`: each
+    /// names the object and what to do).
+    #[error("object store: {0}")]
+    Objects(#[from] wring_objstore::Error),
+    /// The bucket's lease is held by another writer: a mount elsewhere, or one that crashed.
+    #[error(
+        "{object} is held by {holder} since {since} (unix time){hint}: another mount has \
+         this filesystem. Unmount it there first; only if that holder is gone for good (its \
+         machine crashed or is lost, its daemon was killed), take the lease with --break-lease"
+    )]
+    LeaseHeld {
+        /// The lease object.
+        object: String,
+        /// Who holds it.
+        holder: String,
+        /// Since when (seconds since the epoch).
+        since: u64,
+        /// What is known about the holder (empty, or a parenthesis starting with a space).
+        hint: String,
+    },
+    /// A store's data setting or its bucket refuses what was asked (a prefix already in use,
+    /// a stale copy of the metadata, a malformed config table), with the errno to answer.
+    #[error("{why}")]
+    Refused {
+        /// What is wrong and how to fix it.
+        why: String,
+        /// The errno it maps to.
+        errno: i32,
+    },
 }
 
 impl FsError {
@@ -43,6 +72,8 @@ impl FsError {
         match self {
             FsError::Errno(e) => *e,
             FsError::Option(_) => libc::EINVAL,
+            FsError::LeaseHeld { .. } => libc::EBUSY,
+            FsError::Refused { errno, .. } => *errno,
             _ => libc::EIO,
         }
     }
@@ -65,6 +96,23 @@ store_err!(
     redb::CommitError,
     redb::SetDurabilityError
 );
+
+/// An object store error, with its lease refusal in the filesystem's words.
+pub fn objects_err(e: wring_objstore::Error) -> FsError {
+    match e {
+        wring_objstore::Error::LeaseHeld {
+            object,
+            holder,
+            since,
+        } => FsError::LeaseHeld {
+            object,
+            holder,
+            since,
+            hint: String::new(),
+        },
+        e => FsError::Objects(e),
+    }
+}
 
 /// Shorthand for an errno error.
 pub fn errno(e: i32) -> FsError {

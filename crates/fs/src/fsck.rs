@@ -6,16 +6,23 @@
 //! its checksum and decodes to its length, no two extents share bytes of the data file, and
 //! the stored-bytes counters add up. Like `btrfs check`, it writes nothing: the store is
 //! opened with [`Store::open_for_check`].
+//!
+//! A store whose extents are in a bucket (`mkfs --data`) gets the object store's side of
+//! that check too, as `btrfs check --check-data-csum` reads every data block: each segment
+//! object an extent names is fetched once and verified whole (trailer, index, every extent's
+//! crc32), and each extent's (offset, length) must be one of that segment's index entries.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use redb::ReadableTable;
 
 use crate::error::FsError;
 use crate::store::records::{stored, Inode, Kind, Stored};
-use crate::store::{self, DIRENTS, EXTENTS, INODES, ORPHANS, SYMLINKS};
+use crate::store::{self, Access, DataSpec, DIRENTS, EXTENTS, INODES, ORPHANS, SYMLINKS};
 use crate::volume::Volume;
+use wring_objstore::segment::Entry;
+use wring_objstore::{Addr, ObjStore};
 
 /// What fsck found.
 #[derive(Debug, Default)]
@@ -32,8 +39,13 @@ pub struct FsckReport {
 
 /// Check the store in `dir` (which must not be mounted) without changing it.
 pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
+    fsck_with(dir, &Access::default())
+}
+
+/// [`fsck`] with the credentials a store whose extents are in a bucket needs.
+pub fn fsck_with(dir: &Path, access: &Access) -> Result<FsckReport, FsError> {
     let mut report = FsckReport::default();
-    let mut vol = Volume::open_for_check(dir)?;
+    let mut vol = Volume::open_for_check_with(dir, access)?;
     if vol.store.repaired() {
         report
             .notes
@@ -205,6 +217,13 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
         }
     }
     placed.sort_unstable();
+    if let Some(objects) = vol.store.objects() {
+        let url = match vol.store.data_spec() {
+            DataSpec::Objects(o) => o.url.clone(),
+            DataSpec::Local => String::new(),
+        };
+        check_objects(vol, objects, &url, &placed, report);
+    }
     for w in placed.windows(2) {
         let ((a, alen, aino, aidx), (b, _, bino, bidx)) = (w[0], w[1]);
         if a.checked_add(alen).is_none_or(|end| end > b) {
@@ -237,6 +256,67 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
         ));
     }
     Ok(())
+}
+
+/// The object name of segment `seg` of the filesystem at `url` (s3://BUCKET/PREFIX).
+fn object_name(url: &str, seg: u32) -> String {
+    format!("{}/seg/{seg:016x}", url.trim_end_matches('/'))
+}
+
+/// Every segment the extents name, fetched and verified once; every extent found in its
+/// segment's index. `placed` holds (address, length, inode, extent index).
+fn check_objects(
+    vol: &Volume,
+    objects: &ObjStore,
+    url: &str,
+    placed: &[(u64, u64, u64, u64)],
+    report: &mut FsckReport,
+) {
+    let mut by_segment: BTreeMap<u32, Vec<(Addr, u64, u64, u64)>> = BTreeMap::new();
+    for &(at, len, ino, idx) in placed {
+        let addr = Addr::from_raw(at);
+        by_segment
+            .entry(addr.segment())
+            .or_default()
+            .push((addr, len, ino, idx));
+    }
+    let mut segments = 0u64;
+    for (seg, extents) in by_segment {
+        segments += 1;
+        let object = object_name(url, seg);
+        let entries = match objects.verify_segment(seg) {
+            Ok(entries) => entries,
+            Err(e) => {
+                for (addr, len, ino, idx) in extents {
+                    report.problems.push(format!(
+                        "{} (inode {ino}) extent {idx}: {len} bytes at {addr} in {object}: {e}",
+                        vol.path_of(ino)
+                    ));
+                }
+                continue;
+            }
+        };
+        for (addr, len, ino, idx) in extents {
+            if !in_index(&entries, addr, len) {
+                report.problems.push(format!(
+                    "{} (inode {ino}) extent {idx}: {object} has no extent of {len} bytes at \
+                     offset {} in its index",
+                    vol.path_of(ino),
+                    addr.offset()
+                ));
+            }
+        }
+    }
+    report
+        .notes
+        .push(format!("verified {segments} segment object(s) in {url}"));
+}
+
+/// Whether a segment's index (sorted by offset) has an entry of exactly `len` bytes at `addr`.
+fn in_index(entries: &[Entry], addr: Addr, len: u64) -> bool {
+    entries
+        .binary_search_by_key(&addr.offset(), |e| e.offset)
+        .is_ok_and(|i| u64::from(entries[i].len) == len)
 }
 
 #[cfg(test)]

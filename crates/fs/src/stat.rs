@@ -4,6 +4,9 @@
 //! Mirrors compsize (btrfs-progs' companion tool) on the TOTAL and per-type rows, and sees what
 //! compsize run by the same user would: only files it may read, under directories it may list
 //! and search (root sees everything).
+//!
+//! On a store whose extents are in a bucket, one more line: the bytes these files keep in
+//! segment objects against their size, and what the whole bucket holds (live and dead).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -37,6 +40,21 @@ impl Usage {
     }
 }
 
+/// What the files of a report keep in the bucket, and what the bucket holds in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BucketUsage {
+    /// Stored bytes of these files' extents kept in segment objects (not inline).
+    pub files: u64,
+    /// Bytes of every segment object in the bucket.
+    pub bucket: u64,
+    /// Segment objects in the bucket.
+    pub segments: u64,
+    /// Live extent bytes of the whole filesystem.
+    pub live: u64,
+    /// Bytes in the bucket no extent uses (compaction reclaims them).
+    pub dead: u64,
+}
+
 /// The report.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -50,6 +68,8 @@ pub struct Report {
     pub by_type: BTreeMap<String, Usage>,
     /// Per algorithm and level (`zstd:3`).
     pub by_level: BTreeMap<String, Usage>,
+    /// On a store whose extents are in a bucket.
+    pub bucket: Option<BucketUsage>,
 }
 
 pub(crate) fn human(n: u64) -> String {
@@ -104,7 +124,31 @@ impl fmt::Display for Report {
             f,
             "raw: disk={} uncompressed={} referenced={} extents={}",
             self.total.disk, self.total.uncompressed, self.total.referenced, self.total.extents
-        )
+        )?;
+        if let Some(b) = &self.bucket {
+            let perc = match self.total.uncompressed {
+                0 => 0,
+                n => (b.files * 100).div_ceil(n),
+            };
+            writeln!(
+                f,
+                "Bucket     {perc:>3}% {:>12} {:>12}   (these files' extents in segment \
+                 objects against their size; the whole bucket: {} in {} segments, {} live, \
+                 {} dead)",
+                human(b.files),
+                human(self.total.uncompressed),
+                human(b.bucket),
+                b.segments,
+                human(b.live),
+                human(b.dead)
+            )?;
+            writeln!(
+                f,
+                "raw bucket: files={} bucket={} segments={} live={} dead={}",
+                b.files, b.bucket, b.segments, b.live, b.dead
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -213,6 +257,7 @@ impl Volume {
         let inodes = txn.open_table(INODES)?;
         let extents = txn.open_table(EXTENTS)?;
         let mut report = Report::default();
+        let mut in_bucket = 0u64;
         for &cur in files {
             if inodes.get(cur)?.is_none() {
                 continue;
@@ -223,8 +268,10 @@ impl Volume {
                 let v = v.value();
                 let h = Volume::header(cur, 0, v)?;
                 let disk = stored_len(v);
-                if matches!(stored(v), Some(Stored::Inline(_))) {
-                    report.inline += 1;
+                match stored(v) {
+                    Some(Stored::Inline(_)) => report.inline += 1,
+                    Some(Stored::External(_, len)) => in_bucket += len,
+                    None => {}
                 }
                 let ram = h.ram_len as u64;
                 let (ty, level) = match h.encoding {
@@ -238,6 +285,16 @@ impl Volume {
                 report.by_type.entry(ty).or_default().add(disk, ram);
                 report.by_level.entry(level).or_default().add(disk, ram);
             }
+        }
+        if let Some(objects) = self.store.objects() {
+            let st = objects.stats();
+            report.bucket = Some(BucketUsage {
+                files: in_bucket,
+                bucket: st.bucket_bytes,
+                segments: st.bucket_segments,
+                live: st.live_bytes,
+                dead: st.dead_bytes,
+            });
         }
         Ok(report)
     }

@@ -3,11 +3,17 @@
 //!
 //! Mirrors no single kernel file: btrfs has no per-mount view of its workspaces, so the names
 //! follow the kernel concepts (workspace, stream, page pool, delalloc) they count.
+//!
+//! A store whose extents are in a bucket adds the object store's lines: what is in the bucket
+//! (segments, live and dead bytes), the local cache against its limit, what waits for upload,
+//! requests made and the last upload error (as `objects raw:` the exact byte counts, like
+//! compsize's raw line).
 
 use wring_engine::offload::OffloadStats;
 use wring_engine::pool::PoolStats;
 use wring_engine::workspace::ManagerStats;
 use wring_engine::EngineStats;
+use wring_objstore::Stats;
 
 use crate::stat::human;
 use crate::volume::Volume;
@@ -27,12 +33,54 @@ pub fn status_text(vol: &Volume) -> String {
         let used = blocks.saturating_sub(free).saturating_mul(4096);
         s += &format!("store: used={} inodes={files}\n", human(used));
     }
+    if let Some(objects) = vol.store.objects() {
+        s += &objects_lines(&objects.stats());
+        let o = vol.options();
+        let on = o.compact.then_some(o.compact_threshold);
+        s += &vol.store.compaction_line(on).unwrap_or_default();
+    }
     s += &vol.ops.line();
     s += &vol.ops.time_line();
     s += &vol.store.counts.line();
     s += &vol.wb_waits.line();
     s += &vol.store.delayed_counts.line(vol.store.delayed_len());
     s
+}
+
+/// The object store's state: bucket, cache, uploads, requests, the last upload error.
+fn objects_lines(st: &Stats) -> String {
+    format!(
+        "objects: bucket={} segments={} live={} dead={} cache={}/{} pending={} \
+         pending_segments={} uploads_in_flight={} gets={} puts={} deletes={} cache_hits={} \
+         cache_misses={}\n\
+         objects raw: bucket_bytes={} live_bytes={} dead_bytes={} pending_bytes={} \
+         cache_bytes={} get_bytes={} put_bytes={}\n\
+         objects last_error: {}\n",
+        human(st.bucket_bytes),
+        st.bucket_segments,
+        human(st.live_bytes),
+        human(st.dead_bytes),
+        human(st.cache_bytes),
+        human(st.cache_limit),
+        human(st.pending_bytes),
+        st.pending_segments,
+        st.uploads_in_flight,
+        st.gets,
+        st.puts,
+        st.deletes,
+        st.cache_hits,
+        st.cache_misses,
+        st.bucket_bytes,
+        st.live_bytes,
+        st.dead_bytes,
+        st.pending_bytes,
+        st.cache_bytes,
+        st.get_bytes,
+        st.put_bytes,
+        st.last_error
+            .as_deref()
+            .map_or_else(|| "none".to_string(), |e| e.replace('\n', " ")),
+    )
 }
 
 /// The offload API's CPU provider: its workers (one per stream) and requests.
@@ -106,6 +154,36 @@ fn pool_fields(p: &PoolStats) -> String {
 mod tests {
     use super::*;
     use wring_engine::Algorithm;
+
+    #[test]
+    fn objects_lines_name_every_counter() {
+        let st = Stats {
+            bucket_bytes: 3 << 20,
+            bucket_segments: 2,
+            live_bytes: 2 << 20,
+            dead_bytes: 1 << 20,
+            pending_bytes: 4096,
+            pending_segments: 1,
+            uploads_in_flight: 1,
+            cache_bytes: 1 << 20,
+            cache_limit: 256 << 20,
+            gets: 7,
+            get_bytes: 70,
+            puts: 3,
+            put_bytes: 30,
+            last_error: Some("uploading s3://b/p/seg/1:\nrefused".into()),
+            ..Stats::default()
+        };
+        assert_eq!(
+            objects_lines(&st),
+            "objects: bucket=3.0M segments=2 live=2.0M dead=1.0M cache=1.0M/256.0M \
+             pending=4.0K pending_segments=1 uploads_in_flight=1 gets=7 puts=3 deletes=0 \
+             cache_hits=0 cache_misses=0\n\
+             objects raw: bucket_bytes=3145728 live_bytes=2097152 dead_bytes=1048576 \
+             pending_bytes=4096 cache_bytes=1048576 get_bytes=70 put_bytes=30\n\
+             objects last_error: uploading s3://b/p/seg/1: refused\n"
+        );
+    }
 
     #[test]
     fn engine_lines_name_every_counter() {

@@ -152,9 +152,36 @@ impl Drop for Doom<'_> {
 impl Volume {
     /// Open the store in `dir` with `options`, deleting orphans a crash left behind.
     pub fn open(dir: &std::path::Path, options: Options) -> Result<Volume, FsError> {
-        let store = Store::open(dir)?;
+        Volume::open_with(dir, options, &store::Access::default())
+    }
+
+    /// [`Volume::open`] with how to reach a store's bucket (see [`Store::open_with`]).
+    pub fn open_with(
+        dir: &std::path::Path,
+        options: Options,
+        access: &store::Access,
+    ) -> Result<Volume, FsError> {
+        let store = Store::open_with(dir, access)?;
         store.start_flusher()?;
         Volume::mount(store, options)
+    }
+
+    /// Start the compactor of a store in a bucket (see [`store::compactor`]): each tick it
+    /// reads the live options (`compact`, `compact_threshold`, which a remount changes). It
+    /// ends with the mount; [`Store::stop_compactor`] stops it before the final commit.
+    pub fn start_compactor(self: &Arc<Self>) -> Result<(), FsError> {
+        use store::compactor::Tick;
+        let weak = Arc::downgrade(self);
+        self.store.start_compactor(move || {
+            let Some(vol) = weak.upgrade() else {
+                return Tick::Gone;
+            };
+            let o = vol.options();
+            match o.compact {
+                true => Tick::Ran(vol.store.compact_counted(o.compact_threshold)),
+                false => Tick::Idle,
+            }
+        })
     }
 
     /// Start the committer: every second it makes the store's commits durable once the
@@ -185,9 +212,13 @@ impl Volume {
         Ok(())
     }
 
-    /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay.
-    pub(crate) fn open_for_check(dir: &std::path::Path) -> Result<Volume, FsError> {
-        Volume::new(Store::open_for_check(dir)?, Options::default())
+    /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay; a store in a
+    /// bucket is read with `access`, without its lease.
+    pub(crate) fn open_for_check_with(
+        dir: &std::path::Path,
+        access: &store::Access,
+    ) -> Result<Volume, FsError> {
+        Volume::new(Store::open_for_check_with(dir, access)?, Options::default())
     }
 
     /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).

@@ -144,6 +144,7 @@ pub fn run(args: &[OsString]) -> Result<()> {
     crate::cmd::fs::run(crate::cmd::fs::Command::Mount {
         options: m.options,
         foreground: false,
+        objects: Default::default(),
         dir: source,
         mountpoint: m.target,
     })

@@ -1,5 +1,7 @@
 //! The crash-safe store: a redb database file (`DIR/wring.redb`) holding every table, and a
-//! data file (`DIR/wring.data`) holding the stored bytes of extents too large to keep inline.
+//! data backend holding the stored bytes of extents too large to keep inline: the data file
+//! (`DIR/wring.data`), or segment objects in an S3 bucket (`mkfs --data s3://…`, see
+//! [`objects`], [`handover`] and [`compactor`]).
 //!
 //! Mirrors btrfs's trees: inodes (fs tree INODE_ITEM), directory entries (DIR_ITEM), xattrs
 //! (XATTR_ITEM), file extents with their checksums (EXTENT_DATA + csum tree) and orphan items.
@@ -8,14 +10,19 @@
 //! refers to it, a durable commit first syncs the data file; space an extent gave up is reused
 //! only after that (see [`data`]).
 
+pub mod backend;
+pub mod compactor;
 pub mod data;
+pub mod handover;
 pub mod medium;
+pub mod objects;
 #[cfg(test)]
 mod power_loss;
 pub mod records;
 #[cfg(test)]
 pub mod sim;
 
+use std::mem::ManuallyDrop;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,9 +36,14 @@ use redb::{
 };
 
 use crate::error::{errno, FsError};
+use backend::Backend;
 use data::{DataFile, Range, ReaderGuard};
 use medium::{Medium, Overlay};
+use objects::Ids;
 use records::{Inode, Kind, Stored};
+
+pub use compactor::CompactReport;
+pub use objects::{Access, DataSpec, ObjectsSpec};
 
 /// Inode number → inode item.
 pub const INODES: TableDefinition<u64, &[u8]> = TableDefinition::new("inodes");
@@ -67,8 +79,12 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The open store.
 pub struct Store {
-    db: Database,
-    data: DataFile,
+    /// Dropped by hand in [`Store`]'s Drop: closed before its file is uploaded as the
+    /// metadata snapshot of a store in a bucket.
+    db: ManuallyDrop<Database>,
+    data: Backend,
+    spec: DataSpec,
+    ids: Ids,
     dir: PathBuf,
     last_durable: Mutex<Instant>,
     /// A commit since the last durable one is not durable yet.
@@ -80,6 +96,8 @@ pub struct Store {
     repaired: bool,
     /// Transactions begun and committed, for `wring status`.
     pub counts: crate::counters::TxnCounts,
+    /// The compactor of a store in a bucket (see [`compactor`]).
+    compaction: compactor::Compaction,
 }
 
 /// What a write transaction did to the data file.
@@ -93,7 +111,7 @@ struct TxnSpace {
 /// space goes back if it is dropped uncommitted; the space given up is pinned once committed.
 pub struct Txn<'s> {
     txn: Option<WriteTransaction>,
-    data: &'s DataFile,
+    data: &'s Backend,
     space: Mutex<TxnSpace>,
 }
 
@@ -119,18 +137,18 @@ impl Drop for Txn<'_> {
 }
 
 impl Txn<'_> {
-    /// Write an extent's stored bytes to the data file; returns their offset.
+    /// Store an extent's bytes (in the data file, or appended to the open segment); returns
+    /// their offset (an object address on a store in a bucket).
     pub fn put_stored(&self, bytes: &[u8]) -> Result<u64, FsError> {
-        let range = (self.data.allocate(bytes.len() as u64), bytes.len() as u64);
-        if let Err(e) = self.data.write_at(bytes, range.0) {
-            self.data.release(range);
-            return Err(FsError::Io {
-                what: "writing the data file".into(),
-                source: e,
-            });
-        }
+        let range = self.data.put(bytes)?;
         lock(&self.space).allocated.push(range);
         Ok(range.0)
+    }
+
+    /// Bytes this transaction stored that its commit will refer to (the compactor's copies):
+    /// released if it is dropped uncommitted.
+    pub(crate) fn adopt(&self, range: Range) {
+        lock(&self.space).allocated.push(range);
     }
 
     /// This transaction dropped an item whose bytes were `stored`.
@@ -164,38 +182,52 @@ impl Store {
     /// directory is made [`DIR_MODE`] and its files [`FILE_MODE`] whatever the umask: they
     /// hold every file's bytes, whatever the files' own modes on the mount.
     pub fn mkfs(dir: &Path) -> Result<(), FsError> {
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(io(format!("creating {}", parent.display())))?;
+        Store::mkfs_with(dir, &DataSpec::Local, &Access::default())
+    }
+
+    /// Create a new store in `dir` whose extents live as `spec` says. For a bucket, first
+    /// checks that it answers with `access`'s credentials, that its prefix holds nothing of a
+    /// filesystem (refused, naming what is there) and that it takes writes, and claims the
+    /// prefix with the filesystem's id (see [`handover::claim`]); the URL and endpoint are
+    /// recorded in the store, never the credentials.
+    pub fn mkfs_with(dir: &Path, spec: &DataSpec, access: &Access) -> Result<(), FsError> {
+        let ids = Ids {
+            fs_id: objects::new_id(),
+            copy_id: objects::new_id(),
+        };
+        let claimed = match spec {
+            DataSpec::Objects(o) => Some(handover::claim(o, access, &ids.fs_id)?),
+            DataSpec::Local => None,
+        };
+        let made = create(dir, spec, &ids);
+        if let (Err(_), Some(bucket)) = (&made, claimed) {
+            handover::unclaim(&bucket);
         }
-        match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                return Err(io(format!("creating {}", dir.display()))(e));
-            }
-            _ => {}
-        }
-        let path = dir.join(DB_FILE);
-        if path.exists() {
-            return Err(FsError::Io {
-                what: format!("{}", path.display()),
-                source: std::io::Error::from_raw_os_error(libc::EEXIST),
-            });
-        }
-        set_mode(dir, DIR_MODE)?;
-        // redb creates its file with the umask's mode; it opens one made here as it is.
-        create_private(&path)?;
-        init(&Database::create(&path)?)?;
-        let data = dir.join(DATA_FILE);
-        Medium::open(&data).map_err(io(format!("creating {}", data.display())))?;
-        set_mode(&data, FILE_MODE)
+        made
     }
 
     /// Open the store in `dir` for a mount: redb recovers the last durable commit after a
     /// crash, and the data file is cut after the last byte that commit refers to.
     pub fn open(dir: &Path) -> Result<Store, FsError> {
+        Store::open_with(dir, &Access::default())
+    }
+
+    /// [`Store::open`] with how to reach a bucket. A store in a bucket opens its object store
+    /// with the live extents and takes the bucket's lease (see [`handover`]): a lease held by
+    /// another mount is refused ([`FsError::LeaseHeld`]) unless `access.break_lease`.
+    pub fn open_with(dir: &Path, access: &Access) -> Result<Store, FsError> {
         let path = db_path(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).open(&path)?;
+        let (spec, ids) = objects::read_config(&db)?;
+        if let DataSpec::Objects(o) = &spec {
+            let backend = handover::open_writer(&db, o, &ids, access)?;
+            let store = Store::assemble(db, backend, (spec, ids), dir, false, &repaired)?;
+            if store.repaired {
+                log::warn!("{}: not closed cleanly, recovered", path.display());
+            }
+            return Ok(store);
+        }
         let data_path = dir.join(DATA_FILE);
         if !data_path.exists() && !external_ranges(&db)?.is_empty() {
             // Recreating it empty would turn every extent stored there into an I/O error.
@@ -207,7 +239,8 @@ impl Store {
         }
         let data =
             Medium::open(&data_path).map_err(io(format!("opening {}", data_path.display())))?;
-        let store = Store::assemble(db, data, dir, false, &repaired)?;
+        let data = Backend::Local(DataFile::new(data, external_ranges(&db)?)?);
+        let store = Store::assemble(db, data, (spec, ids), dir, false, &repaired)?;
         if store.repaired {
             log::warn!("{}: not closed cleanly, recovered", path.display());
         }
@@ -219,18 +252,38 @@ impl Store {
     /// that keeps redb's writes (its recovery after a crash, if it needs one) in memory, the
     /// data file read-only and not cut. Commits are refused (EROFS).
     pub fn open_for_check(dir: &Path) -> Result<Store, FsError> {
+        Store::open_for_check_with(dir, &Access::default())
+    }
+
+    /// [`Store::open_for_check`] with how to reach a bucket: a store in a bucket opens its
+    /// object store to read, without the lease; nothing is written to the bucket.
+    pub fn open_for_check_with(dir: &Path, access: &Access) -> Result<Store, FsError> {
         let path = db_path(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).create_with_backend(Overlay::open(&path)?)?;
-        let data = Medium::open_read_only(&dir.join(DATA_FILE))
-            .map_err(io(format!("opening {}", dir.join(DATA_FILE).display())))?;
-        Store::assemble(db, data, dir, true, &repaired)
+        let (spec, ids) = objects::read_config(&db)?;
+        let data = match &spec {
+            DataSpec::Objects(o) => {
+                let store = objects::open_store(o, access, &external_ranges(&db)?)?;
+                Backend::Objects(objects::Objects::new(store, o.clone(), None))
+            }
+            DataSpec::Local => {
+                let data = Medium::open_read_only(&dir.join(DATA_FILE))
+                    .map_err(io(format!("opening {}", dir.join(DATA_FILE).display())))?;
+                Backend::Local(DataFile::new(data, external_ranges(&db)?)?)
+            }
+        };
+        Store::assemble(db, data, (spec, ids), dir, true, &repaired)
     }
 
     /// Make a new store on simulated files.
     #[cfg(test)]
     pub(crate) fn mkfs_sim(db: &sim::SimFile) -> Result<(), FsError> {
-        init(&Database::builder().create_with_backend(db.clone())?)
+        init(
+            &Database::builder().create_with_backend(db.clone())?,
+            &DataSpec::Local,
+            &Ids::default(),
+        )
     }
 
     /// Open the store on simulated files, as [`Store::open`] does for a mount.
@@ -238,22 +291,26 @@ impl Store {
     pub(crate) fn open_sim(db: sim::SimFile, data: sim::SimFile) -> Result<Store, FsError> {
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).create_with_backend(db)?;
-        let store = Store::assemble(db, Medium::Sim(data), Path::new(""), false, &repaired)?;
+        let data = Backend::Local(DataFile::new(Medium::Sim(data), external_ranges(&db)?)?);
+        let config = (DataSpec::Local, Ids::default());
+        let store = Store::assemble(db, data, config, Path::new(""), false, &repaired)?;
         store.data.trim()?;
         Ok(store)
     }
 
     fn assemble(
         db: Database,
-        data: Medium,
+        data: Backend,
+        (spec, ids): (DataSpec, Ids),
         dir: &Path,
         read_only: bool,
         repaired: &AtomicBool,
     ) -> Result<Store, FsError> {
-        let data = DataFile::new(data, external_ranges(&db)?)?;
         Ok(Store {
-            db,
+            db: ManuallyDrop::new(db),
             data,
+            spec,
+            ids,
             dir: dir.to_path_buf(),
             last_durable: Mutex::new(Instant::now()),
             unsynced: AtomicBool::new(false),
@@ -261,7 +318,23 @@ impl Store {
             read_only,
             repaired: repaired.load(Ordering::Relaxed),
             counts: crate::counters::TxnCounts::default(),
+            compaction: compactor::Compaction::default(),
         })
+    }
+
+    /// Where the extents live.
+    pub fn data_spec(&self) -> &DataSpec {
+        &self.spec
+    }
+
+    /// The object store, when the extents are in a bucket.
+    pub fn objects(&self) -> Option<&wring_objstore::ObjStore> {
+        self.data.objects().map(|o| o.store())
+    }
+
+    /// The store's identity (empty for a store made before it was recorded).
+    pub fn ids(&self) -> &Ids {
+        &self.ids
     }
 
     /// Whether redb had to repair the database on open (it was not closed cleanly).
@@ -274,20 +347,23 @@ impl Store {
     /// threads would for btrfs's data, so a durable commit finds little left to write. Only
     /// for real files.
     pub fn start_flusher(&self) -> Result<(), FsError> {
-        let Some(data) = self.data.file() else {
+        if self.dir.as_os_str().is_empty() {
             return Ok(());
-        };
+        }
         let db = std::fs::File::open(self.dir.join(DB_FILE))
             .map_err(io(format!("opening {}", self.dir.join(DB_FILE).display())))?;
-        let data = (data.try_clone()).map_err(io(format!(
-            "opening {}",
-            self.dir.join(DATA_FILE).display()
-        )))?;
+        let mut files = vec![db];
+        if let Some(data) = self.data.file() {
+            files.push((data.try_clone()).map_err(io(format!(
+                "opening {}",
+                self.dir.join(DATA_FILE).display()
+            )))?);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wring-flush".into())
-            .spawn(move || flush_loop([db, data], flag))
+            .spawn(move || flush_loop(files, flag))
             .map_err(io("starting the flusher".into()))?;
         *self.flusher.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, handle));
         Ok(())
@@ -322,12 +398,14 @@ impl Store {
         })
     }
 
-    /// Read stored bytes of the data file (under a [`Snapshot`] that refers to them).
+    /// Read an extent's stored bytes, from the data file or the bucket (under a [`Snapshot`]
+    /// that refers to them). A bucket's errors (unreachable, a corrupt object) are EIO.
     pub fn read_stored(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         self.data.read_at(buf, offset)
     }
 
-    /// (free bytes inside the data file's used part, its used length).
+    /// (free bytes inside the data file's used part, its used length); for a bucket, (dead
+    /// bytes, every segment byte).
     pub fn data_usage(&self) -> (u64, u64) {
         self.data.usage()
     }
@@ -471,8 +549,38 @@ pub fn exposure(dir: &Path) -> Option<String> {
     })
 }
 
+/// Make the directory and files of a new store (the data file only for a local one).
+fn create(dir: &Path, spec: &DataSpec, ids: &Ids) -> Result<(), FsError> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+    }
+    match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(io(format!("creating {}", dir.display()))(e));
+        }
+        _ => {}
+    }
+    let path = dir.join(DB_FILE);
+    if path.exists() {
+        return Err(FsError::Io {
+            what: format!("{}", path.display()),
+            source: std::io::Error::from_raw_os_error(libc::EEXIST),
+        });
+    }
+    set_mode(dir, DIR_MODE)?;
+    // redb creates its file with the umask's mode; it opens one made here as it is.
+    create_private(&path)?;
+    init(&Database::create(&path)?, spec, ids)?;
+    if *spec != DataSpec::Local {
+        return Ok(());
+    }
+    let data = dir.join(DATA_FILE);
+    Medium::open(&data).map_err(io(format!("creating {}", data.display())))?;
+    set_mode(&data, FILE_MODE)
+}
+
 /// The database of a new store: the root directory, the counters, every table.
-fn init(db: &Database) -> Result<(), FsError> {
+fn init(db: &Database, spec: &DataSpec, ids: &Ids) -> Result<(), FsError> {
     let mut txn = db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
     {
@@ -495,6 +603,7 @@ fn init(db: &Database) -> Result<(), FsError> {
         txn.open_table(SYMLINKS)?;
         txn.open_table(ORPHANS)?;
         txn.open_table(PARENTS)?;
+        objects::write_config(&txn, spec, ids)?;
     }
     txn.commit()?;
     Ok(())
@@ -524,7 +633,7 @@ fn builder(repaired: &Arc<AtomicBool>) -> Builder {
     b
 }
 
-fn flush_loop(files: [std::fs::File; 2], stop: Arc<AtomicBool>) {
+fn flush_loop(files: Vec<std::fs::File>, stop: Arc<AtomicBool>) {
     use std::os::fd::AsRawFd;
     while !stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(FLUSH_INTERVAL);
@@ -553,6 +662,9 @@ fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
 }
 
 impl Drop for Store {
+    /// Stops the flusher and the compactor and closes the database. A writing store in a
+    /// bucket then hands over (see [`handover::close`]): its final durable commit, the
+    /// database file as the newest metadata snapshot, and the lease released.
     fn drop(&mut self) {
         let flusher = self
             .flusher
@@ -563,6 +675,17 @@ impl Drop for Store {
             stop.store(true, Ordering::Relaxed);
             handle.thread().unpark();
             let _ = handle.join();
+        }
+        self.stop_compactor();
+        let handover = match self.data.objects() {
+            Some(o) if !self.read_only && o.holder().is_some() => handover::prepare(self),
+            _ => None,
+        };
+        // SAFETY: `db` is not used after this: the store is being dropped, and this is the
+        // only place it is taken.
+        drop(unsafe { ManuallyDrop::take(&mut self.db) });
+        if let Some(gen) = handover {
+            handover::close(self, gen);
         }
     }
 }

@@ -336,6 +336,16 @@ pub fn stored(b: &[u8]) -> Option<Stored<'_>> {
     }
 }
 
+/// Point the external item `b` at `offset` (the compactor moved its stored bytes); false, and
+/// `b` unchanged, when it is not an external item.
+pub fn set_external_offset(b: &mut [u8], offset: u64) -> bool {
+    if b.len() != EXTERNAL_ITEM_LEN || b.first() != Some(&EXTERNAL) {
+        return false;
+    }
+    b[20..28].copy_from_slice(&offset.to_le_bytes());
+    true
+}
+
 /// Length of the stored bytes of the item `b` (0 when it is damaged).
 pub fn stored_len(b: &[u8]) -> u64 {
     stored(b).map_or(0, |s| s.len())

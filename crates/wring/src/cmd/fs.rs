@@ -1,17 +1,134 @@
 //! `wring mkfs|mount|umount|remount|status|property|stat|fsck`: the wring filesystem's
 //! commands. Thin: parse, call wring-fs, print.
+//!
+//! A store keeps its extents in its directory or in an S3 bucket (`mkfs --data
+//! s3://BUCKET/PREFIX`). Credentials for the bucket come from a file named with
+//! `--credentials FILE` (owner-only, AWS's shared-credentials form) or the `AWS_*`
+//! environment variables: never from the command line, and never logged.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use wring_fs::{daemon, fsck, store::Store, Options, PROP_XATTR, STAT_XATTR};
+use wring_engine::size::parse_size;
+use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
+use wring_fs::{daemon, fsck, Options, PROP_XATTR, STAT_XATTR};
+
+/// How to reach a bucket: where the credentials come from, and whether to break its lease.
+#[derive(clap::Args, Clone, Default)]
+pub struct AccessArgs {
+    /// File with the bucket's key pair (aws_access_key_id = …, aws_secret_access_key = …),
+    /// readable by its owner only (chmod 600). Without it, AWS_ACCESS_KEY_ID and
+    /// AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the environment. Keys are never
+    /// accepted on the command line
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
+}
+
+impl AccessArgs {
+    fn access(&self, break_lease: bool) -> Access {
+        Access {
+            credentials: self.credentials.clone(),
+            break_lease,
+        }
+    }
+}
+
+/// Where `wring mount --from` fetches a store from.
+#[derive(clap::Args, Clone, Default)]
+pub struct FromArgs {
+    /// Take over a filesystem kept in a bucket: take its lease and fetch its newest metadata
+    /// snapshot (written by the last clean unmount) into DIR, then mount it. URL is
+    /// s3://BUCKET/PREFIX, as given to mkfs --data
+    #[arg(long, value_name = "URL")]
+    pub from: Option<String>,
+    /// The S3 endpoint for --from (https://HOST[:PORT], or http:// on this machine only);
+    /// without it, AWS
+    #[arg(long, value_name = "URL", requires = "from")]
+    pub endpoint: Option<String>,
+    /// Take the bucket's lease even when another machine holds it. Only for a holder that is
+    /// gone for good (it crashed, or its machine is lost): two writers at once corrupt the
+    /// filesystem
+    #[arg(long)]
+    pub break_lease: bool,
+}
+
+/// `s3://BUCKET/PREFIX` checked enough for an error that names `option`; the object store
+/// checks the bucket name itself.
+fn check_url(option: &str, url: &str) -> Result<()> {
+    let rest = url.strip_prefix("s3://").unwrap_or_default();
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() || prefix.trim_matches('/').is_empty() {
+        bail!(
+            "{option} must be s3://BUCKET/PREFIX (a bucket and a key prefix for this \
+             filesystem's objects), not '{url}'"
+        );
+    }
+    Ok(())
+}
+
+/// `--endpoint`: https://, or http:// (loopback only, checked by the object store).
+fn check_endpoint(url: &str) -> Result<()> {
+    if !url.starts_with("https://") && !url.starts_with("http://") {
+        bail!("--endpoint must be https://HOST[:PORT] (or http:// on this machine), not '{url}'");
+    }
+    Ok(())
+}
+
+/// What `mkfs` makes: a local store, or one whose extents go to a bucket.
+fn data_spec(
+    data: Option<String>,
+    endpoint: Option<String>,
+    segment_size: Option<String>,
+) -> Result<DataSpec> {
+    let Some(url) = data else {
+        if endpoint.is_some() || segment_size.is_some() {
+            bail!("--endpoint and --segment-size need --data s3://BUCKET/PREFIX");
+        }
+        return Ok(DataSpec::Local);
+    };
+    check_url("--data", &url)?;
+    if let Some(e) = &endpoint {
+        check_endpoint(e)?;
+    }
+    let segment_bytes = match segment_size {
+        None => None,
+        Some(t) => Some(
+            parse_size(&t)
+                .ok()
+                .filter(|n| (64 << 10..=1 << 30).contains(n))
+                .with_context(|| {
+                    format!("--segment-size must be a size from 64K to 1G (4M: 4 MiB), not '{t}'")
+                })?,
+        ),
+    };
+    Ok(DataSpec::Objects(ObjectsSpec {
+        url,
+        endpoint,
+        segment_bytes,
+    }))
+}
 
 /// Filesystem commands (flattened into wring's top level).
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Create a wring filesystem store in DIR
+    /// Create a wring filesystem store in DIR (its extents in DIR, or in a bucket with --data)
     Mkfs {
+        /// Keep the compressed extents in an S3 bucket under s3://BUCKET/PREFIX (packed into
+        /// segment objects) instead of in DIR; the metadata stays in DIR. The bucket must
+        /// exist, and the prefix should be used by no other filesystem
+        #[arg(long, value_name = "URL")]
+        data: Option<String>,
+        /// The S3 endpoint for --data (https://HOST[:PORT], or http:// on this machine only);
+        /// without it, AWS. Recorded in DIR for later mounts
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        /// Size of the segment objects for --data (64K to 1G, default 4M): larger ones mean
+        /// fewer requests, smaller ones less to rewrite when compacting
+        #[arg(long, value_name = "SIZE")]
+        segment_size: Option<String>,
+        #[command(flatten)]
+        access: AccessArgs,
         /// Store directory (created if missing)
         dir: PathBuf,
     },
@@ -28,6 +145,8 @@ pub enum Command {
         /// Stay in the foreground
         #[arg(short = 'f')]
         foreground: bool,
+        #[command(flatten)]
+        objects: MountObjects,
         /// Store directory
         dir: PathBuf,
         /// Where to mount it
@@ -60,11 +179,25 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Check a store that is not mounted
+    /// Check a store that is not mounted (for a store in a bucket: every segment object an
+    /// extent names exists and its checksums hold)
     Fsck {
+        #[command(flatten)]
+        access: AccessArgs,
         /// Store directory
         dir: PathBuf,
     },
+}
+
+/// `wring mount`'s options for a store whose extents are in a bucket.
+#[derive(clap::Args, Clone, Default)]
+pub struct MountObjects {
+    /// --from, --endpoint, --break-lease.
+    #[command(flatten)]
+    pub from: FromArgs,
+    /// --credentials.
+    #[command(flatten)]
+    pub access: AccessArgs,
 }
 
 /// `wring property`.
@@ -96,36 +229,85 @@ fn check_prop(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// `wring mount`: with --from, fetch the store from its bucket first (here, in the parent, so
+/// an error reaches the terminal), then mount as usual; the daemon is this program again with
+/// `-f`, and gets --credentials and --break-lease (never the keys themselves).
+fn mount(
+    options: &str,
+    foreground: bool,
+    objects: &MountObjects,
+    dir: PathBuf,
+    mountpoint: PathBuf,
+) -> Result<()> {
+    Options::parse(options)?;
+    let access = objects.access.access(objects.from.break_lease);
+    if let Some(url) = &objects.from.from {
+        check_url("--from", url)?;
+        if let Some(e) = &objects.from.endpoint {
+            check_endpoint(e)?;
+        }
+        Store::fetch(url, objects.from.endpoint.as_deref(), &access, &dir)
+            .with_context(|| format!("fetching {url} into {}", dir.display()))?;
+    }
+    if foreground {
+        return Ok(daemon::mount_foreground(
+            &dir,
+            &mountpoint,
+            options,
+            &access,
+        )?);
+    }
+    let exe = std::env::current_exe().context("finding the wring executable")?;
+    let mut args: Vec<OsString> = vec!["mount".into(), "-f".into()];
+    if let Some(c) = &objects.access.credentials {
+        // Absolute: the daemon's working directory may differ.
+        let c = std::path::absolute(c).unwrap_or_else(|_| c.clone());
+        args.extend(["--credentials".into(), c.into_os_string()]);
+    }
+    // After --from the fetch holds the lease (broken already if asked) and the daemon takes
+    // it over; --break-lease goes on only to a plain mount (a crashed daemon's lease).
+    if objects.from.break_lease && objects.from.from.is_none() {
+        args.push("--break-lease".into());
+    }
+    args.extend([
+        "-o".into(),
+        options.into(),
+        dir.into_os_string(),
+        mountpoint.into_os_string(),
+    ]);
+    daemon::mount_background(&exe, &args).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
 /// Run a filesystem command.
 pub fn run(cmd: Command) -> Result<()> {
     match cmd {
-        Command::Mkfs { dir } => {
-            Store::mkfs(&dir).with_context(|| format!("mkfs {}", dir.display()))?;
-            println!("created a wring store in {}", dir.display());
+        Command::Mkfs {
+            data,
+            endpoint,
+            segment_size,
+            access,
+            dir,
+        } => {
+            let spec = data_spec(data, endpoint, segment_size)?;
+            Store::mkfs_with(&dir, &spec, &access.access(false))
+                .with_context(|| format!("mkfs {}", dir.display()))?;
+            match &spec {
+                DataSpec::Local => println!("created a wring store in {}", dir.display()),
+                DataSpec::Objects(o) => println!(
+                    "created a wring store in {} with its extents in {}",
+                    dir.display(),
+                    o.url
+                ),
+            }
         }
         Command::Mount {
             options,
             foreground,
+            objects,
             dir,
             mountpoint,
-        } => {
-            let options = options.join(",");
-            Options::parse(&options)?;
-            if foreground {
-                daemon::mount_foreground(&dir, &mountpoint, &options)?;
-            } else {
-                let exe = std::env::current_exe().context("finding the wring executable")?;
-                let args: Vec<OsString> = vec![
-                    "mount".into(),
-                    "-f".into(),
-                    "-o".into(),
-                    options.into(),
-                    dir.into_os_string(),
-                    mountpoint.into_os_string(),
-                ];
-                daemon::mount_background(&exe, &args).map_err(|e| anyhow::anyhow!("{e}"))?;
-            }
-        }
+        } => mount(&options.join(","), foreground, &objects, dir, mountpoint)?,
         Command::Umount { mountpoint } => daemon::umount(&mountpoint)?,
         Command::Remount {
             options,
@@ -168,14 +350,14 @@ pub fn run(cmd: Command) -> Result<()> {
                 print!("{}", String::from_utf8_lossy(&v));
             }
         }
-        Command::Fsck { dir } => {
+        Command::Fsck { access, dir } => {
             if let Some(why) = wring_fs::store::exposure(&dir) {
                 eprintln!(
                     "warning: the store {}: {why} (a mount refuses it; fsck only reads it)",
                     dir.display()
                 );
             }
-            let r = fsck::fsck(&dir)?;
+            let r = fsck::fsck_with(&dir, &access.access(false))?;
             println!("checked {} inodes, {} extents", r.inodes, r.extents);
             for n in &r.notes {
                 println!("note: {n}");
