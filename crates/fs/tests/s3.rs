@@ -1,0 +1,956 @@
+//! The filesystem with its extents in a real SeaweedFS (`weed server -s3`, see
+//! wring_testing::seaweed), through real mounts: cp -a and diff -r across a remount, the
+//! random-ops test against a reference directory, kill -9 of the daemon mid-write (every
+//! fsync'ed byte back after a remount that breaks the dead daemon's lease), SeaweedFS killed
+//! and restarted under load, a bucket that refuses writes, handover between two store
+//! directories standing for two machines, and compaction while writing. Every test ends with
+//! `stop_and_check` (no weed process, directory or socket left); mounts and daemons are
+//! unmounted and killed by Drop guards whatever happens.
+mod common;
+use common::*;
+
+use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
+use wring_testing::seaweed::{Seaweed, BUCKET};
+use wring_testing::{require, Need};
+
+/// A SeaweedFS for one test and a credentials file for it (0600, in the harness's directory,
+/// so it goes with it).
+struct S3 {
+    sw: Seaweed,
+    creds: PathBuf,
+}
+
+fn seaweed(test: &str) -> Option<S3> {
+    if !require(test, &[Need::Root, Need::Seaweed]) {
+        return None;
+    }
+    let sw = Seaweed::server().unwrap_or_else(|e| panic!("starting SeaweedFS: {e}"));
+    let creds = sw.dir().join("credentials");
+    write_creds(&creds, &sw.access_key, &sw.secret_key);
+    Some(S3 { sw, creds })
+}
+
+fn write_creds(path: &Path, key: &str, secret: &str) {
+    let text = format!("[default]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+impl S3 {
+    fn url(&self, prefix: &str) -> String {
+        format!("s3://{BUCKET}/{prefix}")
+    }
+
+    fn access(&self, break_lease: bool) -> Access {
+        Access {
+            credentials: Some(self.creds.clone()),
+            break_lease,
+        }
+    }
+
+    /// mkfs --data s3://BUCKET/PREFIX, retrying while the new server settles (its S3 gateway
+    /// learns of the bucket a moment after weed shell made it).
+    fn mkfs(&self, dir: &Path, prefix: &str, segment_bytes: Option<u64>) {
+        let spec = DataSpec::Objects(ObjectsSpec {
+            url: self.url(prefix),
+            endpoint: Some(self.sw.endpoint.clone()),
+            segment_bytes,
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match Store::mkfs_with(dir, &spec, &self.access(false)) {
+                Ok(()) => return,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("mkfs: {e}; retrying");
+                    let _ = fs::remove_dir_all(dir);
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => panic!("mkfs --data {} in {}: {e}", self.url(prefix), dir.display()),
+            }
+        }
+    }
+
+    /// `wring mount --from URL`'s first half: the lease and the newest snapshot into `dir`.
+    fn fetch(&self, prefix: &str, dir: &Path, break_lease: bool) -> Result<(), String> {
+        Store::fetch(
+            &self.url(prefix),
+            Some(&self.sw.endpoint),
+            &self.access(break_lease),
+            dir,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    fn fsck_clean(&self, dir: &Path, what: &str) {
+        let r = wring_fs::fsck::fsck_with(dir, &self.access(false))
+            .unwrap_or_else(|e| panic!("{what}: fsck: {e}"));
+        assert!(r.problems.is_empty(), "{what}: {:?}", r.problems);
+        assert!(
+            r.notes.iter().any(|n| n.contains("segment object")),
+            "{what}: fsck did not check the bucket: {:?}",
+            r.notes
+        );
+    }
+}
+
+/// One machine: a store directory, a mount point, the daemon; unmounted and killed on drop.
+struct Node {
+    base: PathBuf,
+    store: PathBuf,
+    mnt: PathBuf,
+    child: Option<Child>,
+    creds: PathBuf,
+}
+
+impl Node {
+    fn new(name: &str, s3: &S3) -> Node {
+        let base = PathBuf::from(format!("/tmp/wring-s3-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let store = base.join("store");
+        let mnt = base.join("mnt");
+        fs::create_dir_all(&mnt).unwrap();
+        Node {
+            base,
+            store,
+            mnt,
+            child: None,
+            creds: s3.creds.clone(),
+        }
+    }
+
+    /// Start the daemon (the credentials file named on its command line, as `wring mount`
+    /// passes it on); Err(its error output) when the mount does not get ready.
+    fn try_start(&mut self, opts: &str, break_lease: bool) -> Result<(), String> {
+        assert!(self.child.is_none(), "the daemon runs already");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wring-fsd"));
+        cmd.arg("--credentials").arg(&self.creds);
+        if break_lease {
+            cmd.arg("--break-lease");
+        }
+        let mut child = cmd
+            .arg(&self.store)
+            .arg(&self.mnt)
+            .arg(opts)
+            .env(wring_fs::daemon::NOTIFY_ENV, "1")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        if line.trim() == "ready" {
+            self.child = Some(child);
+            return Ok(());
+        }
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        let _ = child.wait();
+        Err(format!("{line}{err}"))
+    }
+
+    fn start(&mut self, opts: &str, break_lease: bool) {
+        if let Err(e) = self.try_start(opts, break_lease) {
+            panic!("mounting {}: {e}", self.store.display());
+        }
+    }
+
+    /// Clean unmount: flush, upload the metadata snapshot, release the lease, daemon exits.
+    fn stop(&mut self) {
+        if self.child.is_some() {
+            wring_fs::daemon::umount(&self.mnt).expect("umount");
+            if let Some(mut c) = self.child.take() {
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// kill -9 the daemon and clear the dead mount.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let p = self.mnt.display();
+        sh(&format!(
+            "fusermount3 -u -z {p} 2>/dev/null || umount -l {p} 2>/dev/null"
+        ));
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    fn status(&self) -> String {
+        wring_fs::daemon::status(&self.mnt).expect("wring status")
+    }
+
+    /// Wait (up to a minute) until nothing waits for upload and no upload error is left.
+    fn status_settles(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let s = self.status();
+            let raw = self.objects_raw();
+            if s.contains("objects last_error: none") && raw["pending_bytes"] == 0 {
+                return;
+            }
+            assert!(Instant::now() < deadline, "uploads do not settle:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The `objects raw:` counters of `wring status`.
+    fn objects_raw(&self) -> HashMap<String, u64> {
+        let s = self.status();
+        let line = s
+            .lines()
+            .find_map(|l| l.strip_prefix("objects raw:"))
+            .unwrap_or_else(|| panic!("no 'objects raw:' line in wring status:\n{s}"));
+        line.split_whitespace()
+            .filter_map(|w| {
+                let (k, v) = w.split_once('=')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let p = self.mnt.display();
+            sh(&format!(
+                "fusermount3 -u {p} 2>/dev/null || umount -l {p} 2>/dev/null"
+            ));
+            self.kill();
+        }
+        let _ = fs::remove_dir_all(&self.base);
+    }
+}
+
+fn run(c: &str) {
+    let o = sh(c);
+    assert!(
+        o.status.success(),
+        "{c}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A corpus slice in `src`: the first `each` bytes of every corpus file, a doc tree, a
+/// symlink, a hard link and a sparse file.
+fn slice(src: &Path, each: usize) {
+    fs::create_dir_all(src).unwrap();
+    let prep = format!(
+        "set -e; cd {s}; for f in {c}/*; do [ -f \"$f\" ] && head -c {each} \"$f\" > \"$(basename \"$f\")\" || true; done; \
+         mkdir -p sub/deep; cp -a /usr/share/doc/bash sub/deep/ 2>/dev/null || true; ln -s sparse sub/link; \
+         ln sub/link sub/hard 2>/dev/null || true; truncate -s 5M sub/sparse; \
+         printf x | dd of=sub/sparse bs=1 seek=3000000 conv=notrunc 2>/dev/null",
+        s = src.display(),
+        c = corpus().display()
+    );
+    run(&prep);
+}
+
+#[test]
+fn cp_diff_remount_fsck_status_and_stat() {
+    let Some(s3) = seaweed("cp_diff_remount_fsck_status_and_stat") else {
+        return;
+    };
+    let mut a = Node::new("cp", &s3);
+    s3.mkfs(&a.store, "cp", Some(1 << 20));
+    a.start("compress=zstd:3", false);
+    let src = a.base.join("src");
+    slice(&src, 2 << 20);
+    let mnt = a.mnt.display().to_string();
+    run(&format!("cp -a {} {mnt}/cp", src.display()));
+    run(&format!("diff -r {} {mnt}/cp", src.display()));
+    run(&format!("sync -f {mnt}/cp"));
+    let raw = a.objects_raw();
+    assert!(raw["bucket_bytes"] > 0, "{raw:?}");
+    let status = a.status();
+    assert!(status.contains("objects: bucket="), "{status}");
+    assert!(status.contains("objects last_error: none"), "{status}");
+    let stat = String::from_utf8_lossy(
+        &wring_fs::daemon::get_xattr(&a.p("cp"), wring_fs::STAT_XATTR).unwrap(),
+    )
+    .into_owned();
+    assert!(stat.contains("\nBucket "), "{stat}");
+    a.stop();
+    s3.fsck_clean(&a.store, "after cp -a");
+    // The prefix is this filesystem's: a second mkfs there is refused, naming it, and a copy
+    // of the store pointed at another prefix is refused at mount.
+    let spec = DataSpec::Objects(ObjectsSpec {
+        url: s3.url("cp"),
+        endpoint: Some(s3.sw.endpoint.clone()),
+        segment_bytes: None,
+    });
+    let e = Store::mkfs_with(&a.base.join("again"), &spec, &s3.access(false)).unwrap_err();
+    assert!(
+        e.to_string().contains("is in use: it holds filesystem "),
+        "{e}"
+    );
+    let mut elsewhere = Node::new("cp-elsewhere", &s3);
+    run(&format!(
+        "cp -a {} {}",
+        a.store.display(),
+        elsewhere.store.display()
+    ));
+    point_at(&elsewhere.store, &s3.url("nothing-here"));
+    let e = elsewhere.try_start("", false).unwrap_err();
+    assert!(e.contains("holds no wring filesystem"), "{e}");
+    drop(elsewhere);
+    // The metadata says where each extent is: the bucket is only read, through a cold cache.
+    a.start("compress=zstd:3", false);
+    run(&format!("diff -r {} {mnt}/cp", src.display()));
+    let raw = a.objects_raw();
+    assert!(
+        raw["get_bytes"] > 0,
+        "the remount read nothing from the bucket: {raw:?}"
+    );
+    run(&format!("rm -r {mnt}/cp"));
+    a.stop();
+    s3.fsck_clean(&a.store, "after rm -r");
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// Change the bucket URL recorded in a store (as if the prefix were mistyped).
+fn point_at(store: &Path, url: &str) {
+    let db = redb::Database::open(store.join("wring.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(wring_fs::store::objects::CONFIG)
+        .unwrap()
+        .insert("url", url)
+        .unwrap();
+    txn.commit().unwrap();
+}
+
+fn read_all(p: &Path) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    fs::File::open(p).ok()?.read_to_end(&mut v).ok()?;
+    Some(v)
+}
+
+/// One seeded operation on both roots: writes (some fsync'ed), truncates, renames, unlinks
+/// and hole punches on four files.
+fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
+    let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
+    let (a, b) = (rng.below(4), rng.below(4));
+    let op = rng.below(8);
+    let off = rng.below(600_000);
+    let big = rng.below(4) == 0;
+    let len = 1 + rng.below(if big { 1_000_000 } else { 9000 }) as usize;
+    let data = text(rng, len);
+    for root in roots {
+        let _ = match op {
+            0..=2 => OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(f(root, a))
+                .and_then(|mut h| {
+                    h.seek(SeekFrom::Start(off))?;
+                    h.write_all(&data)?;
+                    if op == 2 {
+                        h.sync_data()?;
+                    }
+                    Ok(())
+                }),
+            3 => OpenOptions::new()
+                .write(true)
+                .open(f(root, a))
+                .and_then(|h| h.set_len(off)),
+            4 => fs::rename(f(root, a), f(root, b)),
+            5 => fs::remove_file(f(root, a)),
+            _ => OpenOptions::new()
+                .write(true)
+                .open(f(root, a))
+                .and_then(|h| {
+                    use std::os::fd::AsRawFd;
+                    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+                    // SAFETY: fallocate on an open descriptor.
+                    let r = unsafe { libc::fallocate(h.as_raw_fd(), mode, off as i64, len as i64) };
+                    match r {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    }
+                }),
+        };
+    }
+    format!("t{t} op {op} a {a} b {b} off {off} len {len}")
+}
+
+fn compare(m: &Path, r: &Path, t: usize, what: &str) {
+    for i in 0..4 {
+        let rel = format!("t{t}/f{i}");
+        let (x, y) = (read_all(&m.join(&rel)), read_all(&r.join(&rel)));
+        assert!(
+            x == y,
+            "{rel} differs after {what}: {:?} vs {:?} bytes",
+            x.map(|v| v.len()),
+            y.map(|v| v.len())
+        );
+    }
+}
+
+#[test]
+fn random_ops_against_a_reference_directory() {
+    let Some(s3) = seaweed("random_ops_against_a_reference_directory") else {
+        return;
+    };
+    let mut a = Node::new("ops", &s3);
+    s3.mkfs(&a.store, "ops", Some(256 << 10));
+    a.start("compress-force=zstd:1,max_extent=64K", false);
+    let reference = a.base.join("ref");
+    for t in 0..2 {
+        for root in [a.mnt.as_path(), reference.as_path()] {
+            fs::create_dir_all(root.join(format!("t{t}"))).unwrap();
+        }
+    }
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (mnt, reference) = (a.mnt.clone(), reference.clone());
+            s.spawn(move || {
+                let mut rng = Rng(0x5eed_0018 + t as u64 * 7919);
+                for _ in 0..100 {
+                    let what = step(&mut rng, [&mnt, &reference], t);
+                    compare(&mnt, &reference, t, &what);
+                }
+            });
+        }
+    });
+    a.stop();
+    s3.fsck_clean(&a.store, "after the random operations");
+    a.start("compress=lzo", false);
+    for t in 0..2 {
+        compare(&a.mnt, &reference, t, "remount");
+    }
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+const BLOCK: usize = 16 * 1024;
+const BLOCKS: u64 = 128;
+
+fn pattern(block: u64, generation: u64) -> Vec<u8> {
+    let mut rng = Rng(block * 1_000_003 + generation + 1);
+    let mut v = format!("block {block} generation {generation} ").into_bytes();
+    v.extend(text(&mut rng, BLOCK));
+    v.truncate(BLOCK);
+    v
+}
+
+/// acked[b]: the last generation of block b whose fsync returned; tried[b]: the last written.
+#[derive(Clone)]
+struct Ledger {
+    acked: Arc<Mutex<Vec<Option<u64>>>>,
+    tried: Arc<Mutex<Vec<Option<u64>>>>,
+}
+
+impl Ledger {
+    fn new() -> Ledger {
+        Ledger {
+            acked: Arc::new(Mutex::new(vec![None; BLOCKS as usize])),
+            tried: Arc::new(Mutex::new(vec![None; BLOCKS as usize])),
+        }
+    }
+
+    /// Every block reads back as its acknowledged generation or a later one tried.
+    fn check(&self, path: &Path, what: &str) {
+        let Some(all) = read_all(path) else {
+            let acked = self.acked.lock().unwrap();
+            assert!(
+                acked.iter().all(Option::is_none),
+                "{what}: the file is gone"
+            );
+            return;
+        };
+        let (acked, tried) = (self.acked.lock().unwrap(), self.tried.lock().unwrap());
+        for b in 0..BLOCKS {
+            let start = b as usize * BLOCK;
+            let got = all.get(start..start + BLOCK);
+            let ok = match (acked[b as usize], tried[b as usize], got) {
+                (None, _, None) => true,
+                (None, _, Some(g)) if g.iter().all(|&x| x == 0) => true,
+                (a, Some(t), Some(g)) => (a.unwrap_or(0)..=t).any(|gen| pattern(b, gen) == g),
+                _ => false,
+            };
+            assert!(
+                ok,
+                "{what}: block {b} reads back wrong (acked {:?}, tried {:?})",
+                acked[b as usize], tried[b as usize]
+            );
+        }
+    }
+
+    /// A writer of fsync'ed blocks from generation `base` on, until `stop`; errors (EIO while
+    /// the bucket is away) are counted in `errors` and the block is not acknowledged.
+    fn writer(
+        &self,
+        path: PathBuf,
+        base: u64,
+        seed: u64,
+        stop: Arc<AtomicBool>,
+        errors: Arc<AtomicU64>,
+        keep_going: bool,
+    ) -> std::thread::JoinHandle<u64> {
+        let (acked, tried) = (self.acked.clone(), self.tried.clone());
+        std::thread::spawn(move || -> u64 {
+            let mut rng = Rng(seed | 1);
+            let Ok(mut f) = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(&path)
+            else {
+                return base;
+            };
+            let mut g = base;
+            while !stop.load(Ordering::Relaxed) {
+                g += 1;
+                let b = rng.below(BLOCKS);
+                tried.lock().unwrap()[b as usize] = Some(g);
+                let ok = f.seek(SeekFrom::Start(b * BLOCK as u64)).is_ok()
+                    && f.write_all(&pattern(b, g)).is_ok()
+                    && f.sync_data().is_ok();
+                if ok {
+                    acked.lock().unwrap()[b as usize] = Some(g);
+                } else if keep_going {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(100));
+                } else {
+                    break;
+                }
+            }
+            g
+        })
+    }
+
+    fn acked_count(&self) -> usize {
+        self.acked.lock().unwrap().iter().flatten().count()
+    }
+}
+
+#[test]
+fn kill_9_mid_write_then_break_the_lease() {
+    let Some(s3) = seaweed("kill_9_mid_write_then_break_the_lease") else {
+        return;
+    };
+    let mut a = Node::new("kill9", &s3);
+    s3.mkfs(&a.store, "kill9", Some(256 << 10));
+    let ledger = Ledger::new();
+    let mut rng = Rng(18);
+    let mut generation = 0u64;
+    let opts = "compress-force=zstd:1,max_extent=64K";
+    for cycle in 0..6 {
+        if cycle > 0 {
+            // The killed daemon still holds the lease: a plain mount is refused, naming it.
+            let e = a.try_start(opts, false).unwrap_err();
+            assert!(e.contains("held by"), "cycle {cycle}: {e}");
+        }
+        a.start(opts, cycle > 0);
+        ledger.check(&a.p("data"), &format!("cycle {cycle}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let errors = Arc::new(AtomicU64::new(0));
+        let w = ledger.writer(
+            a.p("data"),
+            generation,
+            rng.next(),
+            stop.clone(),
+            errors,
+            false,
+        );
+        std::thread::sleep(Duration::from_millis(300 + rng.below(900)));
+        a.kill();
+        stop.store(true, Ordering::Relaxed);
+        generation = w.join().unwrap() + 1;
+        s3.fsck_clean(&a.store, &format!("cycle {cycle}"));
+    }
+    assert!(ledger.acked_count() > 0, "no fsync ever returned");
+    a.start(opts, true);
+    ledger.check(&a.p("data"), "the end");
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+#[test]
+fn seaweedfs_killed_and_restarted_under_load() {
+    let Some(mut s3) = seaweed("seaweedfs_killed_and_restarted_under_load") else {
+        return;
+    };
+    let mut a = Node::new("restart", &s3);
+    s3.mkfs(&a.store, "restart", Some(256 << 10));
+    let opts = "compress-force=zstd:1,max_extent=64K";
+    a.start(opts, false);
+    let ledger = Ledger::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let errors = Arc::new(AtomicU64::new(0));
+    let w = ledger.writer(a.p("data"), 0, 7, stop.clone(), errors.clone(), true);
+    let wait_acks = |n: usize, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while ledger.acked_count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: fsyncs stopped returning"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_acks(10, "before the kill");
+    s3.sw.kill("server").expect("killing weed");
+    let acked_before = ledger.acked.lock().unwrap().clone();
+    std::thread::sleep(Duration::from_secs(3));
+    // The mount is alive while the bucket is away: metadata answers, written data reads
+    // (from the cache; the writer is still at it, so only the length is known), and status
+    // says why the writer waits.
+    assert!(fs::metadata(a.p("data")).is_ok(), "the mount died");
+    assert!(read_all(&a.p("data")).is_some(), "the file does not read");
+    let status = a.status();
+    assert!(
+        !status.contains("objects last_error: none"),
+        "no upload error while SeaweedFS is down:\n{status}"
+    );
+    s3.sw.restart("server").expect("restarting weed");
+    // Writes go on once it is back: more blocks are acknowledged than before the kill.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while *ledger.acked.lock().unwrap() == acked_before {
+        assert!(
+            Instant::now() < deadline,
+            "no fsync returned after the restart"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+    eprintln!(
+        "fsyncs that failed while SeaweedFS was down: {}",
+        errors.load(Ordering::Relaxed)
+    );
+    // Everything queued went up: no error left, nothing pending.
+    a.status_settles();
+    a.stop();
+    s3.fsck_clean(&a.store, "after the restart");
+    a.start(opts, false);
+    ledger.check(&a.p("data"), "after a remount");
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// Rewrite the harness's S3 identity with `actions` and restart weed to load it.
+fn set_actions(s3: &mut S3, actions: &str) {
+    let config = format!(
+        r#"{{"identities":[{{"name":"wring","credentials":[{{"accessKey":"{}","secretKey":"{}"}}],"actions":[{actions}]}}]}}"#,
+        s3.sw.access_key, s3.sw.secret_key
+    );
+    fs::write(s3.sw.dir().join("s3.json"), config).unwrap();
+    s3.sw.kill("server").unwrap();
+    s3.sw.restart("server").unwrap();
+}
+
+#[test]
+fn a_bucket_that_refuses_writes() {
+    let Some(mut s3) = seaweed("a_bucket_that_refuses_writes") else {
+        return;
+    };
+    let mut a = Node::new("refuse", &s3);
+    s3.mkfs(&a.store, "refuse", Some(256 << 10));
+    let opts = "compress-force=zstd:1";
+    a.start(opts, false);
+    let before = text(&mut Rng(1), 500_000);
+    fs::write(a.p("before"), &before).unwrap();
+    fs::File::open(a.p("before")).unwrap().sync_all().unwrap();
+    // The identity may now only read: uploads are refused (403).
+    set_actions(&mut s3, r#""Read","List""#);
+    let data = text(&mut Rng(2), 500_000);
+    let f = fs::File::create(a.p("after")).unwrap();
+    let r = (&f).write_all(&data).and_then(|_| f.sync_all());
+    let e = r.expect_err("fsync returned while the bucket refuses writes");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    drop(f);
+    // The mount survives and says why.
+    assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
+    let status = a.status();
+    let last = status
+        .lines()
+        .find(|l| l.starts_with("objects last_error:"))
+        .unwrap_or_default();
+    assert!(!last.ends_with(": none"), "{status}");
+    eprintln!("{last}");
+    // A new filesystem cannot be made with it, and says so.
+    let spec = DataSpec::Objects(ObjectsSpec {
+        url: s3.url("refuse-mkfs"),
+        endpoint: Some(s3.sw.endpoint.clone()),
+        segment_bytes: None,
+    });
+    let dir = a.base.join("store2");
+    let e = Store::mkfs_with(&dir, &spec, &s3.access(false))
+        .expect_err("mkfs with credentials that may only read");
+    let e = e.to_string();
+    assert!(e.contains("does not take writes"), "{e}");
+    assert!(
+        !dir.join("wring.redb").exists(),
+        "mkfs left a store behind: {e}"
+    );
+    eprintln!("mkfs with a read-only identity: {e}");
+    // Writes allowed again: the queued data goes up and a later fsync succeeds.
+    set_actions(&mut s3, r#""Admin","Read","Write","List","Tagging""#);
+    fs::write(a.p("later"), &data).unwrap();
+    fs::File::open(a.p("later")).unwrap().sync_all().unwrap();
+    a.status_settles();
+    a.stop();
+    s3.fsck_clean(&a.store, "after writes were allowed again");
+    a.start(opts, false);
+    assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
+    assert_eq!(read_all(&a.p("later")).as_deref(), Some(&data[..]));
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+#[test]
+fn handover_between_two_machines() {
+    let Some(s3) = seaweed("handover_between_two_machines") else {
+        return;
+    };
+    let (mut a, mut b) = (Node::new("hand-a", &s3), Node::new("hand-b", &s3));
+    s3.mkfs(&a.store, "hand", Some(1 << 20));
+    let opts = "compress=zstd:3";
+    a.start(opts, false);
+    let src = a.base.join("src");
+    slice(&src, 1 << 20);
+    run(&format!("cp -a {} {}", src.display(), a.p("one").display()));
+    a.stop();
+    // Machine B takes over from the snapshot A's unmount left in the bucket.
+    s3.fetch("hand", &b.store, false)
+        .expect("mount --from on B");
+    b.start(opts, false);
+    run(&format!(
+        "diff -r {} {}",
+        src.display(),
+        b.p("one").display()
+    ));
+    run(&format!("cp -a {} {}", src.display(), b.p("two").display()));
+    // While B holds the lease, A can neither mount its old copy nor fetch the new one.
+    let e = a.try_start(opts, false).unwrap_err();
+    assert!(e.contains("held by"), "{e}");
+    let e = s3
+        .fetch("hand", &a.base.join("store-again"), false)
+        .unwrap_err();
+    assert!(e.contains("held by"), "{e}");
+    b.stop();
+    // Back to A: what B wrote is there.
+    let _ = fs::remove_dir_all(&a.store);
+    s3.fetch("hand", &a.store, false)
+        .expect("mount --from on A");
+    a.start(opts, false);
+    run(&format!(
+        "diff -r {} {}",
+        src.display(),
+        a.p("one").display()
+    ));
+    run(&format!(
+        "diff -r {} {}",
+        src.display(),
+        a.p("two").display()
+    ));
+    // A dies holding the lease: B breaks it explicitly and takes over from the last snapshot.
+    a.kill();
+    let _ = fs::remove_dir_all(&b.store);
+    let e = s3.fetch("hand", &b.store, false).unwrap_err();
+    assert!(e.contains("held by"), "{e}");
+    let _ = fs::remove_dir_all(&b.store);
+    s3.fetch("hand", &b.store, true)
+        .expect("mount --from --break-lease");
+    b.start(opts, false);
+    run(&format!(
+        "diff -r {} {}",
+        src.display(),
+        b.p("two").display()
+    ));
+    b.stop();
+    s3.fsck_clean(&b.store, "on B at the end");
+    drop((a, b));
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// The counters of `wring status`'s `compaction:` line.
+fn compaction(node: &Node) -> HashMap<String, u64> {
+    let s = node.status();
+    let line = s
+        .lines()
+        .find_map(|l| l.strip_prefix("compaction: "))
+        .unwrap_or_else(|| panic!("no 'compaction:' line in wring status:\n{s}"));
+    line.split_whitespace()
+        .filter_map(|w| {
+            let (k, v) = w.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn compaction_while_writing() {
+    let Some(s3) = seaweed("compaction_while_writing") else {
+        return;
+    };
+    let mut a = Node::new("compact", &s3);
+    s3.mkfs(&a.store, "compact", Some(256 << 10));
+    a.start(
+        "compress-force=zstd:1,max_extent=64K,compact=1,compact_threshold=90",
+        false,
+    );
+    let size = 4 << 20;
+    let mut rng = Rng(99);
+    let mut want = text(&mut rng, size);
+    fs::write(a.p("f"), &want).unwrap();
+    fs::File::open(a.p("f")).unwrap().sync_all().unwrap();
+    let mut f = OpenOptions::new().write(true).open(a.p("f")).unwrap();
+    let mut written = 0u64;
+    let started = Instant::now();
+    // Overwrites until the compactor has made a few passes and deleted segments while they go
+    // on (a few seconds), reading the file back now and then as the extents move under the
+    // reads.
+    for round in 0.. {
+        for _ in 0..8 {
+            let off = rng.below((size - 65536) as u64) as usize;
+            let block = text(&mut rng, 65536);
+            want[off..off + 65536].copy_from_slice(&block);
+            f.seek(SeekFrom::Start(off as u64)).unwrap();
+            f.write_all(&block).unwrap();
+            written += 65536;
+        }
+        f.sync_all().unwrap();
+        if round % 10 == 9 {
+            assert!(
+                read_all(&a.p("f")) == Some(want.clone()),
+                "round {round}: the file differs"
+            );
+            let c = compaction(&a);
+            eprintln!("round {round}: {c:?} {:?}", a.objects_raw());
+            let done = c["passes"] >= 3 && c["segments_deleted"] > 0 && c["extents_moved"] > 0;
+            if round >= 30 && done {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no segment was compacted while writing:\n{}",
+            a.status()
+        );
+    }
+    drop(f);
+    // The compactor goes on until every segment is at least 90% live: what is dead then is
+    // the rest under that, bounded by 10% of the bucket plus the segments still waiting.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let raw = a.objects_raw();
+        if raw["dead_bytes"] * 100 <= raw["bucket_bytes"] * 15 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dead bytes stay above 15% of the bucket: {raw:?}\n{}",
+            a.status()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Then it stops: nothing left to rewrite means no more rewriting.
+    std::thread::sleep(Duration::from_secs(2));
+    let before = compaction(&a);
+    std::thread::sleep(Duration::from_secs(3));
+    let after = compaction(&a);
+    assert_eq!(
+        before["segments_rewritten"], after["segments_rewritten"],
+        "the compactor keeps rewriting with nothing written: {after:?}"
+    );
+    assert_eq!(after["errors"], 0, "{}", a.status());
+    let raw = a.objects_raw();
+    assert!(
+        raw["bucket_bytes"] < written,
+        "the bucket holds {} bytes after {written} bytes of overwrites",
+        raw["bucket_bytes"]
+    );
+    assert!(
+        read_all(&a.p("f")) == Some(want.clone()),
+        "the file differs after compaction"
+    );
+    a.stop();
+    s3.fsck_clean(&a.store, "after compaction");
+    a.start("compress-force=zstd:1,max_extent=64K", false);
+    assert!(
+        read_all(&a.p("f")) == Some(want),
+        "the file differs after a remount"
+    );
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// `curl --aws-sigv4` against the harness's S3 endpoint (the test's own throwaway keys).
+fn s3_curl(s3: &S3, args: &str, key: &str) -> std::process::Output {
+    sh(&format!(
+        "curl -sS -f --aws-sigv4 aws:amz:us-east-1:s3 --user '{}:{}' {args} '{}/{BUCKET}/{key}'",
+        s3.sw.access_key, s3.sw.secret_key, s3.sw.endpoint
+    ))
+}
+
+#[test]
+fn fsck_names_a_missing_and_a_corrupt_segment() {
+    let Some(s3) = seaweed("fsck_names_a_missing_and_a_corrupt_segment") else {
+        return;
+    };
+    let mut a = Node::new("fsck", &s3);
+    s3.mkfs(&a.store, "fsck", Some(256 << 10));
+    a.start("compress-force=zstd:1,max_extent=64K", false);
+    let mut rng = Rng(3);
+    for i in 0..4 {
+        fs::write(a.p(&format!("f{i}")), text(&mut rng, 600_000)).unwrap();
+    }
+    a.stop();
+    s3.fsck_clean(&a.store, "before the damage");
+    // Segment 1 with one byte flipped in its data, segment 2 gone.
+    let (one, two) = ("fsck/seg/0000000000000001", "fsck/seg/0000000000000002");
+    let copy = a.base.join("seg1");
+    let o = s3_curl(&s3, &format!("-o {}", copy.display()), one);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut bytes = fs::read(&copy).unwrap();
+    bytes[100] ^= 0x40;
+    fs::write(&copy, &bytes).unwrap();
+    let o = s3_curl(&s3, &format!("-T {}", copy.display()), one);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = s3_curl(&s3, "-X DELETE", two);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = wring_fs::fsck::fsck_with(&a.store, &s3.access(false)).expect("fsck runs");
+    let names = |object: &str, why: &str| {
+        r.problems.iter().any(|p| {
+            p.contains("(inode ") && p.contains("extent ") && p.contains(object) && p.contains(why)
+        })
+    };
+    assert!(names(one, "corrupt"), "{:#?}", r.problems);
+    assert!(names(two, "not in the bucket"), "{:#?}", r.problems);
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
