@@ -8,6 +8,10 @@
 //! The kernel's side is [`KernelFs`], every benchmark's one kernel run; the corpus directory is
 //! copied as it is (`cp -r`) and listed with [`corpus::list`].
 //!
+//! With `--data`, each method also runs on a wring store whose extents are in an S3 bucket
+//! (see [`objects`]), beside the local store and the kernel's btrfs: write and read MB/s, the
+//! input against the bytes in the bucket, and requests per MiB.
+//!
 //! MB here are 10^6 bytes.
 
 use std::ffi::OsString;
@@ -29,6 +33,9 @@ use crate::corpus;
 use crate::kernel::{require_root, KernelFs};
 use crate::BenchError;
 
+mod objects;
+pub use objects::{Objects, ObjectsRun};
+
 /// How to start a background mount daemon.
 #[derive(Debug, Clone)]
 pub enum Launcher {
@@ -41,19 +48,33 @@ pub enum Launcher {
 impl Launcher {
     /// The program and arguments that mount `dir` on `mnt` with `opts` in the foreground.
     pub(crate) fn args(&self, dir: &Path, mnt: &Path, opts: &str) -> (PathBuf, Vec<OsString>) {
+        self.args_with(dir, mnt, opts, None)
+    }
+
+    /// [`Launcher::args`] with the bucket's credentials file for a store in a bucket.
+    pub(crate) fn args_with(
+        &self,
+        dir: &Path,
+        mnt: &Path,
+        opts: &str,
+        credentials: Option<&Path>,
+    ) -> (PathBuf, Vec<OsString>) {
+        let creds: Vec<OsString> = match credentials {
+            Some(c) => vec!["--credentials".into(), c.into()],
+            None => Vec::new(),
+        };
         match self {
-            Launcher::Cli(exe) => (
-                exe.clone(),
-                vec![
-                    "mount".into(),
-                    "-f".into(),
-                    "-o".into(),
-                    opts.into(),
-                    dir.into(),
-                    mnt.into(),
-                ],
-            ),
-            Launcher::Fsd(exe) => (exe.clone(), vec![dir.into(), mnt.into(), opts.into()]),
+            Launcher::Cli(exe) => {
+                let mut args: Vec<OsString> = vec!["mount".into(), "-f".into()];
+                args.extend(creds);
+                args.extend(["-o".into(), opts.into(), dir.into(), mnt.into()]);
+                (exe.clone(), args)
+            }
+            Launcher::Fsd(exe) => {
+                let mut args = creds;
+                args.extend([dir.into(), mnt.into(), opts.into()]);
+                (exe.clone(), args)
+            }
         }
     }
 }
@@ -83,6 +104,8 @@ pub struct Config {
     pub work: PathBuf,
     /// Runs per method and filesystem, alternating; the fastest write and read of each are kept.
     pub repeat: usize,
+    /// Also run each method on a store whose extents are in a bucket.
+    pub objects: Option<Objects>,
 }
 
 /// Latency of cold random 4 KiB reads.
@@ -150,6 +173,8 @@ pub struct Row {
     /// wring / kernel of each round's write and read MB/s, the two runs of a round back to
     /// back, so a slow spell of the machine hits both sides of a ratio alike.
     pub rounds: Vec<(f64, f64)>,
+    /// wring with its extents in a bucket, when asked for.
+    pub objects: Option<ObjectsRun>,
 }
 
 /// wring / kernel write and read MB/s of one round.
@@ -337,7 +362,18 @@ impl WringMount {
         mnt: &Path,
         opts: &str,
     ) -> Result<WringMount, BenchError> {
-        let (exe, args) = l.args(dir, mnt, opts);
+        Self::mount_with(l, dir, mnt, opts, None)
+    }
+
+    /// [`WringMount::mount`] of a store in a bucket, with its credentials file.
+    pub(crate) fn mount_with(
+        l: &Launcher,
+        dir: &Path,
+        mnt: &Path,
+        opts: &str,
+        credentials: Option<&Path>,
+    ) -> Result<WringMount, BenchError> {
+        let (exe, args) = l.args_with(dir, mnt, opts, credentials);
         daemon::mount_background(&exe, &args).map_err(|source| BenchError::WringMount {
             what: format!("mounting {} with -o {opts}", dir.display()),
             source,
@@ -410,6 +446,14 @@ fn total_bytes(files: &[(PathBuf, u64)]) -> u64 {
     files.iter().map(|f| f.1).sum()
 }
 
+/// Where a wring run keeps its extents: in the store directory, or in the bucket (the run's
+/// number under it, for a prefix of its own).
+#[derive(Clone, Copy)]
+enum Backing<'a> {
+    Local,
+    Bucket(&'a objects::BucketTarget, usize),
+}
+
 /// One wring run of `method` at `max_extent`; random reads when `random`.
 pub fn wring_run(
     cfg: &Config,
@@ -418,52 +462,102 @@ pub fn wring_run(
     max_extent: usize,
     random: bool,
 ) -> Result<Run, BenchError> {
-    let base = cfg.work.join(format!(
-        "wring-{}-{}",
-        method.replace(':', "_"),
-        fmt_size(max_extent)
-    ));
+    Ok(wring_run_on(cfg, files, method, max_extent, random, Backing::Local)?.run)
+}
+
+/// One wring run of `method` on a store whose extents are in the bucket `t` (run `n`).
+fn objects_run(
+    cfg: &Config,
+    files: &[(PathBuf, u64)],
+    method: &str,
+    t: &objects::BucketTarget,
+    n: usize,
+) -> Result<ObjectsRun, BenchError> {
+    let b = Backing::Bucket(t, n);
+    wring_run_on(cfg, files, method, cfg.max_extent, false, b)
+}
+
+/// [`wring_run`] on `backing`; for a bucket, with its requests counted and its bytes.
+fn wring_run_on(
+    cfg: &Config,
+    files: &[(PathBuf, u64)],
+    method: &str,
+    max_extent: usize,
+    random: bool,
+    backing: Backing<'_>,
+) -> Result<ObjectsRun, BenchError> {
+    let method_ = method.replace(':', "_");
+    let name = match backing {
+        Backing::Local => format!("wring-{method_}-{}", fmt_size(max_extent)),
+        Backing::Bucket(_, n) => format!("s3-{method_}-{n}"),
+    };
+    let base = cfg.work.join(&name);
     let _ = std::fs::remove_dir_all(&base);
     let (store, mnt) = (base.join("store"), base.join("mnt"));
     std::fs::create_dir_all(&mnt)
         .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
-    Store::mkfs(&store).map_err(|source| BenchError::Fs {
-        what: format!("making a store in {}", store.display()),
-        source,
-    })?;
+    let creds = match backing {
+        Backing::Local => {
+            Store::mkfs(&store).map_err(|source| BenchError::Fs {
+                what: format!("making a store in {}", store.display()),
+                source,
+            })?;
+            None
+        }
+        Backing::Bucket(t, _) => {
+            objects::mkfs(&store, t, &name)?;
+            t.credentials.as_deref()
+        }
+    };
+    let count = |mnt: &Path| match backing {
+        Backing::Local => Ok(objects::Counters::default()),
+        Backing::Bucket(..) => objects::counters(mnt),
+    };
     let opts = format!(
         "compress-force={method},max_extent={}",
         fmt_size(max_extent)
     );
-    let label = format!("wring {opts}");
-    let mut run = Run {
-        bytes: total_bytes(files) * cfg.copies as u64,
-        ..Run::default()
+    let label = match backing {
+        Backing::Local => format!("wring {opts}"),
+        Backing::Bucket(..) => format!("wring in a bucket, {opts}"),
     };
-    let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+    let mut out = ObjectsRun {
+        run: Run {
+            bytes: total_bytes(files) * cfg.copies as u64,
+            ..Run::default()
+        },
+        ..ObjectsRun::default()
+    };
+    let run = &mut out.run;
+    let m = WringMount::mount_with(&cfg.launcher, &store, &mnt, &opts, creds)?;
     warm(&cfg.corpus, files)?;
     progress(&format!("{label}: copying"));
+    let before = count(&mnt)?;
     let t = Instant::now();
     copy_in(&cfg.corpus, &mnt, cfg.copies)?;
     wring_sync(&mnt)?;
     run.write = t.elapsed();
+    let after = count(&mnt)?;
+    (out.puts, out.bucket_bytes) = (after.puts.saturating_sub(before.puts), after.bucket_bytes);
     (run.uncompressed, run.stored) = wring_usage(&mnt)?;
     m.umount()?;
     drop_caches()?;
-    let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+    let m = WringMount::mount_with(&cfg.launcher, &store, &mnt, &opts, creds)?;
     progress(&format!("{label}: reading back"));
+    let before = count(&mnt)?;
     run.read = tar_read(&mnt)?;
+    out.gets = count(&mnt)?.gets.saturating_sub(before.gets);
     m.umount()?;
     if random {
         // A fresh mount: the fs's decompressed-extent cache is empty too.
         drop_caches()?;
-        let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
+        let m = WringMount::mount_with(&cfg.launcher, &store, &mnt, &opts, creds)?;
         progress(&format!("{label}: random reads"));
         run.latency = Some(random_reads(&mnt.join("c0"), files, cfg.random_reads)?);
         m.umount()?;
     }
     let _ = std::fs::remove_dir_all(&base);
-    Ok(run)
+    Ok(out)
 }
 
 /// The same on a kernel btrfs mounted with `compress-force=METHOD` ([`KernelFs`]).
@@ -517,6 +611,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
     std::fs::create_dir_all(&cfg.work)
         .map_err(|e| BenchError::io(format!("creating {}", cfg.work.display()), e))?;
     let compare = cfg.big_extent.is_some();
+    let bucket = objects::target(cfg)?;
     let mut rows = Vec::new();
     for method in &cfg.methods {
         let random = compare && *method == cfg.extent_method;
@@ -526,8 +621,12 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
         } else {
             None
         };
+        let mut objects = match &bucket {
+            Some((t, _)) => Some(objects_run(cfg, &files, method, t, 0)?),
+            None => None,
+        };
         let mut rounds: Vec<_> = kernel.iter().map(|k| round_ratio(&wring, k)).collect();
-        for _ in 1..cfg.repeat {
+        for round in 1..cfg.repeat {
             let w = wring_run(cfg, &files, method, cfg.max_extent, false)?;
             wring.keep_fastest(&w);
             if let Some(k) = kernel.as_mut() {
@@ -535,12 +634,17 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
                 rounds.push(round_ratio(&w, &kr));
                 k.keep_fastest(&kr);
             }
+            if let (Some(o), Some((t, _))) = (objects.as_mut(), &bucket) {
+                let r = objects_run(cfg, &files, method, t, round)?;
+                o.run.keep_fastest(&r.run);
+            }
         }
         rows.push(Row {
             method: method.clone(),
             wring,
             kernel,
             rounds,
+            objects,
         });
     }
     let extent = match cfg.big_extent {
@@ -563,6 +667,10 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
             })
         }
     };
+    if let Some((_, Some(sw))) = bucket {
+        sw.stop_and_check()
+            .map_err(|e| BenchError::io("stopping SeaweedFS", std::io::Error::other(e)))?;
+    }
     Ok(Report {
         corpus: (total_bytes(&files), files.len()),
         rows,
@@ -647,6 +755,9 @@ impl Report {
         if self.repeat > 1 && self.rows.iter().any(|r| !r.rounds.is_empty()) {
             s += &self.render_rounds();
         }
+        if self.rows.iter().any(|r| r.objects.is_some()) {
+            s += &objects::render(&self.rows);
+        }
         if let Some(e) = &self.extent {
             let _ = writeln!(
                 s,
@@ -708,6 +819,7 @@ mod tests {
                 rounds: vec![round_ratio(&wring, &kernel), (1.1, 0.8), (1.0, 1.2)],
                 wring,
                 kernel: Some(kernel),
+                objects: None,
             }],
             extent: None,
             repeat: 3,

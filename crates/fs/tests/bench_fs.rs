@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use wring_bench::corpus;
 use wring_bench::fs::{self as bench, Config, Launcher};
+use wring_testing::Need;
 
 fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
     Config {
@@ -21,19 +22,16 @@ fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
         launcher: Launcher::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into()),
         work,
         repeat: 1,
+        objects: None,
     }
 }
 
-#[test]
-fn bench_fs_tiny_corpus() {
-    if !require_root("bench_fs_tiny_corpus") {
-        return;
-    }
-    let base = PathBuf::from(format!("/tmp/wring-bench-fs-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
+/// A few MB in `base/corpus`: slices of the corpus files, or generated text when there is no
+/// corpus.
+fn tiny_corpus(base: &std::path::Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(base);
     let src = base.join("corpus");
     std::fs::create_dir_all(src.join("sub")).unwrap();
-    // A few MB: slices of the corpus files, or generated text when there is no corpus.
     let c = corpus();
     for (n, (rel, len)) in corpus::list(&c).unwrap().into_iter().take(4).enumerate() {
         let data = std::fs::read(c.join(&rel)).unwrap();
@@ -45,6 +43,16 @@ fn bench_fs_tiny_corpus() {
         .unwrap();
     }
     std::fs::write(src.join("text"), text(&mut Rng(3), 2 << 20)).unwrap();
+    src
+}
+
+#[test]
+fn bench_fs_tiny_corpus() {
+    if !require_root("bench_fs_tiny_corpus") {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-bench-fs-test-{}", std::process::id()));
+    let src = tiny_corpus(&base);
     let mut cfg = config(src, base.join("work"), &["zstd:1"]);
     cfg.extent_method = "zstd:1".into();
     cfg.random_reads = 50;
@@ -67,6 +75,36 @@ fn bench_fs_tiny_corpus() {
     assert!(e.big.1.latency.is_some() && e.big.1.ratio() > 1.0);
     assert!(
         table.contains("| zstd:1 |") && table.contains("| wring | 1M |"),
+        "{table}"
+    );
+}
+
+/// `--data seaweed`: the run on a store in a SeaweedFS started for it gives its row (bytes in
+/// the bucket, requests both ways) and its table, and the SeaweedFS is stopped with nothing
+/// left (the benchmark checks that itself).
+#[test]
+fn bench_fs_in_a_bucket() {
+    if !wring_testing::require("bench_fs_in_a_bucket", &[Need::Root, Need::Seaweed]) {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-bench-fs-s3-{}", std::process::id()));
+    let src = tiny_corpus(&base);
+    let mut cfg = config(src, base.join("work"), &["zstd:1"]);
+    (cfg.kernel, cfg.big_extent) = (false, None);
+    cfg.objects = Some(bench::Objects::Seaweed);
+    let report = bench::run(&cfg);
+    let _ = std::fs::remove_dir_all(&base);
+    let report = report.unwrap();
+    let table = report.render();
+    eprintln!("{table}");
+    let row = &report.rows[0];
+    let o = row.objects.as_ref().expect("the bucket's run");
+    assert_eq!(o.run.bytes, row.wring.bytes);
+    assert!(o.run.ratio() > 1.0 && o.bucket_ratio() > 1.0, "{o:?}");
+    assert!(o.puts > 0 && o.gets > 0, "{o:?}");
+    assert!(o.run.write > std::time::Duration::ZERO && o.run.read > std::time::Duration::ZERO);
+    assert!(
+        table.contains("wring with its extents in a bucket"),
         "{table}"
     );
 }

@@ -1,13 +1,15 @@
 //! `wring bench fs`: seed 001's experiment through a real wring mount against kernel btrfs —
 //! write (copy + sync) and read (tar after remount) throughput and ratio per method, then the
-//! large-extent comparison (ratio gain, cold random 4 KiB read latency). Needs root.
+//! large-extent comparison (ratio gain, cold random 4 KiB read latency). Needs root. With
+//! `--data s3://BUCKET/PREFIX` (or `--data seaweed`), each method also runs on a store whose
+//! extents are in a bucket.
 //! Thin: parse, call wring_bench::fs, print.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use wring_bench::corpus::CORPUS_ENV;
-use wring_bench::fs::{self as bench, Config, Launcher};
+use wring_bench::fs::{self as bench, Config, Launcher, Objects};
 use wring_engine::size::parse_size;
 use wring_fs::options::parse_spec;
 
@@ -49,6 +51,47 @@ pub struct Args {
     /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Also run each method with its extents in a bucket (mkfs --data): s3://BUCKET/PREFIX
+    /// (each run under a prefix of its own below it), or `seaweed` to start a SeaweedFS on
+    /// this machine for the run (scripts/setup.sh installs weed)
+    #[arg(long, value_name = "URL")]
+    data: Option<String>,
+    /// The S3 endpoint for --data s3://… (https://HOST[:PORT], or http:// on this machine);
+    /// without it, AWS
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// Credentials file for --data s3://… (0600; else the AWS_* environment)
+    #[arg(long, value_name = "FILE")]
+    credentials: Option<PathBuf>,
+}
+
+/// `--data`: `seaweed`, or a bucket.
+fn objects(args: &Args) -> Result<Option<Objects>> {
+    match args.data.as_deref() {
+        None => {
+            if args.endpoint.is_some() || args.credentials.is_some() {
+                bail!("--endpoint and --credentials need --data s3://BUCKET/PREFIX");
+            }
+            Ok(None)
+        }
+        Some("seaweed") => {
+            if args.endpoint.is_some() || args.credentials.is_some() {
+                bail!("--data seaweed starts its own SeaweedFS: --endpoint and --credentials are not for it");
+            }
+            Ok(Some(Objects::Seaweed))
+        }
+        Some(url) => {
+            let rest = url.strip_prefix("s3://").unwrap_or_default();
+            if !rest.contains('/') || rest.starts_with('/') {
+                bail!("--data must be s3://BUCKET/PREFIX or seaweed, not '{url}'");
+            }
+            Ok(Some(Objects::Bucket {
+                url: url.to_string(),
+                endpoint: args.endpoint.clone(),
+                credentials: args.credentials.clone(),
+            }))
+        }
+    }
 }
 
 fn size(what: &str, text: &str) -> Result<usize> {
@@ -60,6 +103,7 @@ fn size(what: &str, text: &str) -> Result<usize> {
 
 /// Run `wring bench fs`.
 pub fn run(args: Args) -> Result<()> {
+    let objects = objects(&args)?;
     let corpus = match args
         .corpus
         .or_else(|| std::env::var_os(CORPUS_ENV).map(Into::into))
@@ -94,6 +138,7 @@ pub fn run(args: Args) -> Result<()> {
             std::env::temp_dir().join(format!("wring-bench-fs-{}", std::process::id()))
         }),
         repeat: args.repeat.max(1),
+        objects,
     };
     let report = bench::run(&cfg);
     let _ = std::fs::remove_dir_all(&cfg.work);
