@@ -31,10 +31,15 @@ struct S3 {
 }
 
 fn seaweed(test: &str) -> Option<S3> {
+    seaweed_with(test, Seaweed::server)
+}
+
+/// [`seaweed`] with SeaweedFS started by `start` (one server, or a cluster).
+fn seaweed_with(test: &str, start: fn() -> std::io::Result<Seaweed>) -> Option<S3> {
     if !require(test, &[Need::Root, Need::Seaweed]) {
         return None;
     }
-    let sw = Seaweed::server().unwrap_or_else(|e| panic!("starting SeaweedFS: {e}"));
+    let sw = start().unwrap_or_else(|e| panic!("starting SeaweedFS: {e}"));
     let creds = sw.dir().join("credentials");
     write_creds(&creds, &sw.access_key, &sw.secret_key);
     Some(S3 { sw, creds })
@@ -654,6 +659,93 @@ fn seaweedfs_killed_and_restarted_under_load() {
     s3.fsck_clean(&a.store, "after the restart");
     a.start(opts, false);
     ledger.check(&a.p("data"), "after a remount");
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// The issue's cluster on one machine (one master, three volume servers, replication 001, a
+/// filer and the S3 gateway): a volume server is killed while a writer of fsync'ed blocks and
+/// a cp -a are at it. Writes go on (the other replicas take them), every fsync'ed block and
+/// the copy read back after a remount, and fsck verifies every segment.
+#[test]
+fn a_volume_server_killed_mid_write_in_a_cluster() {
+    let Some(mut s3) = seaweed_with(
+        "a_volume_server_killed_mid_write_in_a_cluster",
+        Seaweed::cluster,
+    ) else {
+        return;
+    };
+    let mut a = Node::new("cluster", &s3);
+    s3.mkfs(&a.store, "cluster", Some(512 << 10));
+    let opts = "compress=zstd:3,max_extent=64K";
+    a.start(opts, false);
+    let src = a.base.join("src");
+    slice(&src, 1 << 20);
+    let ledger = Ledger::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let errors = Arc::new(AtomicU64::new(0));
+    let w = ledger.writer(a.p("data"), 0, 11, stop.clone(), errors.clone(), true);
+    let wait_acks = |n: usize, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while ledger.acked_count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: fsyncs stopped returning"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_acks(20, "before the kill");
+    run(&format!("cp -a {} {}", src.display(), a.p("one").display()));
+    // The volume server holding the most replicas of what is written so far goes.
+    let held = |v: usize| -> u64 {
+        let dir = s3.sw.dir().join(format!("volume{v}"));
+        let o = sh(&format!("cat {}/*.dat 2>/dev/null | wc -c", dir.display()));
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    let victim = (0..3).max_by_key(|&v| held(v)).unwrap_or(0);
+    let bytes = held(victim);
+    assert!(
+        bytes > 1 << 20,
+        "volume{victim} holds only {bytes} bytes before the kill"
+    );
+    eprintln!("killing volume{victim}, which holds {bytes} bytes of volumes");
+    s3.sw
+        .kill(&format!("volume{victim}"))
+        .expect("killing a volume server");
+    let acked = ledger.acked.lock().unwrap().clone();
+    // Mid-write: the copy and the writer go on with a volume server gone.
+    run(&format!("cp -a {} {}", src.display(), a.p("two").display()));
+    run(&format!("sync -f {}", a.p("two").display()));
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while *ledger.acked.lock().unwrap() == acked {
+        assert!(
+            Instant::now() < deadline,
+            "no fsync returned after the kill"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+    eprintln!(
+        "fsyncs that failed with volume{victim} down: {}",
+        errors.load(Ordering::Relaxed)
+    );
+    for d in ["one", "two"] {
+        run(&format!("diff -r {} {}", src.display(), a.p(d).display()));
+    }
+    a.stop();
+    s3.fsck_clean(&a.store, "with a volume server down");
+    // A cold remount reads everything from the two volume servers left.
+    a.start(opts, false);
+    ledger.check(&a.p("data"), "after a remount");
+    for d in ["one", "two"] {
+        run(&format!("diff -r {} {}", src.display(), a.p(d).display()));
+    }
     a.stop();
     drop(a);
     s3.sw.stop_and_check().expect("clean stop");
