@@ -32,7 +32,8 @@ pub struct Config {
     pub region: String,
     /// The key pair.
     pub credentials: Credentials,
-    /// A segment is sealed and uploaded once its data would pass this many bytes.
+    /// A segment is sealed and uploaded once its object (data, index, trailer) would pass
+    /// this many bytes (an extent larger than that alone still makes one object).
     pub segment_bytes: u32,
     /// The unit of ranged reads and of the cache.
     pub chunk_bytes: u32,

@@ -322,9 +322,12 @@ impl ObjStore {
         let inner = &self.inner;
         let mut st = lock(&inner.state);
         self.check_conflict(&st)?;
+        // The object (data, index and trailer) stays within the segment size, unless one
+        // extent alone is larger.
         let full = |st: &State| {
+            let index = (st.open.entries.len() + 1) * segment::ENTRY_LEN + TRAILER_LEN;
             !st.open.data.is_empty()
-                && st.open.data.len() + bytes.len() > inner.cfg.segment_bytes as usize
+                && st.open.data.len() + bytes.len() + index > inner.cfg.segment_bytes as usize
         };
         if full(&st) {
             st = self.wait_for(st, "appending an extent", |st| {

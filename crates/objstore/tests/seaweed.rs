@@ -37,6 +37,10 @@ fn round_trip_across_segments_and_a_new_instance() {
     let st = store.stats();
     assert_eq!(st.pending_bytes, 0, "{st:?}");
     assert!(st.bucket_segments > 20, "{st:?}");
+    // Whole objects, index and trailer included, stay within the segment size.
+    for s in store.segments() {
+        assert!(s.object_len <= u64::from(cfg.segment_bytes), "{s:?}");
+    }
     let total: u64 = addrs.iter().map(|a| a.1).sum();
     assert_eq!(st.live_bytes, total);
     drop(store);
