@@ -134,12 +134,16 @@ pub struct Run {
     pub read: Duration,
     /// Cold random reads, when measured.
     pub latency: Option<Latency>,
+    /// CPU seconds the mount daemon used over copy + sync (wring's runs only).
+    pub write_cpu: f64,
 }
 
 impl Run {
     /// Keep the faster write and read of this run and `other` (the same data either way).
     pub fn keep_fastest(&mut self, other: &Run) {
-        self.write = self.write.min(other.write);
+        if other.write < self.write {
+            (self.write, self.write_cpu) = (other.write, other.write_cpu);
+        }
         self.read = self.read.min(other.read);
     }
 
@@ -510,8 +514,11 @@ fn wring_run_on(
         }
     };
     let count = |mnt: &Path| match backing {
-        Backing::Local => Ok(objects::Counters::default()),
-        Backing::Bucket(..) => objects::counters(mnt),
+        Backing::Local => Ok(objects::Counters {
+            daemon_cpu: objects::daemon_cpu(mnt),
+            ..Default::default()
+        }),
+        Backing::Bucket(t, _) => objects::counters(mnt, t),
     };
     let opts = format!(
         "compress-force={method},max_extent={}",
@@ -539,6 +546,8 @@ fn wring_run_on(
     run.write = t.elapsed();
     let after = count(&mnt)?;
     (out.puts, out.bucket_bytes) = (after.puts.saturating_sub(before.puts), after.bucket_bytes);
+    run.write_cpu = after.daemon_cpu - before.daemon_cpu;
+    out.server_cpu = after.server_cpu - before.server_cpu;
     (run.uncompressed, run.stored) = wring_usage(&mnt)?;
     m.umount()?;
     drop_caches()?;
@@ -635,8 +644,7 @@ pub fn run(cfg: &Config) -> Result<Report, BenchError> {
                 k.keep_fastest(&kr);
             }
             if let (Some(o), Some((t, _))) = (objects.as_mut(), &bucket) {
-                let r = objects_run(cfg, &files, method, t, round)?;
-                o.run.keep_fastest(&r.run);
+                o.keep_fastest(&objects_run(cfg, &files, method, t, round)?);
             }
         }
         rows.push(Row {

@@ -92,3 +92,26 @@ pub fn load_average() -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
 }
+
+/// The numeric fields of /proc/PID/stat after the command (`state` is field 0 here and reads
+/// as 0; minflt is 7, majflt 9, utime 11, stime 12), empty when the process is gone.
+pub fn proc_stat(pid: u32) -> Vec<u64> {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Vec::new();
+    };
+    let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
+        return Vec::new();
+    };
+    rest.split_whitespace()
+        .map(|w| w.parse().unwrap_or(0))
+        .collect()
+}
+
+/// CPU seconds (user + system) `pid` used so far; 0 when it is gone.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let f = proc_stat(pid);
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
+}

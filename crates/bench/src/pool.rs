@@ -304,17 +304,7 @@ fn spawn_hog(bytes: u64) -> Result<libc::pid_t, BenchError> {
 
 /// (minor, major) faults of `pid` from /proc/PID/stat.
 fn faults(pid: u32) -> (u64, u64) {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return (0, 0);
-    };
-    let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
-        return (0, 0);
-    };
-    // Fields after the command: state(3) ... minflt(10) cminflt(11) majflt(12).
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
+    let f = crate::machine::proc_stat(pid);
     (
         f.get(7).copied().unwrap_or(0),
         f.get(9).copied().unwrap_or(0),

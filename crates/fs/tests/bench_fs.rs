@@ -102,6 +102,7 @@ fn bench_fs_in_a_bucket() {
     assert_eq!(o.run.bytes, row.wring.bytes);
     assert!(o.run.ratio() > 1.0 && o.bucket_ratio() > 1.0, "{o:?}");
     assert!(o.puts > 0 && o.gets > 0, "{o:?}");
+    assert!(o.server_cpu > 0.0 && o.run.write_cpu > 0.0 && row.wring.write_cpu > 0.0);
     assert!(o.run.write > std::time::Duration::ZERO && o.run.read > std::time::Duration::ZERO);
     assert!(
         table.contains("wring with its extents in a bucket"),

@@ -14,6 +14,7 @@ use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
 use wring_testing::seaweed::{Seaweed, BUCKET};
 
 use super::{progress, Config, Row, Run};
+use crate::machine::cpu_seconds;
 use crate::BenchError;
 
 /// Where the runs on a store in a bucket keep their extents.
@@ -40,6 +41,8 @@ pub(super) struct BucketTarget {
     pub(super) credentials: Option<PathBuf>,
     /// Retry mkfs while a fresh SeaweedFS settles.
     fresh: bool,
+    /// The server's processes when it runs here (their CPU time is measured).
+    server: Vec<u32>,
 }
 
 /// One run on a store whose extents are in a bucket.
@@ -53,9 +56,19 @@ pub struct ObjectsRun {
     pub puts: u64,
     /// GET requests during the read back (cold cache).
     pub gets: u64,
+    /// CPU seconds of the object server during the write, when it runs on this machine.
+    pub server_cpu: f64,
 }
 
 impl ObjectsRun {
+    /// Keep the faster write (with its server CPU) and read of this run and `other`.
+    pub fn keep_fastest(&mut self, other: &ObjectsRun) {
+        if other.run.write < self.run.write {
+            self.server_cpu = other.server_cpu;
+        }
+        self.run.keep_fastest(&other.run);
+    }
+
     /// Input bytes / bytes in the bucket.
     pub fn bucket_ratio(&self) -> f64 {
         self.run.bytes as f64 / self.bucket_bytes.max(1) as f64
@@ -70,16 +83,29 @@ impl ObjectsRun {
     }
 }
 
-/// The request counters of a mount (zero for a local store).
+/// A mount's request counters (zero for a local store) and CPU seconds used so far.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counters {
     pub(super) bucket_bytes: u64,
     pub(super) gets: u64,
     pub(super) puts: u64,
+    /// The mount daemon's.
+    pub(super) daemon_cpu: f64,
+    /// The object server's, when it runs here.
+    pub(super) server_cpu: f64,
 }
 
-/// The counters of `wring status`'s object-store lines (`objects:` and `objects raw:`).
-pub(super) fn counters(mnt: &Path) -> Result<Counters, BenchError> {
+/// The daemon's CPU seconds so far (its pid from the mount's `wring.pid`).
+pub(super) fn daemon_cpu(mnt: &Path) -> f64 {
+    daemon::get_xattr(mnt, wring_fs::PID_XATTR)
+        .ok()
+        .and_then(|p| String::from_utf8_lossy(&p).parse().ok())
+        .map_or(0.0, cpu_seconds)
+}
+
+/// The counters of `wring status`'s object-store lines (`objects:` and `objects raw:`), the
+/// daemon's and `t`'s server's CPU seconds.
+pub(super) fn counters(mnt: &Path, t: &BucketTarget) -> Result<Counters, BenchError> {
     let text = daemon::status(mnt).map_err(|source| BenchError::Fs {
         what: format!("wring status of {}", mnt.display()),
         source,
@@ -110,6 +136,8 @@ pub(super) fn counters(mnt: &Path) -> Result<Counters, BenchError> {
         bucket_bytes: get("bucket_bytes")?,
         gets: get("gets")?,
         puts: get("puts")?,
+        daemon_cpu: daemon_cpu(mnt),
+        server_cpu: t.server.iter().map(|&p| cpu_seconds(p)).sum(),
     })
 }
 
@@ -179,6 +207,7 @@ pub(super) fn target(cfg: &Config) -> Result<Option<(BucketTarget, Option<Seawee
                 endpoint: endpoint.clone(),
                 credentials: credentials.clone(),
                 fresh: false,
+                server: Vec::new(),
             },
             None,
         ))),
@@ -195,6 +224,7 @@ pub(super) fn target(cfg: &Config) -> Result<Option<(BucketTarget, Option<Seawee
                     endpoint: Some(sw.endpoint.clone()),
                     credentials: Some(creds),
                     fresh: true,
+                    server: sw.pids(),
                 },
                 Some(sw),
             )))
@@ -207,18 +237,20 @@ pub(super) fn target(cfg: &Config) -> Result<Option<(BucketTarget, Option<Seawee
 pub(super) fn render(rows: &[Row]) -> String {
     let mut s = String::from(
         "\nwring with its extents in a bucket (mkfs --data) against the local store (same \
-         method, max_extent and data; PUTs counted over copy + sync, GETs over the cold read \
-         back):\n\n\
+         method, max_extent and data; PUTs and CPU seconds counted over copy + sync, GETs over \
+         the cold read back; the server's CPU when it runs on this machine):\n\n\
          | method | local write MB/s | bucket write MB/s | bucket/local write | local read MB/s \
          | bucket read MB/s | bucket/local read | input / bytes in bucket | local ratio \
-         | PUTs per MiB written | GETs per MiB read |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | PUTs per MiB written | GETs per MiB read | daemon CPU s, local | daemon CPU s, \
+         bucket | server CPU s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let Some(o) = &r.objects else { continue };
         let _ = writeln!(
             s,
-            "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} \
+             | {:.2} | {:.2} | {:.2} |",
             r.method,
             r.wring.write_mbs(),
             o.run.write_mbs(),
@@ -229,7 +261,10 @@ pub(super) fn render(rows: &[Row]) -> String {
             o.bucket_ratio(),
             r.wring.ratio(),
             o.puts_per_mib(),
-            o.gets_per_mib()
+            o.gets_per_mib(),
+            r.wring.write_cpu,
+            o.run.write_cpu,
+            o.server_cpu
         );
     }
     s
