@@ -77,6 +77,7 @@ impl S3 {
             url: self.url(prefix),
             endpoint: Some(self.sw.endpoint.clone()),
             segment_bytes,
+            credentials: None,
         });
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -121,7 +122,8 @@ struct Node {
     store: PathBuf,
     mnt: PathBuf,
     child: Option<Child>,
-    creds: PathBuf,
+    /// Named on the daemon's command line; None: the daemon finds the file mkfs recorded.
+    creds: Option<PathBuf>,
 }
 
 impl Node {
@@ -136,7 +138,7 @@ impl Node {
             store,
             mnt,
             child: None,
-            creds: s3.creds.clone(),
+            creds: Some(s3.creds.clone()),
         }
     }
 
@@ -145,7 +147,9 @@ impl Node {
     fn try_start(&mut self, opts: &str, break_lease: bool) -> Result<(), String> {
         assert!(self.child.is_none(), "the daemon runs already");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_wring-fsd"));
-        cmd.arg("--credentials").arg(&self.creds);
+        if let Some(c) = &self.creds {
+            cmd.arg("--credentials").arg(c);
+        }
         if break_lease {
             cmd.arg("--break-lease");
         }
@@ -308,6 +312,7 @@ fn cp_diff_remount_fsck_status_and_stat() {
         url: s3.url("cp"),
         endpoint: Some(s3.sw.endpoint.clone()),
         segment_bytes: None,
+        credentials: None,
     });
     let e = Store::mkfs_with(&a.base.join("again"), &spec, &s3.access(false)).unwrap_err();
     assert!(
@@ -325,6 +330,8 @@ fn cp_diff_remount_fsck_status_and_stat() {
     assert!(e.contains("holds no wring filesystem"), "{e}");
     drop(elsewhere);
     // The metadata says where each extent is: the bucket is only read, through a cold cache.
+    // No --credentials and no AWS_* this time: the daemon uses the file mkfs recorded.
+    a.creds = None;
     a.start("compress=zstd:3", false);
     run(&format!("diff -r {} {mnt}/cp", src.display()));
     let raw = a.objects_raw();
@@ -796,6 +803,7 @@ fn a_bucket_that_refuses_writes() {
         url: s3.url("refuse-mkfs"),
         endpoint: Some(s3.sw.endpoint.clone()),
         segment_bytes: None,
+        credentials: None,
     });
     let dir = a.base.join("store2");
     let e = Store::mkfs_with(&dir, &spec, &s3.access(false))

@@ -1,6 +1,7 @@
 //! The real `wring` CLI backgrounds its mount daemon correctly: `wring mount` returns only once
 //! the mount is live (and does not hold the caller's pipes open), `wring status` shows the
-//! options, `wring umount` unmounts and the daemon exits.
+//! options, `wring umount` unmounts and the daemon exits. The same for a store whose extents
+//! are in a bucket (a SeaweedFS started for the test), through to `mount --from`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,7 +20,12 @@ fn is_mounted(p: &Path) -> bool {
 /// daemon that kept the caller's stdout or stderr pipe would make `output()` hang).
 fn wring(args: &[&str], limit: Duration) -> Output {
     let mut cmd = Command::new(WRING);
-    cmd.args(args).stdin(Stdio::null());
+    // A store in a bucket finds its credentials file, not the caller's environment.
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(cmd.output());
@@ -230,4 +236,146 @@ fn the_store_is_private_and_mount_refuses_an_open_one() {
     ok(&wring(&["mount", st, mnt], limit), "wring mount");
     assert_eq!(mode(&store.join("wring.log")), 0o600, "the daemon's log");
     ok(&wring(&["umount", mnt], limit), "wring umount");
+}
+
+/// A store in a bucket through the CLI a user runs: options checked with errors naming them,
+/// mkfs --data recording the credentials file, a background mount that finds it (no AWS_* in
+/// the environment, no key in the daemon's command line or environment), status and stat,
+/// umount, fsck, and mount --from into a second directory.
+#[test]
+fn a_store_in_a_bucket_through_the_cli() {
+    use std::os::unix::fs::OpenOptionsExt;
+    use wring_testing::seaweed::{Seaweed, BUCKET};
+    use wring_testing::Need;
+    if !wring_testing::require(
+        "a_store_in_a_bucket_through_the_cli",
+        &[Need::Root, Need::Seaweed],
+    ) {
+        return;
+    }
+    let sw = Seaweed::server().expect("starting SeaweedFS");
+    let base = PathBuf::from(format!("/tmp/wring-cli-s3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let s = Scratch {
+        mnt: base.join("mnt"),
+        base,
+    };
+    std::fs::create_dir_all(&s.mnt).unwrap();
+    let creds = s.base.join("credentials");
+    let text = format!(
+        "aws_access_key_id = {}\naws_secret_access_key = {}\n",
+        sw.access_key, sw.secret_key
+    );
+    std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(&creds)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .unwrap();
+    let (store, store2) = (s.base.join("store"), s.base.join("store2"));
+    let (st, st2) = (store.to_str().unwrap(), store2.to_str().unwrap());
+    let (mnt, c) = (s.mnt.to_str().unwrap(), creds.to_str().unwrap());
+    let url = format!("s3://{BUCKET}/cli");
+    let ep = sw.endpoint.as_str();
+    let limit = Duration::from_secs(60);
+    let refused = |args: &[&str], needle: &str| {
+        let o = wring(args, limit);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && e.contains(needle), "{args:?}: {e}");
+    };
+    refused(
+        &["mkfs", "--data", "http://b/p", st],
+        "--data must be s3://BUCKET/PREFIX",
+    );
+    refused(
+        &["mkfs", "--data", "s3://bucket", st],
+        "--data must be s3://BUCKET/PREFIX",
+    );
+    refused(&["mkfs", "--endpoint", ep, st], "need --data");
+    let bad_size = ["mkfs", "--data", &url, "--segment-size", "1K", st];
+    refused(&bad_size, "--segment-size must be a size from 64K to 1G");
+    refused(
+        &["mkfs", "--data", &url, "--endpoint", "ftp://x", st],
+        "--endpoint must be",
+    );
+    refused(
+        &["mount", "-o", "compact_threshold=99", st, mnt],
+        "compact_threshold",
+    );
+    assert!(!store.exists(), "a refused mkfs left {st}");
+    // The fresh server's gateway learns of its bucket a moment after it was made.
+    let mkfs = [
+        "mkfs",
+        "--data",
+        &url,
+        "--endpoint",
+        ep,
+        "--credentials",
+        c,
+        st,
+    ];
+    let deadline = Instant::now() + limit;
+    loop {
+        let o = wring(&mkfs, limit);
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let _ = std::fs::remove_dir_all(&store);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    ok(
+        &wring(&["mount", "-o", "compress=zstd:1", st, mnt], limit),
+        "wring mount",
+    );
+    let pid: i32 =
+        String::from_utf8(wring_fs::daemon::get_xattr(&s.mnt, wring_fs::PID_XATTR).unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+    for what in ["cmdline", "environ"] {
+        let v = std::fs::read(format!("/proc/{pid}/{what}")).unwrap();
+        let v = String::from_utf8_lossy(&v);
+        assert!(
+            !v.contains(&sw.secret_key),
+            "the secret key is in the daemon's {what}"
+        );
+    }
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(s.mnt.join("f"), &data).unwrap();
+    let status = ok(&wring(&["status", mnt], limit), "wring status");
+    assert!(status.contains("objects: bucket="), "{status}");
+    assert!(status.contains("compaction: on threshold=50%"), "{status}");
+    let stat = ok(&wring(&["stat", mnt], limit), "wring stat");
+    assert!(stat.contains("\nBucket "), "{stat}");
+    ok(&wring(&["umount", mnt], limit), "wring umount");
+    let fsck = ok(&wring(&["fsck", st], limit), "wring fsck");
+    assert!(
+        fsck.contains("no problems found") && fsck.contains("segment object"),
+        "{fsck}"
+    );
+    let from = [
+        "mount",
+        "--from",
+        &url,
+        "--endpoint",
+        ep,
+        "--credentials",
+        c,
+        st2,
+        mnt,
+    ];
+    ok(&wring(&from, limit), "wring mount --from");
+    assert!(
+        std::fs::read(s.mnt.join("f")).unwrap() == data,
+        "f differs after mount --from"
+    );
+    ok(&wring(&["umount", mnt], limit), "wring umount (store2)");
+    drop(s);
+    sw.stop_and_check().expect("clean stop");
 }

@@ -152,6 +152,7 @@ pub(super) fn mkfs(store: &Path, t: &BucketTarget, name: &str) -> Result<(), Ben
         ),
         endpoint: t.endpoint.clone(),
         segment_bytes: None,
+        credentials: None,
     });
     let access = Access {
         credentials: t.credentials.clone(),

@@ -258,8 +258,9 @@ impl Store {
     /// `wring mount --from`: take the bucket's lease (as the holder [`Store::open_with`] on
     /// `dir` will be) and write the newest metadata snapshot from the bucket into `dir`
     /// (created [`DIR_MODE`]; it must not hold a store). Refused when the bucket holds no
-    /// snapshot, or another holder has the lease (unless `access.break_lease`). The URL and
-    /// endpoint given here are recorded in the copy (the bucket may have moved).
+    /// snapshot, or another holder has the lease (unless `access.break_lease`). The URL, the
+    /// endpoint and the credentials file given here are recorded in the copy (the bucket may
+    /// have moved; the other machine's credentials file is not this one's).
     pub fn fetch(
         url: &str,
         endpoint: Option<&str>,
@@ -280,7 +281,9 @@ impl Store {
             url: url.to_string(),
             endpoint: endpoint.map(str::to_string),
             segment_bytes: None,
-        };
+            credentials: None,
+        }
+        .recording(access);
         let store = open_store(&spec, access, &[])?;
         let Some(gen) = head_generation(&store)? else {
             return Err(refused(
@@ -396,6 +399,15 @@ fn make_copy(db_file: &Path, gen: u64, spec: &ObjectsSpec, ids: &Ids) -> Result<
             }
             None => {
                 config.remove("endpoint")?;
+            }
+        }
+        // The other machine's credentials file is not this one's.
+        match spec.credentials.as_ref().and_then(|c| c.to_str()) {
+            Some(c) => {
+                config.insert("credentials", c)?;
+            }
+            None => {
+                config.remove("credentials")?;
             }
         }
         txn.open_table(META)?.insert(SNAP_GEN, gen)?;

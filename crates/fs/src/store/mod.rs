@@ -188,18 +188,22 @@ impl Store {
     /// Create a new store in `dir` whose extents live as `spec` says. For a bucket, first
     /// checks that it answers with `access`'s credentials, that its prefix holds nothing of a
     /// filesystem (refused, naming what is there) and that it takes writes, and claims the
-    /// prefix with the filesystem's id (see [`handover::claim`]); the URL and endpoint are
-    /// recorded in the store, never the credentials.
+    /// prefix with the filesystem's id (see [`handover::claim`]); the URL, the endpoint and
+    /// the credentials file's path are recorded in the store, never the credentials.
     pub fn mkfs_with(dir: &Path, spec: &DataSpec, access: &Access) -> Result<(), FsError> {
         let ids = Ids {
             fs_id: objects::new_id(),
             copy_id: objects::new_id(),
         };
-        let claimed = match spec {
+        let spec = match spec {
+            DataSpec::Objects(o) => DataSpec::Objects(o.recording(access)),
+            DataSpec::Local => DataSpec::Local,
+        };
+        let claimed = match &spec {
             DataSpec::Objects(o) => Some(handover::claim(o, access, &ids.fs_id)?),
             DataSpec::Local => None,
         };
-        let made = create(dir, spec, &ids);
+        let made = create(dir, &spec, &ids);
         if let (Err(_), Some(bucket)) = (&made, claimed) {
             handover::unclaim(&bucket);
         }

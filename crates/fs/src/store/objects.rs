@@ -18,8 +18,9 @@ use super::data::{Range, ReaderGuard, Readers};
 use crate::error::{objects_err, FsError};
 
 /// Where a store's extents live and who it is: `data` (`local` or `objects`), `url`,
-/// `endpoint`, `segment_bytes`, `fs_id` (the filesystem's, the same in every copy of it) and
-/// `copy_id` (this directory's: new at mkfs and at every fetch). Never credentials.
+/// `endpoint`, `segment_bytes`, `credentials` (a credentials file's path), `fs_id` (the
+/// filesystem's, the same in every copy of it) and `copy_id` (this directory's: new at mkfs
+/// and at every fetch). Never credentials themselves.
 pub const CONFIG: TableDefinition<&str, &str> = TableDefinition::new("config");
 
 /// The largest metadata snapshot fetched (it is held in memory whole).
@@ -47,6 +48,21 @@ pub struct ObjectsSpec {
     pub endpoint: Option<String>,
     /// Segment object size (default 4 MiB).
     pub segment_bytes: Option<u64>,
+    /// The credentials file mkfs or `mount --from` was given (its absolute path, never its
+    /// contents): later mounts and fsck use it when not given one, so an fstab mount needs no
+    /// environment.
+    pub credentials: Option<PathBuf>,
+}
+
+impl ObjectsSpec {
+    /// This spec with `access`'s credentials file recorded (made absolute), when it names one.
+    pub fn recording(&self, access: &Access) -> ObjectsSpec {
+        let mut spec = self.clone();
+        if let Some(c) = &access.credentials {
+            spec.credentials = Some(std::path::absolute(c).unwrap_or_else(|_| c.clone()));
+        }
+        spec
+    }
 }
 
 /// How to reach the bucket at open time. Default: credentials from the `AWS_*` environment,
@@ -157,6 +173,9 @@ pub fn write_config(txn: &WriteTransaction, spec: &DataSpec, ids: &Ids) -> Resul
             if let Some(n) = o.segment_bytes {
                 t.insert("segment_bytes", n.to_string().as_str())?;
             }
+            if let Some(c) = o.credentials.as_ref().and_then(|c| c.to_str()) {
+                t.insert("credentials", c)?;
+            }
         }
     }
     Ok(())
@@ -197,6 +216,7 @@ pub fn read_config(db: &Database) -> Result<(DataSpec, Ids), FsError> {
                 url,
                 endpoint: get("endpoint")?,
                 segment_bytes,
+                credentials: get("credentials")?.map(PathBuf::from),
             })
         }
         Some(other) => return Err(damaged(&format!("unknown data={other}"))),
@@ -204,11 +224,24 @@ pub fn read_config(db: &Database) -> Result<(DataSpec, Ids), FsError> {
     Ok((spec, ids))
 }
 
-/// The credentials `access` names: its file, else the environment.
-fn credentials(url: &str, access: &Access) -> Result<Credentials, FsError> {
+/// The credentials for `spec`: the file `access` names, else the file recorded in the store
+/// (one that is gone falls back to the environment, logged), else the `AWS_*` environment.
+fn credentials(spec: &ObjectsSpec, access: &Access) -> Result<Credentials, FsError> {
     if let Some(path) = &access.credentials {
         return Credentials::from_file(path).map_err(FsError::Objects);
     }
+    if let Some(path) = &spec.credentials {
+        if path.exists() {
+            return Credentials::from_file(path).map_err(FsError::Objects);
+        }
+        log::warn!(
+            "{}: the credentials file recorded in the store, {}, is gone; using AWS_* from \
+             the environment",
+            spec.url,
+            path.display()
+        );
+    }
+    let url = &spec.url;
     Credentials::from_env()?.ok_or_else(|| {
         refused(
             format!(
@@ -222,7 +255,7 @@ fn credentials(url: &str, access: &Access) -> Result<Credentials, FsError> {
 
 /// The object store's configuration for `spec`.
 pub fn config(spec: &ObjectsSpec, access: &Access) -> Result<Config, FsError> {
-    let mut cfg = Config::from_url(&spec.url, credentials(&spec.url, access)?)?;
+    let mut cfg = Config::from_url(&spec.url, credentials(spec, access)?)?;
     cfg.endpoint = spec.endpoint.clone();
     if let Some(n) = spec.segment_bytes {
         cfg.segment_bytes = u32::try_from(n).map_err(|_| {

@@ -18,9 +18,10 @@ use wring_fs::{daemon, fsck, Options, PROP_XATTR, STAT_XATTR};
 #[derive(clap::Args, Clone, Default)]
 pub struct AccessArgs {
     /// File with the bucket's key pair (aws_access_key_id = …, aws_secret_access_key = …),
-    /// readable by its owner only (chmod 600). Without it, AWS_ACCESS_KEY_ID and
-    /// AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the environment. Keys are never
-    /// accepted on the command line
+    /// readable by its owner only (chmod 600). mkfs and mount --from record its path (never
+    /// its contents) in DIR for later mounts and fsck; without one given or recorded,
+    /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the
+    /// environment. Keys are never accepted on the command line
     #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
 }
@@ -46,9 +47,9 @@ pub struct FromArgs {
     /// without it, AWS
     #[arg(long, value_name = "URL", requires = "from")]
     pub endpoint: Option<String>,
-    /// Take the bucket's lease even when another machine holds it. Only for a holder that is
-    /// gone for good (it crashed, or its machine is lost): two writers at once corrupt the
-    /// filesystem
+    /// Take the bucket's lease even when someone else holds it: a mount daemon that died
+    /// holding it (kill -9, a crash, this directory's own included) or a lost machine. Only
+    /// for a holder that is gone for good: two writers at once corrupt the filesystem
     #[arg(long)]
     pub break_lease: bool,
 }
@@ -106,6 +107,7 @@ fn data_spec(
         url,
         endpoint,
         segment_bytes,
+        credentials: None,
     }))
 }
 
@@ -116,7 +118,8 @@ pub enum Command {
     Mkfs {
         /// Keep the compressed extents in an S3 bucket under s3://BUCKET/PREFIX (packed into
         /// segment objects) instead of in DIR; the metadata stays in DIR. The bucket must
-        /// exist, and the prefix should be used by no other filesystem
+        /// exist, the prefix must hold no other filesystem (refused, naming what is there),
+        /// and the credentials must be allowed to write and delete there
         #[arg(long, value_name = "URL")]
         data: Option<String>,
         /// The S3 endpoint for --data (https://HOST[:PORT], or http:// on this machine only);
@@ -139,7 +142,8 @@ pub enum Command {
         /// lz4hc:1..12), compress-force=ALG[:LEVEL], compress=no; and wring's:
         /// max_extent=SIZE (4K..4M, default 128K), streams=N (1..1024), reclaim=SECONDS,
         /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), threads=N (1..64),
-        /// allow_other
+        /// compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
+        /// bucket), allow_other
         #[arg(short = 'o')]
         options: Vec<String>,
         /// Stay in the foreground
