@@ -607,6 +607,168 @@ fn kill_9_mid_write_then_break_the_lease() {
     s3.sw.stop_and_check().expect("clean stop");
 }
 
+/// kill -9 while the compactor is at work (overwrites of fsync'ed blocks leave small and
+/// half-dead segments every second): after each kill fsck finds every extent in its segment
+/// (none points at a deleted object), every fsync'ed block reads back, and the orphans the
+/// kills left are deleted by later passes.
+#[test]
+fn kill_9_while_compacting() {
+    let Some(s3) = seaweed("kill_9_while_compacting") else {
+        return;
+    };
+    let mut a = Node::new("kill9c", &s3);
+    s3.mkfs(&a.store, "kill9c", Some(256 << 10));
+    let ledger = Ledger::new();
+    let mut rng = Rng(1818);
+    let mut generation = 0u64;
+    let opts = "compress-force=zstd:1,max_extent=16K,compact=1,compact_threshold=90";
+    let mut moved = 0;
+    for cycle in 0..6 {
+        a.start(opts, cycle > 0);
+        ledger.check(&a.p("data"), &format!("cycle {cycle}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let errors = Arc::new(AtomicU64::new(0));
+        let w = ledger.writer(
+            a.p("data"),
+            generation,
+            rng.next(),
+            stop.clone(),
+            errors,
+            false,
+        );
+        std::thread::sleep(Duration::from_millis(1500 + rng.below(2000)));
+        moved += compaction(&a)["extents_moved"];
+        a.kill();
+        stop.store(true, Ordering::Relaxed);
+        generation = w.join().unwrap() + 1;
+        s3.fsck_clean(&a.store, &format!("cycle {cycle}"));
+    }
+    assert!(moved > 0, "the compactor moved nothing before the kills");
+    a.start(opts, true);
+    ledger.check(&a.p("data"), "the end");
+    // The segments the kills left half done (copies never committed, old ones never deleted)
+    // are dead: compaction reclaims them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let raw = a.objects_raw();
+        if raw["dead_bytes"] * 100 <= raw["bucket_bytes"] * 15 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dead bytes stay: {raw:?}\n{}",
+            a.status()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    a.stop();
+    s3.fsck_clean(&a.store, "after the last remount");
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// The compactor's order, through the store without a mount: once a pass returns, the
+/// database file as a crash would leave it (copied while the store is open: redb's recovery
+/// keeps the durable commits only) points at objects in the bucket, each reading back; the
+/// segments the pass emptied are gone. Deterministic, unlike a kill -9's timing: a pass that
+/// deleted before its commit was durable fails here.
+#[test]
+fn a_crash_after_a_compaction_pass_finds_every_extent() {
+    use redb::{ReadableDatabase, ReadableTable};
+    use wring_fs::store::records::{checksum, external_item_of, stored};
+    use wring_fs::store::records::{Encoding, ExtentHeader, Stored};
+    use wring_fs::store::EXTENTS;
+    let Some(s3) = seaweed("a_crash_after_a_compaction_pass_finds_every_extent") else {
+        return;
+    };
+    let base = PathBuf::from(format!("/tmp/wring-s3-test-order-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&base);
+    let dir = base.join("store");
+    s3.mkfs(&dir, "order", Some(64 << 10));
+    let store = Store::open_with(&dir, &s3.access(false)).expect("open");
+    let mut rng = Rng(5);
+    let extents: Vec<Vec<u8>> = (0..200)
+        .map(|_| {
+            let n = 3000 + rng.below(6000) as usize;
+            text(&mut rng, n)
+        })
+        .collect();
+    let txn = store.write().unwrap();
+    {
+        let mut t = txn.open_table(EXTENTS).unwrap();
+        for (i, e) in extents.iter().enumerate() {
+            let at = txn.put_stored(e).unwrap();
+            let h = ExtentHeader {
+                encoding: Encoding::Raw,
+                ram_len: e.len() as u32,
+                crc: checksum(e),
+                seq: i as u64,
+            };
+            let item = external_item_of(&h, e.len(), at);
+            t.insert((1, i as u64), item.as_slice()).unwrap();
+        }
+    }
+    store.commit(txn, true).unwrap();
+    // Every other extent goes: every segment is about half dead.
+    let txn = store.write().unwrap();
+    {
+        let mut t = txn.open_table(EXTENTS).unwrap();
+        for i in (0..200).step_by(2) {
+            let old = t.remove((1, i)).unwrap().unwrap();
+            txn.free_stored(stored(old.value()).unwrap());
+        }
+    }
+    store.commit(txn, true).unwrap();
+    let before: Vec<u32> = store
+        .objects()
+        .unwrap()
+        .segments()
+        .iter()
+        .map(|s| s.segment)
+        .collect();
+    let r = store.compact(90).expect("a compaction pass");
+    assert!(r.moved > 0 && r.deleted > 0, "{r:?}");
+    // A crash now.
+    let crashed = base.join("crashed.redb");
+    fs::copy(dir.join("wring.redb"), &crashed).unwrap();
+    let db = redb::Database::open(&crashed).unwrap();
+    let rtxn = db.begin_read().unwrap();
+    let objects = store.objects().unwrap();
+    let now: Vec<u32> = objects.segments().iter().map(|s| s.segment).collect();
+    assert!(
+        before.iter().any(|s| !now.contains(s)),
+        "no segment was deleted"
+    );
+    let mut n = 0;
+    for r in rtxn.open_table(EXTENTS).unwrap().iter().unwrap() {
+        let (k, v) = r.unwrap();
+        let Some(Stored::External(at, len)) = stored(v.value()) else {
+            panic!("item {:?} is not external", k.value());
+        };
+        let addr = wring_objstore::Addr::from_raw(at);
+        assert!(
+            now.contains(&addr.segment()),
+            "{:?} names deleted segment {}",
+            k.value(),
+            addr.segment()
+        );
+        let mut buf = vec![0; len as usize];
+        objects
+            .read(addr, &mut buf)
+            .unwrap_or_else(|e| panic!("{:?}: {e}", k.value()));
+        assert!(
+            buf == extents[k.value().1 as usize],
+            "{:?} reads back wrong",
+            k.value()
+        );
+        n += 1;
+    }
+    assert_eq!(n, 100);
+    drop((rtxn, db, store));
+    let _ = fs::remove_dir_all(&base);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
 #[test]
 fn seaweedfs_killed_and_restarted_under_load() {
     let Some(mut s3) = seaweed("seaweedfs_killed_and_restarted_under_load") else {
