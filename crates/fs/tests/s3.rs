@@ -667,11 +667,12 @@ fn kill_9_while_compacting() {
     s3.sw.stop_and_check().expect("clean stop");
 }
 
-/// The compactor's order, through the store without a mount: once a pass returns, the
-/// database file as a crash would leave it (copied while the store is open: redb's recovery
-/// keeps the durable commits only) points at objects in the bucket, each reading back; the
-/// segments the pass emptied are gone. Deterministic, unlike a kill -9's timing: a pass that
-/// deleted before its commit was durable fails here.
+/// The compactor's order, through the store without a mount: a read snapshot from before a
+/// pass keeps the segments it emptied (and reads them) until it ends; once they are deleted,
+/// the database file as a crash would leave it (copied while the store is open: redb's
+/// recovery keeps the durable commits only) points at objects in the bucket, each reading
+/// back. Deterministic, unlike a kill -9's timing: a pass that deleted before its commit was
+/// durable, or under an older snapshot, fails here.
 #[test]
 fn a_crash_after_a_compaction_pass_finds_every_extent() {
     use redb::{ReadableDatabase, ReadableTable};
@@ -726,8 +727,26 @@ fn a_crash_after_a_compaction_pass_finds_every_extent() {
         .iter()
         .map(|s| s.segment)
         .collect();
+    // A read snapshot from before the pass keeps the emptied segments: its items name them.
+    let snap = store.read().unwrap();
     let r = store.compact(90).expect("a compaction pass");
-    assert!(r.moved > 0 && r.deleted > 0, "{r:?}");
+    assert!(r.moved > 0 && r.deleted == 0 && r.waiting > 0, "{r:?}");
+    for r in snap.open_table(EXTENTS).unwrap().iter().unwrap() {
+        let (k, v) = r.unwrap();
+        let Some(Stored::External(at, len)) = stored(v.value()) else {
+            panic!("item {:?} is not external", k.value());
+        };
+        let mut buf = vec![0; len as usize];
+        store.read_stored(&mut buf, at).unwrap();
+        assert!(
+            buf == extents[k.value().1 as usize],
+            "{:?} in the snapshot",
+            k.value()
+        );
+    }
+    drop(snap);
+    let r = store.compact(90).expect("the next pass");
+    assert!(r.deleted > 0 && r.waiting == 0, "{r:?}");
     // A crash now.
     let crashed = base.join("crashed.redb");
     fs::copy(dir.join("wring.redb"), &crashed).unwrap();
