@@ -7,16 +7,17 @@
 //! `stop_and_check` (no weed process, directory or socket left); mounts and daemons are
 //! unmounted and killed by Drop guards whatever happens.
 mod common;
+use common::ledger::Ledger;
+use common::lockstep::{compare, dirs, read_all, step};
 use common::*;
 
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
@@ -116,28 +117,32 @@ impl S3 {
     }
 }
 
-/// One machine: a store directory, a mount point, the daemon; unmounted and killed on drop.
+/// One machine: a store directory, a mount point, the daemon (common's [`Mount`], unmounted
+/// and killed on drop), and how the daemon finds the bucket's credentials.
 struct Node {
-    base: PathBuf,
-    store: PathBuf,
-    mnt: PathBuf,
-    child: Option<Child>,
+    m: Mount,
     /// Named on the daemon's command line; None: the daemon finds the file mkfs recorded.
     creds: Option<PathBuf>,
 }
 
+impl std::ops::Deref for Node {
+    type Target = Mount;
+
+    fn deref(&self) -> &Mount {
+        &self.m
+    }
+}
+
+impl std::ops::DerefMut for Node {
+    fn deref_mut(&mut self) -> &mut Mount {
+        &mut self.m
+    }
+}
+
 impl Node {
     fn new(name: &str, s3: &S3) -> Node {
-        let base = PathBuf::from(format!("/tmp/wring-s3-test-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
-        let store = base.join("store");
-        let mnt = base.join("mnt");
-        fs::create_dir_all(&mnt).unwrap();
         Node {
-            base,
-            store,
-            mnt,
-            child: None,
+            m: Mount::unmade(&format!("s3-{name}")),
             creds: Some(s3.creds.clone()),
         }
     }
@@ -145,68 +150,20 @@ impl Node {
     /// Start the daemon (the credentials file named on its command line, as `wring mount`
     /// passes it on); Err(its error output) when the mount does not get ready.
     fn try_start(&mut self, opts: &str, break_lease: bool) -> Result<(), String> {
-        assert!(self.child.is_none(), "the daemon runs already");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wring-fsd"));
+        let mut pre: Vec<std::ffi::OsString> = Vec::new();
         if let Some(c) = &self.creds {
-            cmd.arg("--credentials").arg(c);
+            pre.extend(["--credentials".into(), c.into()]);
         }
         if break_lease {
-            cmd.arg("--break-lease");
+            pre.push("--break-lease".into());
         }
-        let mut child = cmd
-            .arg(&self.store)
-            .arg(&self.mnt)
-            .arg(opts)
-            .env(wring_fs::daemon::NOTIFY_ENV, "1")
-            .env_remove("AWS_ACCESS_KEY_ID")
-            .env_remove("AWS_SECRET_ACCESS_KEY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        if line.trim() == "ready" {
-            self.child = Some(child);
-            return Ok(());
-        }
-        let mut err = String::new();
-        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-        let _ = child.wait();
-        Err(format!("{line}{err}"))
+        self.m.try_start_with(&pre, opts)
     }
 
     fn start(&mut self, opts: &str, break_lease: bool) {
         if let Err(e) = self.try_start(opts, break_lease) {
             panic!("mounting {}: {e}", self.store.display());
         }
-    }
-
-    /// Clean unmount: flush, upload the metadata snapshot, release the lease, daemon exits.
-    fn stop(&mut self) {
-        if self.child.is_some() {
-            wring_fs::daemon::umount(&self.mnt).expect("umount");
-            if let Some(mut c) = self.child.take() {
-                let _ = c.wait();
-            }
-        }
-    }
-
-    /// kill -9 the daemon and clear the dead mount.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let p = self.mnt.display();
-        sh(&format!(
-            "fusermount3 -u -z {p} 2>/dev/null || umount -l {p} 2>/dev/null"
-        ));
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.mnt.join(rel)
     }
 
     fn status(&self) -> String {
@@ -227,6 +184,23 @@ impl Node {
         }
     }
 
+    /// Wait (up to two minutes) until dead bytes are at most `percent` of the bucket.
+    fn dead_settles(&self, percent: u64) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let raw = self.objects_raw();
+            if raw["dead_bytes"] * 100 <= raw["bucket_bytes"] * percent {
+                return;
+            }
+            let s = self.status();
+            assert!(
+                Instant::now() < deadline,
+                "dead bytes stay above {percent}% of the bucket: {raw:?}\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// The `objects raw:` counters of `wring status`.
     fn objects_raw(&self) -> HashMap<String, u64> {
         let s = self.status();
@@ -240,19 +214,6 @@ impl Node {
                 Some((k.to_string(), v.parse().ok()?))
             })
             .collect()
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            let p = self.mnt.display();
-            sh(&format!(
-                "fusermount3 -u {p} 2>/dev/null || umount -l {p} 2>/dev/null"
-            ));
-            self.kill();
-        }
-        let _ = fs::remove_dir_all(&self.base);
     }
 }
 
@@ -357,74 +318,6 @@ fn point_at(store: &Path, url: &str) {
     txn.commit().unwrap();
 }
 
-fn read_all(p: &Path) -> Option<Vec<u8>> {
-    let mut v = Vec::new();
-    fs::File::open(p).ok()?.read_to_end(&mut v).ok()?;
-    Some(v)
-}
-
-/// One seeded operation on both roots: writes (some fsync'ed), truncates, renames, unlinks
-/// and hole punches on four files.
-fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
-    let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
-    let (a, b) = (rng.below(4), rng.below(4));
-    let op = rng.below(8);
-    let off = rng.below(600_000);
-    let big = rng.below(4) == 0;
-    let len = 1 + rng.below(if big { 1_000_000 } else { 9000 }) as usize;
-    let data = text(rng, len);
-    for root in roots {
-        let _ = match op {
-            0..=2 => OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(false)
-                .open(f(root, a))
-                .and_then(|mut h| {
-                    h.seek(SeekFrom::Start(off))?;
-                    h.write_all(&data)?;
-                    if op == 2 {
-                        h.sync_data()?;
-                    }
-                    Ok(())
-                }),
-            3 => OpenOptions::new()
-                .write(true)
-                .open(f(root, a))
-                .and_then(|h| h.set_len(off)),
-            4 => fs::rename(f(root, a), f(root, b)),
-            5 => fs::remove_file(f(root, a)),
-            _ => OpenOptions::new()
-                .write(true)
-                .open(f(root, a))
-                .and_then(|h| {
-                    use std::os::fd::AsRawFd;
-                    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-                    // SAFETY: fallocate on an open descriptor.
-                    let r = unsafe { libc::fallocate(h.as_raw_fd(), mode, off as i64, len as i64) };
-                    match r {
-                        0 => Ok(()),
-                        _ => Err(std::io::Error::last_os_error()),
-                    }
-                }),
-        };
-    }
-    format!("t{t} op {op} a {a} b {b} off {off} len {len}")
-}
-
-fn compare(m: &Path, r: &Path, t: usize, what: &str) {
-    for i in 0..4 {
-        let rel = format!("t{t}/f{i}");
-        let (x, y) = (read_all(&m.join(&rel)), read_all(&r.join(&rel)));
-        assert!(
-            x == y,
-            "{rel} differs after {what}: {:?} vs {:?} bytes",
-            x.map(|v| v.len()),
-            y.map(|v| v.len())
-        );
-    }
-}
-
 #[test]
 fn random_ops_against_a_reference_directory() {
     let Some(s3) = seaweed("random_ops_against_a_reference_directory") else {
@@ -436,7 +329,7 @@ fn random_ops_against_a_reference_directory() {
     let reference = a.base.join("ref");
     for t in 0..2 {
         for root in [a.mnt.as_path(), reference.as_path()] {
-            fs::create_dir_all(root.join(format!("t{t}"))).unwrap();
+            dirs(root, t);
         }
     }
     std::thread::scope(|s| {
@@ -462,108 +355,6 @@ fn random_ops_against_a_reference_directory() {
     s3.sw.stop_and_check().expect("clean stop");
 }
 
-const BLOCK: usize = 16 * 1024;
-const BLOCKS: u64 = 128;
-
-fn pattern(block: u64, generation: u64) -> Vec<u8> {
-    let mut rng = Rng(block * 1_000_003 + generation + 1);
-    let mut v = format!("block {block} generation {generation} ").into_bytes();
-    v.extend(text(&mut rng, BLOCK));
-    v.truncate(BLOCK);
-    v
-}
-
-/// acked[b]: the last generation of block b whose fsync returned; tried[b]: the last written.
-#[derive(Clone)]
-struct Ledger {
-    acked: Arc<Mutex<Vec<Option<u64>>>>,
-    tried: Arc<Mutex<Vec<Option<u64>>>>,
-}
-
-impl Ledger {
-    fn new() -> Ledger {
-        Ledger {
-            acked: Arc::new(Mutex::new(vec![None; BLOCKS as usize])),
-            tried: Arc::new(Mutex::new(vec![None; BLOCKS as usize])),
-        }
-    }
-
-    /// Every block reads back as its acknowledged generation or a later one tried.
-    fn check(&self, path: &Path, what: &str) {
-        let Some(all) = read_all(path) else {
-            let acked = self.acked.lock().unwrap();
-            assert!(
-                acked.iter().all(Option::is_none),
-                "{what}: the file is gone"
-            );
-            return;
-        };
-        let (acked, tried) = (self.acked.lock().unwrap(), self.tried.lock().unwrap());
-        for b in 0..BLOCKS {
-            let start = b as usize * BLOCK;
-            let got = all.get(start..start + BLOCK);
-            let ok = match (acked[b as usize], tried[b as usize], got) {
-                (None, _, None) => true,
-                (None, _, Some(g)) if g.iter().all(|&x| x == 0) => true,
-                (a, Some(t), Some(g)) => (a.unwrap_or(0)..=t).any(|gen| pattern(b, gen) == g),
-                _ => false,
-            };
-            assert!(
-                ok,
-                "{what}: block {b} reads back wrong (acked {:?}, tried {:?})",
-                acked[b as usize], tried[b as usize]
-            );
-        }
-    }
-
-    /// A writer of fsync'ed blocks from generation `base` on, until `stop`; errors (EIO while
-    /// the bucket is away) are counted in `errors` and the block is not acknowledged.
-    fn writer(
-        &self,
-        path: PathBuf,
-        base: u64,
-        seed: u64,
-        stop: Arc<AtomicBool>,
-        errors: Arc<AtomicU64>,
-        keep_going: bool,
-    ) -> std::thread::JoinHandle<u64> {
-        let (acked, tried) = (self.acked.clone(), self.tried.clone());
-        std::thread::spawn(move || -> u64 {
-            let mut rng = Rng(seed | 1);
-            let Ok(mut f) = OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(false)
-                .open(&path)
-            else {
-                return base;
-            };
-            let mut g = base;
-            while !stop.load(Ordering::Relaxed) {
-                g += 1;
-                let b = rng.below(BLOCKS);
-                tried.lock().unwrap()[b as usize] = Some(g);
-                let ok = f.seek(SeekFrom::Start(b * BLOCK as u64)).is_ok()
-                    && f.write_all(&pattern(b, g)).is_ok()
-                    && f.sync_data().is_ok();
-                if ok {
-                    acked.lock().unwrap()[b as usize] = Some(g);
-                } else if keep_going {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(100));
-                } else {
-                    break;
-                }
-            }
-            g
-        })
-    }
-
-    fn acked_count(&self) -> usize {
-        self.acked.lock().unwrap().iter().flatten().count()
-    }
-}
-
 #[test]
 fn kill_9_mid_write_then_break_the_lease() {
     let Some(s3) = seaweed("kill_9_mid_write_then_break_the_lease") else {
@@ -571,7 +362,7 @@ fn kill_9_mid_write_then_break_the_lease() {
     };
     let mut a = Node::new("kill9", &s3);
     s3.mkfs(&a.store, "kill9", Some(256 << 10));
-    let ledger = Ledger::new();
+    let ledger = Ledger::new(128);
     let mut rng = Rng(18);
     let mut generation = 0u64;
     let opts = "compress-force=zstd:1,max_extent=64K";
@@ -584,15 +375,7 @@ fn kill_9_mid_write_then_break_the_lease() {
         a.start(opts, cycle > 0);
         ledger.check(&a.p("data"), &format!("cycle {cycle}"));
         let stop = Arc::new(AtomicBool::new(false));
-        let errors = Arc::new(AtomicU64::new(0));
-        let w = ledger.writer(
-            a.p("data"),
-            generation,
-            rng.next(),
-            stop.clone(),
-            errors,
-            false,
-        );
+        let w = ledger.writer(a.p("data"), generation, rng.next(), stop.clone(), None);
         std::thread::sleep(Duration::from_millis(300 + rng.below(900)));
         a.kill();
         stop.store(true, Ordering::Relaxed);
@@ -618,7 +401,7 @@ fn kill_9_while_compacting() {
     };
     let mut a = Node::new("kill9c", &s3);
     s3.mkfs(&a.store, "kill9c", Some(256 << 10));
-    let ledger = Ledger::new();
+    let ledger = Ledger::new(128);
     let mut rng = Rng(1818);
     let mut generation = 0u64;
     let opts = "compress-force=zstd:1,max_extent=16K,compact=1,compact_threshold=90";
@@ -627,15 +410,7 @@ fn kill_9_while_compacting() {
         a.start(opts, cycle > 0);
         ledger.check(&a.p("data"), &format!("cycle {cycle}"));
         let stop = Arc::new(AtomicBool::new(false));
-        let errors = Arc::new(AtomicU64::new(0));
-        let w = ledger.writer(
-            a.p("data"),
-            generation,
-            rng.next(),
-            stop.clone(),
-            errors,
-            false,
-        );
+        let w = ledger.writer(a.p("data"), generation, rng.next(), stop.clone(), None);
         std::thread::sleep(Duration::from_millis(1500 + rng.below(2000)));
         moved += compaction(&a)["extents_moved"];
         a.kill();
@@ -648,19 +423,7 @@ fn kill_9_while_compacting() {
     ledger.check(&a.p("data"), "the end");
     // The segments the kills left half done (copies never committed, old ones never deleted)
     // are dead: compaction reclaims them.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let raw = a.objects_raw();
-        if raw["dead_bytes"] * 100 <= raw["bucket_bytes"] * 15 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "dead bytes stay: {raw:?}\n{}",
-            a.status()
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    a.dead_settles(15);
     a.stop();
     s3.fsck_clean(&a.store, "after the last remount");
     drop(a);
@@ -797,21 +560,11 @@ fn seaweedfs_killed_and_restarted_under_load() {
     s3.mkfs(&a.store, "restart", Some(256 << 10));
     let opts = "compress-force=zstd:1,max_extent=64K";
     a.start(opts, false);
-    let ledger = Ledger::new();
+    let ledger = Ledger::new(128);
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
-    let w = ledger.writer(a.p("data"), 0, 7, stop.clone(), errors.clone(), true);
-    let wait_acks = |n: usize, what: &str| {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        while ledger.acked_count() < n {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: fsyncs stopped returning"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    wait_acks(10, "before the kill");
+    let w = ledger.writer(a.p("data"), 0, 7, stop.clone(), Some(errors.clone()));
+    ledger.wait_acks(10, "before the kill");
     s3.sw.kill("server").expect("killing weed");
     let acked_before = ledger.acked.lock().unwrap().clone();
     std::thread::sleep(Duration::from_secs(3));
@@ -827,14 +580,7 @@ fn seaweedfs_killed_and_restarted_under_load() {
     );
     s3.sw.restart("server").expect("restarting weed");
     // Writes go on once it is back: more blocks are acknowledged than before the kill.
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while *ledger.acked.lock().unwrap() == acked_before {
-        assert!(
-            Instant::now() < deadline,
-            "no fsync returned after the restart"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    ledger.wait_past(&acked_before, "after the restart");
     stop.store(true, Ordering::Relaxed);
     w.join().unwrap();
     eprintln!(
@@ -870,21 +616,11 @@ fn a_volume_server_killed_mid_write_in_a_cluster() {
     a.start(opts, false);
     let src = a.base.join("src");
     slice(&src, 1 << 20);
-    let ledger = Ledger::new();
+    let ledger = Ledger::new(128);
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
-    let w = ledger.writer(a.p("data"), 0, 11, stop.clone(), errors.clone(), true);
-    let wait_acks = |n: usize, what: &str| {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        while ledger.acked_count() < n {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: fsyncs stopped returning"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    wait_acks(20, "before the kill");
+    let w = ledger.writer(a.p("data"), 0, 11, stop.clone(), Some(errors.clone()));
+    ledger.wait_acks(20, "before the kill");
     run(&format!("cp -a {} {}", src.display(), a.p("one").display()));
     // The volume server holding the most replicas of what is written so far goes.
     let held = |v: usize| -> u64 {
@@ -909,14 +645,7 @@ fn a_volume_server_killed_mid_write_in_a_cluster() {
     // Mid-write: the copy and the writer go on with a volume server gone.
     run(&format!("cp -a {} {}", src.display(), a.p("two").display()));
     run(&format!("sync -f {}", a.p("two").display()));
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while *ledger.acked.lock().unwrap() == acked {
-        assert!(
-            Instant::now() < deadline,
-            "no fsync returned after the kill"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    ledger.wait_past(&acked, "after the kill");
     stop.store(true, Ordering::Relaxed);
     w.join().unwrap();
     eprintln!(
@@ -1145,19 +874,7 @@ fn compaction_while_writing() {
     drop(f);
     // The compactor goes on until every segment is at least 90% live: what is dead then is
     // the rest under that, bounded by 10% of the bucket plus the segments still waiting.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let raw = a.objects_raw();
-        if raw["dead_bytes"] * 100 <= raw["bucket_bytes"] * 15 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "dead bytes stay above 15% of the bucket: {raw:?}\n{}",
-            a.status()
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    a.dead_settles(15);
     // Then it stops: nothing left to rewrite means no more rewriting.
     std::thread::sleep(Duration::from_secs(2));
     let before = compaction(&a);

@@ -12,7 +12,7 @@
 //! and its generation), and its exclusive open of a device (the lease).
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable};
@@ -23,7 +23,7 @@ use super::objects::{
     self, fetch_holder, head_generation, holder, new_id, open_store, snapshot_name, take_lease,
     Access, DataSpec, Ids, Objects, ObjectsSpec, CONFIG, HEAD, MAX_SNAPSHOT,
 };
-use super::{external_ranges, set_mode, Store, DB_FILE, DIR_MODE, FILE_MODE, META};
+use super::{external_ranges, make_dir, set_mode, Store, DB_FILE, DIR_MODE, FILE_MODE, META};
 use crate::error::FsError;
 
 /// The META counter of the newest metadata snapshot this copy made or fetched.
@@ -336,15 +336,7 @@ fn write_copy(
             libc::ENOENT,
         ));
     };
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
-    }
-    match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            return Err(io(format!("creating {}", dir.display()))(e));
-        }
-        _ => {}
-    }
+    make_dir(dir)?;
     set_mode(dir, DIR_MODE)?;
     let partial = dir.join(PARTIAL);
     let mut f = std::fs::OpenOptions::new()

@@ -553,17 +553,23 @@ pub fn exposure(dir: &Path) -> Option<String> {
     })
 }
 
-/// Make the directory and files of a new store (the data file only for a local one).
-fn create(dir: &Path, spec: &DataSpec, ids: &Ids) -> Result<(), FsError> {
+/// Create a store directory (and its parents) with [`DIR_MODE`]; one already there is kept
+/// as it is (the caller sets its mode once it knows the directory may be used).
+fn make_dir(dir: &Path) -> Result<(), FsError> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
     }
     match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            return Err(io(format!("creating {}", dir.display()))(e));
+            Err(io(format!("creating {}", dir.display()))(e))
         }
-        _ => {}
+        _ => Ok(()),
     }
+}
+
+/// Make the directory and files of a new store (the data file only for a local one).
+fn create(dir: &Path, spec: &DataSpec, ids: &Ids) -> Result<(), FsError> {
+    make_dir(dir)?;
     let path = dir.join(DB_FILE);
     if path.exists() {
         return Err(FsError::Io {

@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 #[allow(unused_imports)]
 pub use wring_testing::require_root;
 
+pub mod ledger;
+pub mod lockstep;
+
 pub struct Mount {
     pub base: PathBuf,
     pub store: PathBuf,
@@ -28,12 +31,18 @@ pub fn is_mounted(p: &Path) -> bool {
 
 impl Mount {
     pub fn new(name: &str) -> Mount {
+        let m = Mount::unmade(name);
+        wring_fs::store::Store::mkfs(&m.store).unwrap();
+        m
+    }
+
+    /// A mount point and where the store goes, without the store (the test makes it).
+    pub fn unmade(name: &str) -> Mount {
         let base = PathBuf::from(format!("/tmp/wring-fs-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let store = base.join("store");
         let mnt = base.join("mnt");
         std::fs::create_dir_all(&mnt).unwrap();
-        wring_fs::store::Store::mkfs(&store).unwrap();
         Mount {
             base,
             store,
@@ -44,11 +53,22 @@ impl Mount {
 
     /// Start the daemon; Err(stderr) when it does not get the mount ready.
     pub fn try_start(&mut self, opts: &str) -> Result<(), String> {
+        self.try_start_with(&[], opts)
+    }
+
+    /// [`Mount::try_start`] with options of wring-fsd before its paths (`--credentials FILE`,
+    /// `--break-lease`). No AWS_* reaches it: a store in a bucket finds its credentials file.
+    pub fn try_start_with(&mut self, pre: &[std::ffi::OsString], opts: &str) -> Result<(), String> {
+        assert!(self.child.is_none(), "the daemon runs already");
         let mut child = Command::new(env!("CARGO_BIN_EXE_wring-fsd"))
+            .args(pre)
             .arg(&self.store)
             .arg(&self.mnt)
             .arg(opts)
             .env(wring_fs::daemon::NOTIFY_ENV, "1")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
