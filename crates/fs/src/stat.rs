@@ -53,6 +53,12 @@ pub struct BucketUsage {
     pub live: u64,
     /// Bytes in the bucket no extent uses (compaction reclaims them).
     pub dead: u64,
+    /// Bytes of segments held in the local cache.
+    pub cache: u64,
+    /// Bytes not in the bucket yet (the open segment and the upload queue).
+    pub pending: u64,
+    /// Uploads running now.
+    pub uploads: u64,
 }
 
 /// The report.
@@ -134,18 +140,22 @@ impl fmt::Display for Report {
                 f,
                 "Bucket     {perc:>3}% {:>12} {:>12}   (these files' extents in segment \
                  objects against their size; the whole bucket: {} in {} segments, {} live, \
-                 {} dead)",
+                 {} dead; {} cached here, {} waiting in {} uploads)",
                 human(b.files),
                 human(self.total.uncompressed),
                 human(b.bucket),
                 b.segments,
                 human(b.live),
-                human(b.dead)
+                human(b.dead),
+                human(b.cache),
+                human(b.pending),
+                b.uploads
             )?;
             writeln!(
                 f,
-                "raw bucket: files={} bucket={} segments={} live={} dead={}",
-                b.files, b.bucket, b.segments, b.live, b.dead
+                "raw bucket: files={} bucket={} segments={} live={} dead={} cache={} \
+                 pending={} uploads_in_flight={}",
+                b.files, b.bucket, b.segments, b.live, b.dead, b.cache, b.pending, b.uploads
             )?;
         }
         Ok(())
@@ -294,6 +304,9 @@ impl Volume {
                 segments: st.bucket_segments,
                 live: st.live_bytes,
                 dead: st.dead_bytes,
+                cache: st.cache_bytes,
+                pending: st.pending_bytes,
+                uploads: st.uploads_in_flight,
             });
         }
         Ok(report)

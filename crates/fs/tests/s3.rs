@@ -265,6 +265,14 @@ fn cp_diff_remount_fsck_status_and_stat() {
     )
     .into_owned();
     assert!(stat.contains("\nBucket "), "{stat}");
+    let raw = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("raw bucket: "))
+        .unwrap_or_else(|| panic!("no raw bucket line: {stat}"));
+    for field in ["files=", "bucket=", "dead=", "cache=", "uploads_in_flight="] {
+        assert!(raw.contains(field), "{field} in {raw}");
+    }
+    assert!(!raw.contains(" bucket=0 "), "{raw}");
     a.stop();
     s3.fsck_clean(&a.store, "after cp -a");
     // The prefix is this filesystem's: a second mkfs there is refused, naming it, and a copy
