@@ -764,6 +764,10 @@ fn handover_between_two_machines() {
     // Machine B takes over from the snapshot A's unmount left in the bucket.
     s3.fetch("hand", &b.store, false)
         .expect("mount --from on B");
+    // The fetched copy is its owner's alone, as mkfs makes a store.
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&b.store), 0o700);
+    assert_eq!(mode(&b.store.join("wring.redb")), 0o600);
     b.start(opts, false);
     run(&format!(
         "diff -r {} {}",
