@@ -393,7 +393,7 @@ pub fn umount(mountpoint: &Path) -> Result<(), FsError> {
     let flushed = match pid {
         // A dead daemon has nothing left to flush.
         None => Ok(()),
-        Some(_) => flush(mountpoint),
+        Some(_) => sync(mountpoint),
     };
     detach(mountpoint, &what)?;
     if let Some(pid) = pid {
@@ -427,8 +427,10 @@ fn einval() -> std::io::Error {
     std::io::Error::from_raw_os_error(libc::EINVAL)
 }
 
-/// syncfs (the kernel's dirty pages go to the daemon), then the daemon's durable commit.
-fn flush(mountpoint: &Path) -> Result<(), FsError> {
+/// syncfs (the kernel's dirty pages go to the daemon), then the daemon's durable commit: what
+/// sync(1) gives on btrfs. syncfs alone does not reach a FUSE daemon (the kernel sends
+/// FUSE_SYNCFS to virtiofs only), so after it the data may still wait for the 5 s commit.
+pub fn sync(mountpoint: &Path) -> Result<(), FsError> {
     if let Ok(f) = std::fs::File::open(mountpoint) {
         use std::os::fd::AsRawFd;
         // SAFETY: syncfs on an open descriptor: writes back the kernel's dirty pages.

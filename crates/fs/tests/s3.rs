@@ -254,7 +254,7 @@ fn cp_diff_remount_fsck_status_and_stat() {
     let mnt = a.mnt.display().to_string();
     run(&format!("cp -a {} {mnt}/cp", src.display()));
     run(&format!("diff -r {} {mnt}/cp", src.display()));
-    run(&format!("sync -f {mnt}/cp"));
+    a.sync();
     let raw = a.objects_raw();
     assert!(raw["bucket_bytes"] > 0, "{raw:?}");
     let status = a.status();

@@ -116,6 +116,12 @@ impl Mount {
     pub fn p(&self, rel: &str) -> PathBuf {
         self.mnt.join(rel)
     }
+
+    /// A durable commit of everything written so far (`sync -f` alone leaves the daemon's
+    /// commit to its timer: syncfs does not reach a FUSE daemon).
+    pub fn sync(&self) {
+        wring_fs::daemon::sync(&self.mnt).expect("syncfs and wring.sync on the mount");
+    }
 }
 
 impl Drop for Mount {
