@@ -2,6 +2,9 @@
 //!
 //! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
+//! Differs in keeping nothing per open file: OPEN, FLUSH and CREATE are answered ENOSYS once
+//! and the kernel then opens, closes and makes files without asking (see `open`), as it does
+//! for a local filesystem.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -412,17 +415,15 @@ impl fuser::Filesystem for WringFs {
         );
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    /// Files need no open: the daemon keeps no state per open file (reads and writes name
+    /// the inode; the kernel's reference to an open file's inode, held until FORGET, keeps an
+    /// unlinked file readable). ENOSYS tells the kernel so (`fc->no_open`): it opens files
+    /// without asking and sends no RELEASE for them, two round trips less per file opened,
+    /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
+    /// to a file's data goes through the kernel).
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _t = self.vol.ops.count(Op::Open);
-        match self.vol.open_existing(ino.0) {
-            Ok(i) => {
-                if i.kind == Kind::File {
-                    self.vol.handle_opened(ino.0);
-                }
-                reply.opened(FileHandle(self.vol.new_fh()), FopenFlags::empty())
-            }
-            Err(e) => reply.error(err(e)),
-        }
+        reply.error(Errno::ENOSYS);
     }
 
     fn read(
@@ -469,6 +470,11 @@ impl fuser::Filesystem for WringFs {
         }
     }
 
+    /// close(2) has nothing for the daemon to do: the kernel writes the file's dirty pages
+    /// back (WRITE requests, whose errors close reports) before it would send FLUSH, and a
+    /// write's compression errors are fsync's to report, as btrfs reports them at fsync and
+    /// not at close. ENOSYS tells the kernel so (`fc->no_flush`): it sends no FLUSH again,
+    /// a round trip less on every close.
     fn flush(
         &self,
         _req: &Request,
@@ -478,13 +484,16 @@ impl fuser::Filesystem for WringFs {
         reply: ReplyEmpty,
     ) {
         let _t = self.vol.ops.count(Op::Flush);
-        reply.ok();
+        reply.error(Errno::ENOSYS);
     }
 
+    /// A RELEASE comes at most for the file opened before the kernel learnt that opens need
+    /// nothing (see `open`): nothing to do, the daemon keeps nothing per open file and the
+    /// kernel's reference (until FORGET) holds the inode.
     fn release(
         &self,
         _req: &Request,
-        ino: INodeNo,
+        _ino: INodeNo,
         _fh: FileHandle,
         _flags: OpenFlags,
         _lock: Option<LockOwner>,
@@ -492,10 +501,7 @@ impl fuser::Filesystem for WringFs {
         reply: ReplyEmpty,
     ) {
         let _t = self.vol.ops.count(Op::Release);
-        match self.vol.release_handle(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        reply.ok();
     }
 
     fn fsync(
@@ -733,31 +739,22 @@ impl fuser::Filesystem for WringFs {
         reply.ok();
     }
 
+    /// No CREATE: ENOSYS makes the kernel make files with MKNOD and open them itself
+    /// (`fc->no_create`), and with no OPEN (see `open`) a file made so is also never
+    /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
+    /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
+    /// makes the file either way (see `mknod`).
     fn create(
         &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
         let _t = self.vol.ops.count(Op::Create);
-        let new = Self::new_inode(req, Kind::File, mode, 0, None, umask);
-        // One hold for the open, one for the kernel's reference to the new entry.
-        match self.vol.create_held(parent.0, name.as_bytes(), new, 2) {
-            Ok((ino, i)) => {
-                self.vol.handle_opened(ino);
-                reply.created(
-                    &TTL,
-                    &attr(ino, &i, self.blksize()),
-                    Generation(0),
-                    FileHandle(self.vol.new_fh()),
-                    FopenFlags::empty(),
-                );
-            }
-            Err(e) => reply.error(err(e)),
-        }
+        reply.error(Errno::ENOSYS);
     }
 }

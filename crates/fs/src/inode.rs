@@ -305,9 +305,7 @@ impl Volume {
         name: &[u8],
         new: NewInode<'_>,
     ) -> Result<(u64, Inode), FsError> {
-        let r = self.create_held(parent, name, new, 1)?;
-        self.handle_opened(r.0);
-        Ok(r)
+        self.create_held(parent, name, new, 1)
     }
 
     /// [`Volume::create`] with the new inode held `refs` times (opens, and the kernel's
@@ -557,10 +555,9 @@ impl Volume {
     /// Change attributes; a size change truncates or extends. Only a size change waits for
     /// the file's writeback: times, mode and owner go in beside it (a close, which flushes the
     /// kernel's times, and `cp -a`'s chmod/chown/utimens no longer wait for compression).
+    /// Without a size it is a delayed inode item — also the kernel's flush of the ctime an
+    /// unlink gave a file, as it drops the inode (once per file of `rm -rf`).
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
-        if let Some(i) = self.orphan_times(ino, set)? {
-            return Ok(i);
-        }
         let _g = match set.size {
             Some(_) => self.quiesce(ino),
             None => self.inode_lock(ino),
@@ -631,31 +628,6 @@ impl Volume {
             set_fields(&mut inode, set, Time::now());
             Ok(Change::Put(inode))
         })
-    }
-
-    /// A setattr of times alone on an orphan file nobody has open — the kernel flushing the
-    /// ctime an unlink gave it, as it drops the inode, once per file of an `rm -rf` — is
-    /// answered without a transaction: nothing can read those times before FORGET deletes
-    /// the inode (no name, no handle), and a crash deletes it at the next mount.
-    fn orphan_times(&self, ino: u64, set: &SetAttr) -> Result<Option<Inode>, FsError> {
-        let times_only =
-            set.size.is_none() && set.mode.is_none() && set.uid.is_none() && set.gid.is_none();
-        if !times_only || !self.orphan_without_handles(ino) {
-            return Ok(None);
-        }
-        let mut inode = self.inode(ino)?;
-        if inode.nlink != 0 || inode.kind != Kind::File {
-            return Ok(None);
-        }
-        let now = Time::now();
-        if let Some(a) = set.atime {
-            inode.atime = a.map_or(now, Time::from_system);
-        }
-        if let Some(m) = set.mtime {
-            inode.mtime = m.map_or(now, Time::from_system);
-        }
-        inode.ctime = set.ctime.map_or(now, Time::from_system);
-        Ok(Some(inode))
     }
 
     /// An extended attribute's value. An inode known to have none (see [`Volume::is_bare`])

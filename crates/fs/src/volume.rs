@@ -93,9 +93,6 @@ pub(crate) struct Opens {
     orphans: HashSet<u64>,
     /// Inodes a transaction not yet committed is deleting: an open of one fails.
     doomed: HashSet<u64>,
-    /// Open file handles per regular file (a subset of the holds in `counts`): an orphan file
-    /// with none can no longer be read, stat'ed or opened by anyone.
-    handles: HashMap<u64, u32>,
 }
 
 /// The locks of several inodes (a writeback batch): the first one waited for, the others
@@ -365,32 +362,6 @@ impl Volume {
     }
 
     /// Count an open of `ino` (a new inode: nothing can be deleting it).
-    /// A FUSE open or create of regular file `ino` made a file handle (already held).
-    pub(crate) fn handle_opened(&self, ino: u64) {
-        *lock(&self.open).handles.entry(ino).or_insert(0) += 1;
-    }
-
-    /// FUSE RELEASE of a regular file's handle: the handle and its hold go.
-    pub fn release_handle(&self, ino: u64) -> Result<(), FsError> {
-        {
-            let mut open = lock(&self.open);
-            if let Some(n) = open.handles.get_mut(&ino) {
-                *n -= 1;
-                if *n == 0 {
-                    open.handles.remove(&ino);
-                }
-            }
-        }
-        self.released(ino)
-    }
-
-    /// Whether `ino` was left without a name while held and has no file handle open (no
-    /// store access: the caller checks the inode itself).
-    pub(crate) fn orphan_without_handles(&self, ino: u64) -> bool {
-        let open = lock(&self.open);
-        open.orphans.contains(&ino) && !open.handles.contains_key(&ino)
-    }
-
     pub(crate) fn opened(&self, ino: u64) {
         *lock(&self.open).counts.entry(ino).or_insert(0) += 1;
     }

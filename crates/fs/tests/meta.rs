@@ -166,8 +166,9 @@ fn writing_small_files_costs_about_one_commit_each() {
 }
 
 /// `rm -rf` costs one transaction per file, not two: the kernel's flush of the ctime an
-/// unlink gave a file, as it drops the inode, needs none when nobody has the file open. A file
-/// still open keeps its times: futimens on it after the unlink is what fstat then shows.
+/// unlink gave a file, as it drops the inode, is a delayed inode item. A file still open keeps
+/// its times: futimens on it after the unlink is stored, so the attributes a later fchmod
+/// answers with (which replace the kernel's copy) still have it.
 #[test]
 fn removing_files_nobody_has_open_costs_one_commit_each() {
     if !require_root("removing_files_nobody_has_open_costs_one_commit_each") {
@@ -208,6 +209,11 @@ fn removing_files_nobody_has_open_costs_one_commit_each() {
     let r = unsafe { libc::futimens(f.as_raw_fd(), [t, t].as_ptr()) };
     assert_eq!(r, 0, "futimens: {}", std::io::Error::last_os_error());
     assert_eq!(f.metadata().unwrap().mtime(), 1_000_000_000);
+    // SAFETY: fchmod on an open descriptor.
+    let r = unsafe { libc::fchmod(f.as_raw_fd(), 0o600) };
+    assert_eq!(r, 0, "fchmod: {}", std::io::Error::last_os_error());
+    let md = f.metadata().unwrap();
+    assert_eq!((md.mtime(), md.mode() & 0o777), (1_000_000_000, 0o600));
     drop(f);
     syncfs(&m.mnt).unwrap();
     m.stop();
@@ -280,6 +286,49 @@ fn a_cold_listing_with_attributes_is_one_request_per_reply_and_holds_what_it_ret
         before,
         "inodes left after removing everything"
     );
+    m.stop();
+    let report = wring_fs::fsck::fsck(&m.store).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+/// Opening and closing a file asks the daemon nothing: the first OPEN and FLUSH are answered
+/// ENOSYS, so the kernel sends neither again, nor RELEASE (it still writes a file's pages
+/// back before close returns). After one file is read, writing 100 files and reading them
+/// back makes none; every file reads back, also one
+/// unlinked while open, and fsck finds nothing after.
+#[test]
+fn opening_and_closing_files_asks_the_daemon_nothing() {
+    if !require_root("opening_and_closing_files_asks_the_daemon_nothing") {
+        return;
+    }
+    const FILES: usize = 100;
+    let mut m = Mount::new("no-open");
+    m.start("compress=zstd:1");
+    fs::create_dir(m.p("d")).unwrap();
+    fs::write(m.p("first"), b"first").unwrap();
+    assert_eq!(fs::read(m.p("first")).unwrap(), b"first");
+    let before = ["open", "flush", "release"].map(|op| fuse_requests(&m.mnt, op));
+    for i in 0..FILES {
+        fs::write(m.p(&format!("d/f{i}")), format!("file {i}\n")).unwrap();
+    }
+    for i in 0..FILES {
+        let back = fs::read(m.p(&format!("d/f{i}"))).unwrap();
+        assert_eq!(back, format!("file {i}\n").into_bytes());
+    }
+    let after = ["open", "flush", "release"].map(|op| fuse_requests(&m.mnt, op));
+    let asked: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+    // The first file's RELEASE (sent in the background before the kernel knew) may be late.
+    assert!(
+        asked[0] == 0 && asked[1] == 0 && asked[2] <= 1,
+        "OPEN, FLUSH, RELEASE for {FILES} files: {asked:?}"
+    );
+    let f = fs::File::open(m.p("d/f7")).unwrap();
+    fs::remove_file(m.p("d/f7")).unwrap();
+    let mut back = String::new();
+    std::io::Read::read_to_string(&mut &f, &mut back).unwrap();
+    assert_eq!(back, "file 7\n");
+    drop(f);
+    syncfs(&m.mnt).unwrap();
     m.stop();
     let report = wring_fs::fsck::fsck(&m.store).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
