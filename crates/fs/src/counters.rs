@@ -233,6 +233,8 @@ pub struct DelayedCounts {
     pub written: AtomicU64,
     /// Transactions that wrote some.
     pub flushes: AtomicU64,
+    /// Items of deleted inodes dropped unwritten.
+    pub discarded: AtomicU64,
 }
 
 impl DelayedCounts {
@@ -242,15 +244,16 @@ impl DelayedCounts {
         self.flushes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `delayed_inodes: updates=N written=N flushes=N held=N`, `held` being the items in
-    /// memory now.
+    /// `delayed_inodes: updates=N written=N flushes=N discarded=N held=N`, `held` being the
+    /// items in memory now.
     pub fn line(&self, held: usize) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
-            "delayed_inodes: updates={} written={} flushes={} held={held}\n",
+            "delayed_inodes: updates={} written={} flushes={} discarded={} held={held}\n",
             get(&self.updates),
             get(&self.written),
-            get(&self.flushes)
+            get(&self.flushes),
+            get(&self.discarded)
         )
     }
 }

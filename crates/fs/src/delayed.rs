@@ -334,6 +334,20 @@ impl<B: Backing> DelayedStore<B> {
         Ok((snap, records.collect()))
     }
 
+    /// Drop `ino`'s item without writing it: the inode is an orphan nobody holds any more, so
+    /// nothing can read the record again and the next purge (or, after a crash, the next
+    /// mount) deletes it — as btrfs drops the delayed item of an inode it evicts for deletion.
+    /// rm -rf's files each get one (the kernel's flush of the ctime the unlink gave them).
+    /// An item a running transaction already wrote stays written; its commit then finds
+    /// nothing to remove.
+    pub fn discard(&self, ino: u64) {
+        if lock(&self.items).map.remove(&ino).is_some() {
+            self.delayed_counts
+                .discarded
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Delayed items held now.
     pub fn delayed_len(&self) -> usize {
         lock(&self.items).map.len()

@@ -509,6 +509,7 @@ impl Volume {
             orphan
         };
         if last {
+            self.store.discard(ino);
             let full = {
                 let mut f = lock(&self.forgotten);
                 f.push(ino);
@@ -554,6 +555,7 @@ impl Volume {
         let Some(_doom) = self.release_count(ino) else {
             return Ok(());
         };
+        self.store.discard(ino);
         let _g = self.inode_lock(ino);
         let txn = self.store.write()?;
         let nlink = {
