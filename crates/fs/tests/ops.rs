@@ -2,7 +2,7 @@
 //! (several files and threads), comparing after every step and after a remount; then the
 //! options, properties, remount and status checks.
 mod common;
-use common::lockstep::{compare, dirs, step};
+use common::lockstep;
 use common::*;
 
 use std::fs;
@@ -15,29 +15,13 @@ fn random_ops_lockstep() {
     let mut m = Mount::new("ops");
     m.start("compress-force=zstd:1,max_extent=64K");
     let reference = m.base.join("ref");
-    for t in 0..3 {
-        for root in [m.mnt.as_path(), reference.as_path()] {
-            dirs(root, t);
-        }
-    }
-    std::thread::scope(|s| {
-        for t in 0..3 {
-            let (mnt, reference) = (m.mnt.clone(), reference.clone());
-            s.spawn(move || {
-                let mut rng = Rng(0x9e37_79b9 + t as u64 * 7919);
-                for _ in 0..120 {
-                    let what = step(&mut rng, [&mnt, &reference], t);
-                    compare(&mnt, &reference, t, &what);
-                }
-            });
-        }
-    });
+    lockstep::run(&m.mnt, &reference, 3, 120, 0x9e37_79b9);
     m.stop();
     let r = wring_fs::fsck::fsck(&m.store).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     m.start("compress=lzo");
     for t in 0..3 {
-        compare(&m.mnt, &reference, t, "remount");
+        lockstep::compare(&m.mnt, &reference, t, "remount");
     }
 }
 

@@ -8,7 +8,7 @@
 //! unmounted and killed by Drop guards whatever happens.
 mod common;
 use common::ledger::Ledger;
-use common::lockstep::{compare, dirs, read_all, step};
+use common::lockstep::{self, read_all};
 use common::*;
 
 use std::collections::HashMap;
@@ -335,28 +335,12 @@ fn random_ops_against_a_reference_directory() {
     s3.mkfs(&a.store, "ops", Some(256 << 10));
     a.start("compress-force=zstd:1,max_extent=64K", false);
     let reference = a.base.join("ref");
-    for t in 0..2 {
-        for root in [a.mnt.as_path(), reference.as_path()] {
-            dirs(root, t);
-        }
-    }
-    std::thread::scope(|s| {
-        for t in 0..2 {
-            let (mnt, reference) = (a.mnt.clone(), reference.clone());
-            s.spawn(move || {
-                let mut rng = Rng(0x5eed_0018 + t as u64 * 7919);
-                for _ in 0..100 {
-                    let what = step(&mut rng, [&mnt, &reference], t);
-                    compare(&mnt, &reference, t, &what);
-                }
-            });
-        }
-    });
+    lockstep::run(&a.mnt, &reference, 2, 100, 0x5eed_0018);
     a.stop();
     s3.fsck_clean(&a.store, "after the random operations");
     a.start("compress=lzo", false);
     for t in 0..2 {
-        compare(&a.mnt, &reference, t, "remount");
+        lockstep::compare(&a.mnt, &reference, t, "remount");
     }
     a.stop();
     drop(a);

@@ -93,3 +93,24 @@ pub fn compare(m: &Path, r: &Path, t: usize, what: &str) {
         }
     }
 }
+
+/// `threads` threads, each doing `steps` seeded random operations (seeds from `seed`) on its
+/// own files of both roots and comparing the two after each.
+pub fn run(mnt: &Path, reference: &Path, threads: usize, steps: usize, seed: u64) {
+    for t in 0..threads {
+        for root in [mnt, reference] {
+            dirs(root, t);
+        }
+    }
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut rng = Rng(seed + t as u64 * 7919);
+                for _ in 0..steps {
+                    let what = step(&mut rng, [mnt, reference], t);
+                    compare(mnt, reference, t, &what);
+                }
+            });
+        }
+    });
+}
