@@ -15,7 +15,7 @@
 //! (`scripts/setup.sh` puts it there), else `weed` on `PATH`. Tests ask for it with
 //! `require(test, &[Need::Seaweed])` (opt out: `WRING_SKIP_S3=1`).
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -161,14 +161,16 @@ impl Seaweed {
     }
 
     /// Start with `start`, again on fresh ports (at most twice more) when a process exits at
-    /// once: the ports `free_ports` saw free can be taken before weed binds them (another
-    /// test's harness, or any process's outgoing connection), which makes weed exit. Seen
-    /// here with a dozen instances starting at once. Other failures are returned at once.
+    /// once or the instance takes no writes: the ports `free_ports` saw free can be taken
+    /// before weed binds them (another test's harness, or any process's outgoing
+    /// connection), which makes weed exit, or leaves it up without the part that lost its
+    /// port. Seen here with a dozen instances starting at once. Other failures are returned
+    /// at once.
     fn start_retrying(what: &str, start: fn() -> io::Result<Seaweed>) -> io::Result<Seaweed> {
         let mut tries = 0;
         loop {
             match start() {
-                Err(e) if tries < 2 && e.to_string().contains(" exited (port ") => {
+                Err(e) if tries < 2 && Self::ports_taken(&e) => {
                     eprintln!(
                         "seaweed harness: {what} did not start ({e}); retrying on fresh ports"
                     );
@@ -177,6 +179,12 @@ impl Seaweed {
                 r => return r,
             }
         }
+    }
+
+    /// Whether a start failed the way a port taken by another process makes it fail.
+    fn ports_taken(e: &io::Error) -> bool {
+        let e = e.to_string();
+        e.contains(" exited (port ") || e.contains("weed does not take writes")
     }
 
     fn server_once() -> io::Result<Seaweed> {
@@ -213,6 +221,7 @@ impl Seaweed {
         sw.ports = p.clone();
         sw.spawn("server", args, vec![p[0], p[2], p[4], p[6]])?;
         sw.create_bucket()?;
+        sw.wait_writable()?;
         Ok(sw)
     }
 
@@ -285,6 +294,7 @@ impl Seaweed {
         ];
         sw.spawn("s3", sargs, vec![p[4]])?;
         sw.create_bucket()?;
+        sw.wait_writable()?;
         Ok(sw)
     }
 
@@ -406,6 +416,29 @@ impl Seaweed {
         }
     }
 
+    /// Wait until the master hands out a file id (`/dir/assign`): a volume server of this
+    /// instance has registered and takes writes. A port the harness waited on can answer
+    /// for another process (one that took it between `free_ports` and weed's bind), and a
+    /// gateway whose volume server is missing takes an S3 PUT and never answers it.
+    fn wait_writable(&self) -> io::Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let port = self.ports[0];
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            match http_get(port, "/dir/assign") {
+                Ok(reply) if reply.contains("\"fid\"") => return Ok(()),
+                Ok(reply) => last = reply,
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let logs: Vec<String> = (0..self.procs.len()).map(|i| self.log_tail(i)).collect();
+        Err(io::Error::other(format!(
+            "weed does not take writes (port {port}: {last}); its logs end:\n{}",
+            logs.join("\n")
+        )))
+    }
+
     fn index(&self, name: &str) -> io::Result<usize> {
         self.procs
             .iter()
@@ -517,8 +550,29 @@ fn processes_naming(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The reply to an HTTP/1.0 GET of `path` on the loopback `port` (5 s at most).
+fn http_get(port: u16, path: &str) -> io::Result<String> {
+    let mut c = TcpStream::connect(("127.0.0.1", port))?;
+    c.set_read_timeout(Some(Duration::from_secs(5)))?;
+    c.set_write_timeout(Some(Duration::from_secs(5)))?;
+    write!(c, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n")?;
+    let mut reply = Vec::new();
+    c.take(1 << 16).read_to_end(&mut reply)?;
+    Ok(String::from_utf8_lossy(&reply).into_owned())
+}
+
 impl Drop for Seaweed {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failed test's server side: what weed said before the directory goes.
+            for i in 0..self.procs.len() {
+                eprintln!(
+                    "seaweed harness: weed {}'s log ends:\n{}",
+                    self.procs[i].name,
+                    self.log_tail(i)
+                );
+            }
+        }
         self.stop_all();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
