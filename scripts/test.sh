@@ -28,7 +28,19 @@ skip_summary() {
   fi
   rm -f "$WRING_SKIP_LOG"
 }
-trap skip_summary EXIT
+# FUSE over io_uring (mount option uring=1) needs the kernel's switch on; it is put back as it
+# was when the tests end.
+URING_SWITCH=/sys/module/fuse/parameters/enable_uring
+uring_was=""
+if [ "$(id -u)" -eq 0 ] && [ -w "$URING_SWITCH" ]; then
+  uring_was="$(cat "$URING_SWITCH")"
+  echo Y > "$URING_SWITCH"
+fi
+on_exit() {
+  skip_summary
+  if [ -n "$uring_was" ]; then echo "$uring_was" > "$URING_SWITCH"; fi
+}
+trap on_exit EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -49,6 +61,18 @@ fi
 
 step "tests"
 cargo test --workspace
+# The filesystem's mount tests again, every mount served through FUSE over io_uring (uring=1);
+# the S3 tests and the benchmark tests are left to the run above.
+step "filesystem tests over FUSE over io_uring"
+if [ "$(id -u)" -ne 0 ] && [ "${WRING_SKIP_ROOT:-}" = 1 ]; then
+  echo "wring-test-skipped: the fs tests with uring=1 (need root for FUSE over io_uring, opted out by WRING_SKIP_ROOT=1)" | tee -a "$WRING_SKIP_LOG"
+else
+  fs_tests=()
+  for t in crates/fs/tests/*.rs; do
+    case "$(basename "$t" .rs)" in s3|bench_fs) ;; *) fs_tests+=(--test "$(basename "$t" .rs)") ;; esac
+  done
+  WRING_TEST_MOUNT_OPTIONS=uring=1 cargo test -p wring-fs "${fs_tests[@]}"
+fi
 # The Debian package of the binaries the tests just built: dpkg -i, then man, completion, fstab
 # mount -a/umount/findmnt, mount -t fuse.wring, systemd-analyze verify with the installed files;
 # dpkg --purge and nothing left behind (scripts/test-package.sh).

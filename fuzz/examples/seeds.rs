@@ -149,5 +149,38 @@ fn main() -> std::io::Result<()> {
     }
     lzo1x_seeds(dir)?;
     store_record_seeds(dir)?;
+    fuse_ring_seeds(dir)?;
     round_trip_seeds(dir)
+}
+
+/// Ring-layout FUSE requests (in_out, op_in, payload): a LOOKUP, a MKNOD, a RENAME2, a
+/// WRITE and a SETATTR.
+fn fuse_ring_seeds(dir: &Path) -> std::io::Result<()> {
+    let request = |opcode: u32, op: &[u8], payload: &[u8]| {
+        let mut v = vec![0u8; 256];
+        v[4..8].copy_from_slice(&opcode.to_le_bytes());
+        v[8..16].copy_from_slice(&1u64.to_le_bytes());
+        v[16..24].copy_from_slice(&1u64.to_le_bytes());
+        v[128..128 + op.len()].copy_from_slice(op);
+        v.extend_from_slice(payload);
+        v
+    };
+    let mut write_in = vec![0u8; 40];
+    write_in[16..20].copy_from_slice(&5u32.to_le_bytes());
+    let mut setattr_in = vec![0u8; 88];
+    setattr_in[0..4].copy_from_slice(&0x7ffu32.to_le_bytes());
+    let seeds = [
+        ("lookup", request(1, &[], b"name\0")),
+        ("mknod", request(8, &0o100644u32.to_le_bytes(), b"file\0")),
+        (
+            "rename2",
+            request(45, &[2, 0, 0, 0, 0, 0, 0, 0, 1], b"a\0b\0"),
+        ),
+        ("write", request(16, &write_in, b"hello")),
+        ("setattr", request(4, &setattr_in, b"")),
+    ];
+    for (name, bytes) in seeds {
+        write(dir, "fuse_ring_requests", name, &bytes)?;
+    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ use rustix::io::Errno;
 
 use crate::error::FsError;
 use crate::fuse::WringFs;
+use crate::ops::Ops;
 use crate::options::Options;
 use crate::store::Access;
 use crate::volume::Volume;
@@ -165,9 +166,13 @@ fn mount_and_serve(
         ),
         None => None,
     };
+    if opts.uring {
+        crate::uring::check_enabled()?;
+    }
     keep_freed_memory();
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
+    let uring = opts.uring;
     let vol = Arc::new(Volume::open_with(dir, opts, access)?);
     vol.start_writeback();
     vol.start_committer()?;
@@ -184,16 +189,34 @@ fn mount_and_serve(
     } else {
         SessionACL::Owner
     };
-    config.n_threads = Some(n_threads);
+    // With uring=1 fuser's threads see only INIT, FORGET and INTERRUPT: one is enough.
+    config.n_threads = Some(if uring { 1 } else { n_threads });
     config.clone_fd = true;
     let canon = mountpoint.canonicalize().ok();
     let source = format!("wring:{}", dir.display());
-    let (session, own_mount) = match open_session(&vol, mountpoint, &source, config) {
+    let ops = Arc::new(Ops::new(vol.clone()));
+    let fs = WringFs::new(ops.clone(), uring);
+    let (session, own_mount) = match open_session(fs, mountpoint, &source, config) {
         Ok(s) => s,
         Err(e) => {
+            drop(ops);
             close(vol);
             return Err(io(format!("mounting on {}", mountpoint.display()))(e));
         }
+    };
+    let queues = match uring.then(|| start_uring(&session, &ops, n_threads)) {
+        Some(Err(e)) => {
+            // Requests would wait for queues that never come: give the mount up.
+            drop(session);
+            if own_mount {
+                crate::kmount::detach(mountpoint);
+            }
+            drop(ops);
+            close(vol);
+            return Err(e);
+        }
+        Some(Ok(q)) => Some(q),
+        None => None,
     };
     vol.set_notifier(session.notifier());
     if let Some(canon) = &canon {
@@ -215,15 +238,33 @@ fn mount_and_serve(
     if r.is_err() && own_mount {
         crate::kmount::detach(mountpoint);
     }
+    if let Some(q) = queues {
+        q.join();
+    }
+    drop(ops);
     close(vol);
     r
+}
+
+/// The io_uring queues' threads, on a duplicate of the session's `/dev/fuse` descriptor.
+fn start_uring(
+    session: &fuser::Session<WringFs>,
+    ops: &Arc<Ops>,
+    threads: usize,
+) -> Result<crate::uring::Queues, FsError> {
+    use std::os::fd::AsFd;
+    let fd = session
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(io("duplicating the FUSE descriptor"))?;
+    crate::uring::start(fd, ops.clone(), threads)
 }
 
 /// Mount with the kernel type `fuse.wring` ([`crate::kmount`]) and serve that descriptor, or,
 /// where this process may not call mount(2), let fuser mount through fusermount3. The flag
 /// says whether the mount is this process's own to detach.
 fn open_session(
-    vol: &Arc<Volume>,
+    fs: WringFs,
     mountpoint: &Path,
     source: &str,
     config: Config,
@@ -235,13 +276,11 @@ fn open_session(
     match crate::kmount::mount(mountpoint, &spec)? {
         Some(fd) => {
             let acl = config.acl;
-            fuser::Session::from_fd(WringFs::new(vol.clone()), fd, acl, config)
+            fuser::Session::from_fd(fs, fd, acl, config)
                 .map(|s| (s, true))
                 .inspect_err(|_| crate::kmount::detach(mountpoint))
         }
-        None => {
-            fuser::Session::new(WringFs::new(vol.clone()), mountpoint, &config).map(|s| (s, false))
-        }
+        None => fuser::Session::new(fs, mountpoint, &config).map(|s| (s, false)),
     }
 }
 

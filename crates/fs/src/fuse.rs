@@ -1,10 +1,9 @@
-//! The `fuser::Filesystem` adapter: translates FUSE requests into [`Volume`] calls. Thin.
+//! The `fuser::Filesystem` adapter: fuser reads requests from `/dev/fuse` and this hands
+//! each to [`Ops`], whose answers go back through fuser's reply objects. Thin.
 //!
-//! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
-//! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
-//! Differs in keeping nothing per open file: OPEN, FLUSH and CREATE are answered ENOSYS once
-//! and the kernel then opens, closes and makes files without asking (see `open`), as it does
-//! for a local filesystem.
+//! With `uring=1` the same [`Ops`] serve the requests the kernel puts on the io_uring
+//! queues ([`crate::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT,
+//! which the kernel still sends through `/dev/fuse`.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -19,70 +18,25 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::counters::Op;
-use crate::error::FsError;
-use crate::inode::{NewInode, SetAttr};
-use crate::store::records::{Inode, Kind};
-use crate::store::ROOT;
-use crate::volume::{Listed, Volume};
-use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
+use crate::inode::SetAttr;
+use crate::ops::{
+    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerOpen,
+    AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
+};
 
-/// How long the kernel may trust an entry or attributes without asking: the daemon is the
-/// only writer, every change made through the mount is one the kernel makes or sees, and the
-/// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
-/// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
-const TTL: Duration = Duration::from_secs(60);
-/// Entries of a READDIRPLUS reply held and read from one snapshot at a time.
-const LISTED_CHUNK: usize = 64;
+pub use crate::ops::attr;
 
 /// The FUSE face of a volume.
 pub struct WringFs {
-    vol: Arc<Volume>,
-    /// One remount at a time: each applies its options and starts the writeback threads
-    /// they ask for before the next looks at the count.
-    remount: std::sync::Mutex<()>,
+    ops: Arc<Ops>,
+    /// Ask the kernel for FUSE over io_uring at INIT (`uring=1`).
+    uring: bool,
 }
 
 impl WringFs {
-    /// Wrap a volume.
-    pub fn new(vol: Arc<Volume>) -> WringFs {
-        WringFs {
-            vol,
-            remount: std::sync::Mutex::default(),
-        }
-    }
-}
-
-fn kind(k: Kind) -> FileType {
-    match k {
-        Kind::File => FileType::RegularFile,
-        Kind::Dir => FileType::Directory,
-        Kind::Symlink => FileType::Symlink,
-        Kind::Fifo => FileType::NamedPipe,
-        Kind::Socket => FileType::Socket,
-        Kind::Char => FileType::CharDevice,
-        Kind::Block => FileType::BlockDevice,
-    }
-}
-
-/// The attributes FUSE reports for an inode.
-pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: i.size,
-        blocks: i.disk.div_ceil(512),
-        atime: i.atime.to_system(),
-        mtime: i.mtime.to_system(),
-        ctime: i.ctime.to_system(),
-        crtime: i.ctime.to_system(),
-        kind: kind(i.kind),
-        perm: i.perm as u16,
-        nlink: i.nlink,
-        uid: i.uid,
-        gid: i.gid,
-        rdev: i.rdev,
-        blksize,
-        flags: 0,
+    /// Serve `ops`; `uring`: ask for the io_uring queues at INIT.
+    pub fn new(ops: Arc<Ops>, uring: bool) -> WringFs {
+        WringFs { ops, uring }
     }
 }
 
@@ -95,21 +49,6 @@ fn caller(req: &Request) -> crate::inode::Caller {
     }
 }
 
-/// Root and the mount's owner (the daemon's user): only they may make durable commits on
-/// demand (`wring.sync`) and remount. With allow_other anyone else reaches the root too.
-fn privileged(req: &Request) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let owner = unsafe { libc::geteuid() };
-    req.uid() == 0 || req.uid() == owner
-}
-
-fn err(e: FsError) -> Errno {
-    if !matches!(e, FsError::Errno(_)) {
-        log::warn!("{e}");
-    }
-    Errno::from_i32(e.errno())
-}
-
 fn time(t: Option<TimeOrNow>) -> Option<Option<SystemTime>> {
     t.map(|t| match t {
         TimeOrNow::SpecificTime(s) => Some(s),
@@ -117,84 +56,90 @@ fn time(t: Option<TimeOrNow>) -> Option<Option<SystemTime>> {
     })
 }
 
-fn reply_xattr(reply: ReplyXattr, size: u32, data: &[u8]) {
-    if size == 0 {
-        reply.size(data.len() as u32);
-    } else if data.len() > size as usize {
-        reply.error(Errno::from_i32(libc::ERANGE));
-    } else {
-        reply.data(data);
+/// `Fail` for each of fuser's reply types, and the answers that map one to one.
+macro_rules! fails {
+    ($($t:ty),*) => {$(
+        impl Fail for $t {
+            fn fail(self, e: Errno) {
+                self.error(e)
+            }
+        }
+    )*};
+}
+fails!(
+    ReplyEntry,
+    ReplyAttr,
+    ReplyData,
+    ReplyEmpty,
+    ReplyWrite,
+    ReplyOpen,
+    ReplyStatfs,
+    ReplyXattr,
+    ReplyDirectory,
+    ReplyDirectoryPlus,
+    ReplyCreate
+);
+
+impl AnswerEntry for ReplyEntry {
+    fn send_entry(self, ttl: &Duration, attr: &FileAttr) {
+        self.entry(ttl, attr, Generation(0))
     }
 }
-
-impl WringFs {
-    fn blksize(&self) -> u32 {
-        self.vol.options().max_extent as u32
+impl AnswerAttr for ReplyAttr {
+    fn send_attr(self, ttl: &Duration, attr: &FileAttr) {
+        self.attr(ttl, attr)
     }
-
-    fn entry(&self, reply: ReplyEntry, r: Result<(u64, Inode), FsError>) {
-        match r {
-            Ok((ino, i)) => reply.entry(&TTL, &attr(ino, &i, self.blksize()), Generation(0)),
-            Err(e) => reply.error(err(e)),
-        }
+}
+impl AnswerData for ReplyData {
+    fn send_data(self, data: &[u8]) {
+        self.data(data)
     }
-
-    /// What a request makes: its owner is the caller.
-    fn new_inode<'t>(
-        req: &Request,
-        kind: Kind,
-        mode: u32,
-        rdev: u32,
-        target: Option<&'t [u8]>,
-        umask: u32,
-    ) -> NewInode<'t> {
-        NewInode {
-            kind,
-            perm: mode,
-            uid: req.uid(),
-            gid: req.gid(),
-            rdev,
-            target,
-            umask,
-        }
+}
+impl AnswerEmpty for ReplyEmpty {
+    fn send_ok(self) {
+        self.ok()
     }
-
-    /// Drop the holds [`Volume::hold_listed`] took for entries a reply left out.
-    fn unhold(&self, entries: &[(u64, bool, Kind)], attrs: &[Option<Listed>]) {
-        for (&(ino, dot, _), a) in entries.iter().zip(attrs) {
-            if a.is_some() && !dot {
-                if let Err(u) = self.vol.released(ino) {
-                    log::warn!("undoing the hold of an entry left out of a listing: {u}");
-                }
-            }
-        }
+}
+impl AnswerWrite for ReplyWrite {
+    fn send_written(self, n: u32) {
+        self.written(n)
     }
-
-    fn control_get(
-        &self,
-        req: &Request,
-        ino: u64,
-        name: &[u8],
-    ) -> Option<Result<Vec<u8>, FsError>> {
-        let v = match name {
-            n if n == STAT_XATTR.as_bytes() => self
-                .vol
-                .stat_report_for(ino, caller(req))
-                .map(|r| r.to_string().into_bytes()),
-            n if ino != ROOT => {
-                return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
-            }
-            n if n == STATUS_XATTR.as_bytes() => {
-                Ok(crate::status::status_text(&self.vol).into_bytes())
-            }
-            n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
-            // A durable commit, on demand: not for anyone allow_other lets in.
-            n if n == SYNC_XATTR.as_bytes() && !privileged(req) => Err(FsError::Errno(libc::EPERM)),
-            n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
-            n if n == PID_XATTR.as_bytes() => Ok(std::process::id().to_string().into_bytes()),
-            _ => return None,
-        };
-        Some(v)
+}
+impl AnswerOpen for ReplyOpen {
+    fn send_opened(self, fh: u64) {
+        self.opened(FileHandle(fh), FopenFlags::empty())
+    }
+}
+impl AnswerStatfs for ReplyStatfs {
+    fn send_statfs(self, s: &Statfs) {
+        self.statfs(
+            s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
+        )
+    }
+}
+impl AnswerXattr for ReplyXattr {
+    fn send_size(self, n: u32) {
+        self.size(n)
+    }
+    fn send_value(self, data: &[u8]) {
+        self.data(data)
+    }
+}
+impl AnswerDir for ReplyDirectory {
+    fn push(&mut self, ino: u64, next: u64, kind: FileType, name: &[u8]) -> bool {
+        self.add(INodeNo(ino), next, kind, OsStr::from_bytes(name))
+    }
+    fn send_listing(self) {
+        self.ok()
+    }
+}
+impl AnswerDirPlus for ReplyDirectoryPlus {
+    fn push_plus(&mut self, next: u64, name: &[u8], ttl: &Duration, attr: &FileAttr) -> bool {
+        let name = OsStr::from_bytes(name);
+        self.add(attr.ino, next, name, ttl, attr, Generation(0))
+    }
+    fn send_listing(self) {
+        self.ok()
     }
 }
 
@@ -216,37 +161,36 @@ impl fuser::Filesystem for WringFs {
                 | InitFlags::FUSE_DO_READDIRPLUS
                 | InitFlags::FUSE_READDIRPLUS_AUTO,
         );
-        let _ = config.set_max_write(1 << 20);
+        if self.uring
+            && config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_err()
+        {
+            // The daemon checked enable_uring before mounting; the kernel changed its mind.
+            return Err(std::io::Error::other(crate::uring::NOT_OFFERED));
+        }
+        let _ = config.set_max_write(crate::uring::MAX_WRITE as u32);
         let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
         let _ = config.set_max_background(64);
         Ok(())
     }
 
     fn destroy(&mut self) {
-        if let Err(e) = self.vol.sync() {
-            log::error!("final commit failed: {e}");
-        }
+        self.ops.destroy();
     }
 
-    /// The kernel's references to an inode (one per entry reply) keep it as an orphan after
-    /// its last name goes (fuser's batch_forget, whose argument type it does not export,
-    /// calls this once per inode).
-    fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {
-        let _t = self.vol.ops.count(Op::Forget);
-        self.vol.forget(_ino.0, _nlookup);
+    /// fuser's batch_forget, whose argument type it does not export, calls this once per
+    /// inode.
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.ops.forget(ino.0, nlookup);
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let _t = self.vol.ops.count(Op::Lookup);
-        self.entry(reply, self.vol.lookup_held(parent.0, name.as_bytes()));
+        self.ops.lookup(parent.0, name.as_bytes(), reply);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let _t = self.vol.ops.count(Op::Getattr);
-        match self.vol.inode(ino.0) {
-            Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.getattr(ino.0, reply);
     }
 
     fn setattr(
@@ -267,8 +211,7 @@ impl fuser::Filesystem for WringFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let _t = self.vol.ops.count(Op::Setattr);
-        let set = SetAttr {
+        let a = SetAttr {
             mode,
             uid,
             gid,
@@ -276,20 +219,13 @@ impl fuser::Filesystem for WringFs {
             atime: time(atime),
             mtime: time(mtime),
             ctime,
-            caller: Some(caller(req)),
+            caller: None,
         };
-        match self.vol.setattr(ino.0, &set) {
-            Ok(i) => reply.attr(&TTL, &attr(ino.0, &i, self.blksize())),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.setattr(caller(req), ino.0, a, reply);
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let _t = self.vol.ops.count(Op::Readlink);
-        match self.vol.readlink(ino.0) {
-            Ok(t) => reply.data(&t),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.readlink(ino.0, reply);
     }
 
     fn mknod(
@@ -302,19 +238,9 @@ impl fuser::Filesystem for WringFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Mknod);
-        match Kind::from_mode(mode) {
-            Some(k) if k != Kind::Dir && k != Kind::Symlink => self.entry(
-                reply,
-                self.vol.create_held(
-                    parent.0,
-                    name.as_bytes(),
-                    Self::new_inode(req, k, mode, rdev, None, umask),
-                    1,
-                ),
-            ),
-            _ => reply.error(Errno::from_i32(libc::EINVAL)),
-        }
+        let name = name.as_bytes();
+        self.ops
+            .mknod(caller(req), parent.0, name, mode, umask, rdev, reply);
     }
 
     fn mkdir(
@@ -326,32 +252,17 @@ impl fuser::Filesystem for WringFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Mkdir);
-        self.entry(
-            reply,
-            self.vol.create_held(
-                parent.0,
-                name.as_bytes(),
-                Self::new_inode(req, Kind::Dir, mode, 0, None, umask),
-                1,
-            ),
-        );
+        let name = name.as_bytes();
+        self.ops
+            .mkdir(caller(req), parent.0, name, mode, umask, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let _t = self.vol.ops.count(Op::Unlink);
-        match self.vol.remove(parent.0, name.as_bytes(), false) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.remove(parent.0, name.as_bytes(), false, reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let _t = self.vol.ops.count(Op::Rmdir);
-        match self.vol.remove(parent.0, name.as_bytes(), true) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.remove(parent.0, name.as_bytes(), true, reply);
     }
 
     fn symlink(
@@ -362,17 +273,8 @@ impl fuser::Filesystem for WringFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Symlink);
-        let t = target.as_os_str().as_bytes();
-        self.entry(
-            reply,
-            self.vol.create_held(
-                parent.0,
-                link_name.as_bytes(),
-                Self::new_inode(req, Kind::Symlink, 0o777, 0, Some(t), 0),
-                1,
-            ),
-        );
+        let (name, target) = (link_name.as_bytes(), target.as_os_str().as_bytes());
+        self.ops.symlink(caller(req), parent.0, name, target, reply);
     }
 
     fn rename(
@@ -385,17 +287,9 @@ impl fuser::Filesystem for WringFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Rename);
-        match self.vol.rename(
-            parent.0,
-            name.as_bytes(),
-            newparent.0,
-            newname.as_bytes(),
-            flags.bits(),
-        ) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        let (name, newname) = (name.as_bytes(), newname.as_bytes());
+        self.ops
+            .rename(parent.0, name, newparent.0, newname, flags.bits(), reply);
     }
 
     fn link(
@@ -406,24 +300,11 @@ impl fuser::Filesystem for WringFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Link);
-        self.entry(
-            reply,
-            self.vol
-                .link_held(ino.0, newparent.0, newname.as_bytes())
-                .map(|i| (ino.0, i)),
-        );
+        self.ops.link(ino.0, newparent.0, newname.as_bytes(), reply);
     }
 
-    /// Files need no open: the daemon keeps no state per open file (reads and writes name
-    /// the inode; the kernel's reference to an open file's inode, held until FORGET, keeps an
-    /// unlinked file readable). ENOSYS tells the kernel so (`fc->no_open`): it opens files
-    /// without asking and sends no RELEASE for them, two round trips less per file opened,
-    /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
-    /// to a file's data goes through the kernel).
     fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let _t = self.vol.ops.count(Op::Open);
-        reply.error(Errno::ENOSYS);
+        self.ops.open(reply);
     }
 
     fn read(
@@ -437,15 +318,7 @@ impl fuser::Filesystem for WringFs {
         _lock: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let _t = self.vol.ops.count(Op::Read);
-        thread_local! {
-            /// The reply buffer of this request thread, kept between reads.
-            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        BUF.with_borrow_mut(|buf| match self.vol.read_into(ino.0, offset, size, buf) {
-            Ok(()) => reply.data(buf),
-            Err(e) => reply.error(err(e)),
-        })
+        self.ops.read(ino.0, offset, size, reply);
     }
 
     fn write(
@@ -460,21 +333,11 @@ impl fuser::Filesystem for WringFs {
         _lock: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let _t = self.vol.ops.count(Op::Write);
-        let kill = wf
-            .contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
-            .then(|| caller(req));
-        match self.vol.write(ino.0, offset, data, kill) {
-            Ok(()) => reply.written(data.len() as u32),
-            Err(e) => reply.error(err(e)),
-        }
+        let kill = wf.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+        self.ops
+            .write(caller(req), ino.0, offset, data, kill, reply);
     }
 
-    /// close(2) has nothing for the daemon to do: the kernel writes the file's dirty pages
-    /// back (WRITE requests, whose errors close reports) before it would send FLUSH, and a
-    /// write's compression errors are fsync's to report, as btrfs reports them at fsync and
-    /// not at close. ENOSYS tells the kernel so (`fc->no_flush`): it sends no FLUSH again,
-    /// a round trip less on every close.
     fn flush(
         &self,
         _req: &Request,
@@ -483,13 +346,9 @@ impl fuser::Filesystem for WringFs {
         _lock: LockOwner,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Flush);
-        reply.error(Errno::ENOSYS);
+        self.ops.flush(reply);
     }
 
-    /// A RELEASE comes at most for the file opened before the kernel learnt that opens need
-    /// nothing (see `open`): nothing to do, the daemon keeps nothing per open file and the
-    /// kernel's reference (until FORGET) holds the inode.
     fn release(
         &self,
         _req: &Request,
@@ -500,8 +359,7 @@ impl fuser::Filesystem for WringFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Release);
-        reply.ok();
+        self.ops.release(reply);
     }
 
     fn fsync(
@@ -512,11 +370,7 @@ impl fuser::Filesystem for WringFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Fsync);
-        match self.vol.fsync(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.fsync(ino.0, false, reply);
     }
 
     fn fallocate(
@@ -529,19 +383,11 @@ impl fuser::Filesystem for WringFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Fallocate);
-        match self.vol.fallocate(ino.0, offset, length, mode) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.fallocate(ino.0, offset, length, mode, reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let _t = self.vol.ops.count(Op::Opendir);
-        match self.vol.opendir(ino.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.opendir(ino.0, reply);
     }
 
     fn readdir(
@@ -550,80 +396,20 @@ impl fuser::Filesystem for WringFs {
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
-        let _t = self.vol.ops.count(Op::Readdir);
-        match self.vol.readdir(ino.0, fh.0, offset) {
-            Ok(list) => {
-                let from = usize::try_from(offset).unwrap_or(usize::MAX);
-                for (i, e) in list.iter().enumerate().skip(from) {
-                    let next = i as u64 + 1;
-                    if reply.add(
-                        INodeNo(e.ino),
-                        next,
-                        kind(e.kind),
-                        OsStr::from_bytes(&e.name),
-                    ) {
-                        break;
-                    }
-                }
-                reply.ok();
-            }
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.readdir(ino.0, fh.0, offset, reply);
     }
 
-    /// READDIRPLUS: the listing with each entry's attributes. The kernel takes every entry
-    /// but `.` and `..` as a lookup it will FORGET, so each is held as LOOKUP holds it
-    /// ([`Volume::hold_listed`], a chunk of entries from one snapshot), and the holds are
-    /// dropped again for the entries that do not fit the reply. An entry removed since the
-    /// listing was taken is left out.
     fn readdirplus(
         &self,
         _req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectoryPlus,
+        reply: ReplyDirectoryPlus,
     ) {
-        let _t = self.vol.ops.count(Op::Readdirplus);
-        let list = match self.vol.readdir(ino.0, fh.0, offset) {
-            Ok(list) => list,
-            Err(e) => return reply.error(err(e)),
-        };
-        let blksize = self.blksize();
-        let from = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(list.len());
-        let mut start = from;
-        while start < list.len() {
-            let chunk = &list[start..(start + LISTED_CHUNK).min(list.len())];
-            let entries: Vec<(u64, bool, Kind)> = chunk
-                .iter()
-                .map(|e| (e.ino, e.name == b"." || e.name == b"..", e.kind))
-                .collect();
-            let attrs = match self.vol.hold_listed(&entries) {
-                Ok(a) => a,
-                Err(e) if start == from => return reply.error(err(e)),
-                Err(_) => break,
-            };
-            for (k, (e, a)) in chunk.iter().zip(&attrs).enumerate() {
-                let (inode, ttl) = match a {
-                    None => continue,
-                    Some(Listed::Held(i)) => (i, &TTL),
-                    Some(Listed::Damaged(i)) => (i, &Duration::ZERO),
-                };
-                let name = OsStr::from_bytes(&e.name);
-                let a = attr(e.ino, inode, blksize);
-                let next = (start + k) as u64 + 1;
-                if reply.add(INodeNo(e.ino), next, name, ttl, &a, Generation(0)) {
-                    self.unhold(&entries[k..], &attrs[k..]);
-                    return reply.ok();
-                }
-            }
-            start += chunk.len();
-        }
-        reply.ok();
+        self.ops.readdirplus(ino.0, fh.0, offset, reply);
     }
 
     fn releasedir(
@@ -634,11 +420,7 @@ impl fuser::Filesystem for WringFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Releasedir);
-        match self.vol.releasedir(ino.0, fh.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.releasedir(ino.0, fh.0, reply);
     }
 
     fn fsyncdir(
@@ -649,21 +431,11 @@ impl fuser::Filesystem for WringFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Fsyncdir);
-        match self.vol.fsync(ino.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.fsync(ino.0, true, reply);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let _t = self.vol.ops.count(Op::Statfs);
-        match self.vol.statfs() {
-            Ok((blocks, free, files)) => {
-                reply.statfs(blocks, free, free, files, u32::MAX as u64, 4096, 255, 4096)
-            }
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.statfs(reply);
     }
 
     fn setxattr(
@@ -676,74 +448,28 @@ impl fuser::Filesystem for WringFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Setxattr);
         let name = name.as_bytes();
-        let r = if ino.0 == ROOT && name == OPTIONS_XATTR.as_bytes() {
-            if !privileged(req) {
-                return reply.error(Errno::EPERM);
-            }
-            let _one = crate::volume::lock(&self.remount);
-            self.vol
-                .remount(&String::from_utf8_lossy(value))
-                .map(|o| log::info!("remounted: {o}"))
-        } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
-            self.vol.set_acl(ino.0, name, value, flags, caller(req))
-        } else if name.starts_with(b"wring.") {
-            Err(FsError::Errno(libc::EPERM))
-        } else {
-            self.vol.setxattr(ino.0, name, value, flags)
-        };
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops
+            .setxattr(caller(req), ino.0, name, value, flags, reply);
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let _t = self.vol.ops.count(Op::Getxattr);
-        let r = match self.control_get(req, ino.0, name.as_bytes()) {
-            Some(r) => r,
-            None => self.vol.getxattr(ino.0, name.as_bytes()),
-        };
-        match r {
-            Ok(v) => reply_xattr(reply, size, &v),
-            Err(e) => reply.error(err(e)),
-        }
+        let name = name.as_bytes();
+        self.ops.getxattr(caller(req), ino.0, name, size, reply);
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let _t = self.vol.ops.count(Op::Listxattr);
-        match self.vol.listxattr(ino.0) {
-            Ok(names) => {
-                let mut buf = Vec::new();
-                for n in names {
-                    buf.extend_from_slice(&n);
-                    buf.push(0);
-                }
-                reply_xattr(reply, size, &buf);
-            }
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.listxattr(ino.0, size, reply);
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let _t = self.vol.ops.count(Op::Removexattr);
-        match self.vol.removexattr(ino.0, name.as_bytes()) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
-        }
+        self.ops.removexattr(ino.0, name.as_bytes(), reply);
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
-        let _t = self.vol.ops.count(Op::Access);
-        reply.ok();
+        self.ops.access(reply);
     }
 
-    /// No CREATE: ENOSYS makes the kernel make files with MKNOD and open them itself
-    /// (`fc->no_create`), and with no OPEN (see `open`) a file made so is also never
-    /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
-    /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
-    /// makes the file either way (see `mknod`).
     fn create(
         &self,
         _req: &Request,
@@ -754,7 +480,6 @@ impl fuser::Filesystem for WringFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let _t = self.vol.ops.count(Op::Create);
-        reply.error(Errno::ENOSYS);
+        self.ops.create(reply);
     }
 }

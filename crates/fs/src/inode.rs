@@ -20,7 +20,7 @@ use crate::volume::Volume;
 use crate::PROP_XATTR;
 
 /// What setattr changes.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SetAttr {
     /// New permission bits.
     pub mode: Option<u32>,

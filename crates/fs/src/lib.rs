@@ -27,11 +27,13 @@ pub mod fsck;
 pub mod fuse;
 pub mod inode;
 pub mod kmount;
+pub mod ops;
 pub mod options;
 pub mod stat;
 pub mod status;
 pub mod store;
 mod sync;
+pub mod uring;
 pub mod volume;
 
 pub use error::FsError;

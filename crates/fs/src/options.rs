@@ -1,7 +1,7 @@
 //! Mount options spelled as btrfs's (`compress=zstd:3`, `compress-force=lzo`, `compress=no`)
 //! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`,
-//! `threads`, and for a store whose extents are in a bucket `compact` and
-//! `compact_threshold`, which play the part of btrfs's `btrfs balance -dusage=`).
+//! `threads`, `uring` (FUSE over io_uring), and for a store whose extents are in a bucket
+//! `compact` and `compact_threshold`, which play the part of btrfs's `btrfs balance -dusage=`).
 //!
 //! Mirrors btrfs_parse_options() in fs/btrfs/super.c and its /proc/mounts output
 //! (btrfs_show_options); an invalid value is an error naming the option and what is accepted.
@@ -24,8 +24,8 @@ pub const DEFAULT_COMPACT_THRESHOLD: u8 = 50;
 pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
-streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, compact=0|1, \
-compact_threshold=PERCENT, allow_other";
+streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=0|1, \
+compact=0|1, compact_threshold=PERCENT, allow_other";
 
 /// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +78,8 @@ pub struct Options {
     pub allow_other: bool,
     /// FUSE request threads (`None`: [`Options::request_threads`]'s default); set at mount.
     pub threads: Option<usize>,
+    /// Serve requests through FUSE over io_uring instead of reading `/dev/fuse`; set at mount.
+    pub uring: bool,
     /// Compact a store in a bucket (no effect on a local store).
     pub compact: bool,
     /// Segments with fewer live bytes than this percentage of their size are compacted.
@@ -95,6 +97,7 @@ impl Default for Options {
             page_pool: 0,
             allow_other: false,
             threads: None,
+            uring: false,
             compact: true,
             compact_threshold: DEFAULT_COMPACT_THRESHOLD,
         }
@@ -119,6 +122,15 @@ fn invalid(option: &str, value: &str, accepted: impl Into<String>) -> OptionErro
         option: option.into(),
         value: value.into(),
         accepted: accepted.into(),
+    }
+}
+
+/// A switch: `1`/`on` or `0`/`off`.
+fn on_off(option: &str, value: &str) -> Result<bool, OptionError> {
+    match value {
+        "1" | "on" => Ok(true),
+        "0" | "off" => Ok(false),
+        _ => Err(invalid(option, value, "1 (on) or 0 (off)")),
     }
 }
 
@@ -225,11 +237,8 @@ impl Options {
                         ))
                     }
                 },
-                ("compact", Some(v)) => match v {
-                    "1" | "on" => o.compact = true,
-                    "0" | "off" => o.compact = false,
-                    _ => return Err(invalid(key, v, "1 (on) or 0 (off)")),
-                },
+                ("compact", Some(v)) => o.compact = on_off(key, v)?,
+                ("uring", Some(v)) => o.uring = on_off(key, v)?,
                 ("compact_threshold", Some(v)) => match v.parse::<u8>() {
                     Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
                     _ => {
@@ -249,7 +258,7 @@ impl Options {
                 _ if mount8_option(key) => {}
                 (
                     "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
-                    | "threads" | "compact" | "compact_threshold",
+                    | "threads" | "uring" | "compact" | "compact_threshold",
                     None,
                 ) => return Err(invalid(key, "", "the option needs a value: KEY=VALUE")),
                 _ => return Err(OptionError::Unknown(item.to_string())),
@@ -304,6 +313,9 @@ impl fmt::Display for Options {
         if let Some(n) = self.threads {
             write!(f, ",threads={n}")?;
         }
+        if self.uring {
+            f.write_str(",uring=1")?;
+        }
         if self.allow_other {
             f.write_str(",allow_other")?;
         }
@@ -338,7 +350,7 @@ mod tests {
             Compress::No
         );
         let round = Options::parse(
-            "compress=zlib:9,streams=3,page_pool=64,threads=2,compact=0,compact_threshold=70",
+            "compress=zlib:9,streams=3,page_pool=64,threads=2,uring=1,compact=0,compact_threshold=70",
         )
         .unwrap();
         assert_eq!((round.compact, round.compact_threshold), (false, 70));
@@ -360,6 +372,8 @@ mod tests {
             ("threads=x", "threads", "0 for the default"),
             ("compact=yes", "compact", "1 (on) or 0 (off)"),
             ("compact", "compact", "needs a value"),
+            ("uring=2", "uring", "1 (on) or 0 (off)"),
+            ("uring", "uring", "needs a value"),
             ("compact_threshold=0", "compact_threshold", "1 to 95"),
             ("compact_threshold=96", "compact_threshold", "1 to 95"),
             ("frobnicate", "frobnicate", "accepted are compress"),

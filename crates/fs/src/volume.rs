@@ -297,6 +297,10 @@ impl Volume {
                 // So are its request threads.
                 return Err(crate::options::OptionError::MountOnly("threads".into()).into());
             }
+            if new.uring != o.uring {
+                // And the transport they serve.
+                return Err(crate::options::OptionError::MountOnly("uring".into()).into());
+            }
             (std::mem::replace(&mut *o, new.clone()), new)
         };
         if new.streams != old.streams {

@@ -134,6 +134,21 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         refused: &["threads=65", "threads=-1"],
     },
     MountOption {
+        name: "uring",
+        value: "=0|1",
+        text: "Serve the mount's requests through FUSE over io_uring instead of reading \
+               /dev/fuse: a queue per CPU, whose requests a thread kept on that CPU answers, \
+               each reply and the wait for the next request in one system call. Needs Linux \
+               6.14 or later with /sys/module/fuse/parameters/enable_uring set to Y (by root); \
+               the mount is refused, saying so, if it is not. wring status then has a uring: \
+               line. Only when mounting: a remount cannot change it. on and off are accepted \
+               too.",
+        default: "0 (off: fuser's /dev/fuse loop)",
+        shown: None,
+        accepted: &["uring=0", "uring=1", "uring=off"],
+        refused: &["uring=2", "uring=yes"],
+    },
+    MountOption {
         name: "compact",
         value: "=0|1",
         text: "For a store whose extents are in an S3 bucket (wring mkfs --data): compact its \

@@ -60,11 +60,12 @@ impl Mount {
     /// `--break-lease`). No AWS_* reaches it: a store in a bucket finds its credentials file.
     pub fn try_start_with(&mut self, pre: &[std::ffi::OsString], opts: &str) -> Result<(), String> {
         assert!(self.child.is_none(), "the daemon runs already");
+        let opts = with_suite_options(opts);
         let mut child = Command::new(env!("CARGO_BIN_EXE_wring-fsd"))
             .args(pre)
             .arg(&self.store)
             .arg(&self.mnt)
-            .arg(opts)
+            .arg(&opts)
             .env(wring_fs::daemon::NOTIFY_ENV, "1")
             .env_remove("AWS_ACCESS_KEY_ID")
             .env_remove("AWS_SECRET_ACCESS_KEY")
@@ -86,6 +87,7 @@ impl Mount {
         Err(err)
     }
 
+    /// Start the daemon (see [`SUITE_OPTIONS`]).
     pub fn start(&mut self, opts: &str) {
         self.try_start(opts).expect("mount");
     }
@@ -192,5 +194,17 @@ pub fn corpus() -> PathBuf {
         }
         None if Path::new("/tmp/wring-corpus").is_dir() => "/tmp/wring-corpus".into(),
         None => "/usr/share/common-licenses".into(),
+    }
+}
+
+/// Mount options every mount of a test run gets besides its own: `scripts/test.sh` runs the
+/// suite again with `uring=1`, so each test also holds over FUSE over io_uring.
+pub const SUITE_OPTIONS: &str = "WRING_TEST_MOUNT_OPTIONS";
+
+fn with_suite_options(opts: &str) -> String {
+    match std::env::var(SUITE_OPTIONS) {
+        Ok(extra) if !extra.is_empty() && opts.is_empty() => extra,
+        Ok(extra) if !extra.is_empty() => format!("{opts},{extra}"),
+        _ => opts.to_string(),
     }
 }

@@ -1,0 +1,687 @@
+//! What each FUSE request does, once, for both transports: fuser's `/dev/fuse` loop
+//! ([`crate::fuse`]) and FUSE over io_uring ([`crate::uring`]).
+//!
+//! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
+//! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
+//! Differs in keeping nothing per open file: OPEN, FLUSH and CREATE are answered ENOSYS once
+//! and the kernel then opens, closes and makes files without asking (see [`Ops::open`]), as it
+//! does for a local filesystem.
+//!
+//! A body answers through one of the small `Answer*` traits below; fuser's reply objects
+//! implement them in [`crate::fuse`], a ring entry's buffers in [`crate::uring`].
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fuser::{Errno, FileAttr, FileType, INodeNo};
+
+use crate::counters::Op;
+use crate::error::FsError;
+use crate::inode::{Caller, NewInode, SetAttr};
+use crate::store::records::{Inode, Kind};
+use crate::store::ROOT;
+use crate::volume::{Listed, Volume};
+use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
+
+/// How long the kernel may trust an entry or attributes without asking: the daemon is the
+/// only writer, every change made through the mount is one the kernel makes or sees, and the
+/// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
+/// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
+pub const TTL: Duration = Duration::from_secs(60);
+/// Entries of a READDIRPLUS reply held and read from one snapshot at a time.
+const LISTED_CHUNK: usize = 64;
+
+/// Every answer can be an error.
+pub trait Fail {
+    /// Answer with an errno.
+    fn fail(self, e: Errno);
+}
+/// LOOKUP, MKNOD, MKDIR, SYMLINK, LINK.
+pub trait AnswerEntry: Fail {
+    /// The entry and its attributes, both valid for `ttl`.
+    fn send_entry(self, ttl: &Duration, attr: &FileAttr);
+}
+/// GETATTR, SETATTR.
+pub trait AnswerAttr: Fail {
+    /// The attributes, valid for `ttl`.
+    fn send_attr(self, ttl: &Duration, attr: &FileAttr);
+}
+/// READ, READLINK.
+pub trait AnswerData: Fail {
+    /// The bytes.
+    fn send_data(self, data: &[u8]);
+}
+/// Requests answered with success alone.
+pub trait AnswerEmpty: Fail {
+    /// Success.
+    fn send_ok(self);
+}
+/// WRITE.
+pub trait AnswerWrite: Fail {
+    /// `n` bytes written.
+    fn send_written(self, n: u32);
+}
+/// OPENDIR.
+pub trait AnswerOpen: Fail {
+    /// The handle.
+    fn send_opened(self, fh: u64);
+}
+/// STATFS.
+pub trait AnswerStatfs: Fail {
+    /// The figures.
+    fn send_statfs(self, s: &Statfs);
+}
+
+/// A STATFS answer, as `statvfs` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statfs {
+    /// Blocks of `frsize` bytes.
+    pub blocks: u64,
+    /// Free blocks.
+    pub bfree: u64,
+    /// Blocks free to unprivileged users.
+    pub bavail: u64,
+    /// Inodes.
+    pub files: u64,
+    /// Free inodes.
+    pub ffree: u64,
+    /// Preferred I/O size.
+    pub bsize: u32,
+    /// Longest name.
+    pub namelen: u32,
+    /// Fragment size.
+    pub frsize: u32,
+}
+/// GETXATTR, LISTXATTR.
+pub trait AnswerXattr: Fail {
+    /// The size a buffer would need (the caller asked with size 0).
+    fn send_size(self, n: u32);
+    /// The value.
+    fn send_value(self, data: &[u8]);
+}
+/// READDIR.
+pub trait AnswerDir: Fail {
+    /// One entry; true when the reply is full (the entry was left out).
+    fn push(&mut self, ino: u64, next: u64, kind: FileType, name: &[u8]) -> bool;
+    /// The entries pushed so far.
+    fn send_listing(self);
+}
+/// READDIRPLUS.
+pub trait AnswerDirPlus: Fail {
+    /// One entry with attributes; true when the reply is full (the entry was left out).
+    fn push_plus(&mut self, next: u64, name: &[u8], ttl: &Duration, attr: &FileAttr) -> bool;
+    /// The entries pushed so far.
+    fn send_listing(self);
+}
+
+/// What the io_uring queues have served (`uring=1`), for `wring status`.
+#[derive(Debug, Default)]
+pub struct RingStats {
+    /// Queues registered (one per possible CPU).
+    pub queues: AtomicUsize,
+    /// Entries (one per thread).
+    pub entries: AtomicUsize,
+    /// Entries the kernel refused (it then serves through `/dev/fuse`).
+    pub refused: AtomicUsize,
+    /// Requests answered through the ring.
+    pub requests: AtomicU64,
+}
+
+impl RingStats {
+    /// `uring: queues=2 entries=6 refused=0 requests=N`, or nothing without `uring=1`.
+    fn line(&self) -> String {
+        match self.entries.load(Ordering::Relaxed) {
+            0 => String::new(),
+            entries => format!(
+                "uring: queues={} entries={entries} refused={} requests={}\n",
+                self.queues.load(Ordering::Relaxed),
+                self.refused.load(Ordering::Relaxed),
+                self.requests.load(Ordering::Relaxed)
+            ),
+        }
+    }
+}
+
+/// The requests' bodies over one volume.
+pub struct Ops {
+    pub(crate) vol: Arc<Volume>,
+    /// The io_uring transport's figures.
+    pub ring: RingStats,
+    /// One remount at a time: each applies its options and starts the writeback threads
+    /// they ask for before the next looks at the count.
+    remount: std::sync::Mutex<()>,
+}
+
+fn kind(k: Kind) -> FileType {
+    match k {
+        Kind::File => FileType::RegularFile,
+        Kind::Dir => FileType::Directory,
+        Kind::Symlink => FileType::Symlink,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
+        Kind::Char => FileType::CharDevice,
+        Kind::Block => FileType::BlockDevice,
+    }
+}
+
+/// The attributes FUSE reports for an inode.
+pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(ino),
+        size: i.size,
+        blocks: i.disk.div_ceil(512),
+        atime: i.atime.to_system(),
+        mtime: i.mtime.to_system(),
+        ctime: i.ctime.to_system(),
+        crtime: i.ctime.to_system(),
+        kind: kind(i.kind),
+        perm: i.perm as u16,
+        nlink: i.nlink,
+        uid: i.uid,
+        gid: i.gid,
+        rdev: i.rdev,
+        blksize,
+        flags: 0,
+    }
+}
+
+/// Root and the mount's owner (the daemon's user): only they may make durable commits on
+/// demand (`wring.sync`) and remount. With allow_other anyone else reaches the root too.
+fn privileged(c: Caller) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let owner = unsafe { libc::geteuid() };
+    c.uid == 0 || c.uid == owner
+}
+
+fn err(e: FsError) -> Errno {
+    if !matches!(e, FsError::Errno(_)) {
+        log::warn!("{e}");
+    }
+    Errno::from_i32(e.errno())
+}
+
+fn answer_empty(reply: impl AnswerEmpty, r: Result<(), FsError>) {
+    match r {
+        Ok(()) => reply.send_ok(),
+        Err(e) => reply.fail(err(e)),
+    }
+}
+
+fn answer_xattr(reply: impl AnswerXattr, size: u32, data: &[u8]) {
+    if size == 0 {
+        reply.send_size(data.len() as u32);
+    } else if data.len() > size as usize {
+        reply.fail(Errno::from_i32(libc::ERANGE));
+    } else {
+        reply.send_value(data);
+    }
+}
+
+/// What a request makes: its owner is the caller.
+fn new_inode<'t>(
+    c: Caller,
+    kind: Kind,
+    mode: u32,
+    rdev: u32,
+    target: Option<&'t [u8]>,
+    umask: u32,
+) -> NewInode<'t> {
+    NewInode {
+        kind,
+        perm: mode,
+        uid: c.uid,
+        gid: c.gid,
+        rdev,
+        target,
+        umask,
+    }
+}
+
+impl Ops {
+    /// The bodies over `vol`.
+    pub fn new(vol: Arc<Volume>) -> Ops {
+        Ops {
+            vol,
+            ring: RingStats::default(),
+            remount: std::sync::Mutex::default(),
+        }
+    }
+
+    fn blksize(&self) -> u32 {
+        self.vol.options().max_extent as u32
+    }
+
+    fn entry(&self, reply: impl AnswerEntry, r: Result<(u64, Inode), FsError>) {
+        match r {
+            Ok((ino, i)) => reply.send_entry(&TTL, &attr(ino, &i, self.blksize())),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    fn attr_reply(&self, reply: impl AnswerAttr, ino: u64, r: Result<Inode, FsError>) {
+        match r {
+            Ok(i) => reply.send_attr(&TTL, &attr(ino, &i, self.blksize())),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// Drop the holds [`Volume::hold_listed`] took for entries a reply left out.
+    fn unhold(&self, entries: &[(u64, bool, Kind)], attrs: &[Option<Listed>]) {
+        for (&(ino, dot, _), a) in entries.iter().zip(attrs) {
+            if a.is_some() && !dot {
+                if let Err(u) = self.vol.released(ino) {
+                    log::warn!("undoing the hold of an entry left out of a listing: {u}");
+                }
+            }
+        }
+    }
+
+    fn control_get(&self, c: Caller, ino: u64, name: &[u8]) -> Option<Result<Vec<u8>, FsError>> {
+        let v = match name {
+            n if n == STAT_XATTR.as_bytes() => self
+                .vol
+                .stat_report_for(ino, c)
+                .map(|r| r.to_string().into_bytes()),
+            n if ino != ROOT => {
+                return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
+            }
+            n if n == STATUS_XATTR.as_bytes() => {
+                let text = crate::status::status_text(&self.vol) + &self.ring.line();
+                Ok(text.into_bytes())
+            }
+            n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
+            // A durable commit, on demand: not for anyone allow_other lets in.
+            n if n == SYNC_XATTR.as_bytes() && !privileged(c) => Err(FsError::Errno(libc::EPERM)),
+            n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
+            n if n == PID_XATTR.as_bytes() => Ok(std::process::id().to_string().into_bytes()),
+            _ => return None,
+        };
+        Some(v)
+    }
+
+    /// The last commit before the daemon lets go of the mount.
+    pub fn destroy(&self) {
+        if let Err(e) = self.vol.sync() {
+            log::error!("final commit failed: {e}");
+        }
+    }
+
+    /// The kernel's references to an inode (one per entry reply) keep it as an orphan after
+    /// its last name goes.
+    pub fn forget(&self, ino: u64, nlookup: u64) {
+        let _t = self.vol.ops.count(Op::Forget);
+        self.vol.forget(ino, nlookup);
+    }
+
+    /// LOOKUP.
+    pub fn lookup(&self, parent: u64, name: &[u8], reply: impl AnswerEntry) {
+        let _t = self.vol.ops.count(Op::Lookup);
+        self.entry(reply, self.vol.lookup_held(parent, name));
+    }
+
+    /// GETATTR.
+    pub fn getattr(&self, ino: u64, reply: impl AnswerAttr) {
+        let _t = self.vol.ops.count(Op::Getattr);
+        self.attr_reply(reply, ino, self.vol.inode(ino));
+    }
+
+    /// SETATTR: `set` as the kernel sent it, made by `c`.
+    pub fn setattr(&self, c: Caller, ino: u64, set: SetAttr, reply: impl AnswerAttr) {
+        let _t = self.vol.ops.count(Op::Setattr);
+        let set = SetAttr {
+            caller: Some(c),
+            ..set
+        };
+        self.attr_reply(reply, ino, self.vol.setattr(ino, &set));
+    }
+
+    /// READLINK.
+    pub fn readlink(&self, ino: u64, reply: impl AnswerData) {
+        let _t = self.vol.ops.count(Op::Readlink);
+        match self.vol.readlink(ino) {
+            Ok(t) => reply.send_data(&t),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// MKNOD: files (the kernel's CREATE goes here, see [`Ops::create`]), fifos, sockets,
+    /// devices.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mknod(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: impl AnswerEntry,
+    ) {
+        let _t = self.vol.ops.count(Op::Mknod);
+        match Kind::from_mode(mode) {
+            Some(k) if k != Kind::Dir && k != Kind::Symlink => {
+                let new = new_inode(c, k, mode, rdev, None, umask);
+                self.entry(reply, self.vol.create_held(parent, name, new, 1))
+            }
+            _ => reply.fail(Errno::from_i32(libc::EINVAL)),
+        }
+    }
+
+    /// MKDIR.
+    pub fn mkdir(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        mode: u32,
+        umask: u32,
+        reply: impl AnswerEntry,
+    ) {
+        let _t = self.vol.ops.count(Op::Mkdir);
+        let new = new_inode(c, Kind::Dir, mode, 0, None, umask);
+        self.entry(reply, self.vol.create_held(parent, name, new, 1));
+    }
+
+    /// UNLINK and RMDIR.
+    pub fn remove(&self, parent: u64, name: &[u8], dir: bool, reply: impl AnswerEmpty) {
+        let _t = self.vol.ops.count(if dir { Op::Rmdir } else { Op::Unlink });
+        answer_empty(reply, self.vol.remove(parent, name, dir));
+    }
+
+    /// SYMLINK.
+    pub fn symlink(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        target: &[u8],
+        reply: impl AnswerEntry,
+    ) {
+        let _t = self.vol.ops.count(Op::Symlink);
+        let new = new_inode(c, Kind::Symlink, 0o777, 0, Some(target), 0);
+        self.entry(reply, self.vol.create_held(parent, name, new, 1));
+    }
+
+    /// RENAME and RENAME2 (`flags`: RENAME_NOREPLACE, RENAME_EXCHANGE).
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &[u8],
+        newparent: u64,
+        newname: &[u8],
+        flags: u32,
+        reply: impl AnswerEmpty,
+    ) {
+        let _t = self.vol.ops.count(Op::Rename);
+        answer_empty(
+            reply,
+            self.vol.rename(parent, name, newparent, newname, flags),
+        );
+    }
+
+    /// LINK.
+    pub fn link(&self, ino: u64, newparent: u64, newname: &[u8], reply: impl AnswerEntry) {
+        let _t = self.vol.ops.count(Op::Link);
+        let r = self.vol.link_held(ino, newparent, newname);
+        self.entry(reply, r.map(|i| (ino, i)));
+    }
+
+    /// Files need no open: the daemon keeps no state per open file (reads and writes name
+    /// the inode; the kernel's reference to an open file's inode, held until FORGET, keeps an
+    /// unlinked file readable). ENOSYS tells the kernel so (`fc->no_open`): it opens files
+    /// without asking and sends no RELEASE for them, two round trips less per file opened,
+    /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
+    /// to a file's data goes through the kernel).
+    pub fn open(&self, reply: impl Fail) {
+        let _t = self.vol.ops.count(Op::Open);
+        reply.fail(Errno::ENOSYS);
+    }
+
+    /// READ.
+    pub fn read(&self, ino: u64, offset: u64, size: u32, reply: impl AnswerData) {
+        let _t = self.vol.ops.count(Op::Read);
+        thread_local! {
+            /// The reply buffer of this request thread, kept between reads.
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with_borrow_mut(|buf| match self.vol.read_into(ino, offset, size, buf) {
+            Ok(()) => reply.send_data(buf),
+            Err(e) => reply.fail(err(e)),
+        })
+    }
+
+    /// WRITE; `kill_suidgid`: the kernel asks to drop the set-ID bits (the writer lacks
+    /// CAP_FSETID).
+    pub fn write(
+        &self,
+        c: Caller,
+        ino: u64,
+        offset: u64,
+        data: &[u8],
+        kill_suidgid: bool,
+        reply: impl AnswerWrite,
+    ) {
+        let _t = self.vol.ops.count(Op::Write);
+        let kill = kill_suidgid.then_some(c);
+        match self.vol.write(ino, offset, data, kill) {
+            Ok(()) => reply.send_written(data.len() as u32),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// close(2) has nothing for the daemon to do: the kernel writes the file's dirty pages
+    /// back (WRITE requests, whose errors close reports) before it would send FLUSH, and a
+    /// write's compression errors are fsync's to report, as btrfs reports them at fsync and
+    /// not at close. ENOSYS tells the kernel so (`fc->no_flush`): it sends no FLUSH again,
+    /// a round trip less on every close.
+    pub fn flush(&self, reply: impl Fail) {
+        let _t = self.vol.ops.count(Op::Flush);
+        reply.fail(Errno::ENOSYS);
+    }
+
+    /// A RELEASE comes at most for the file opened before the kernel learnt that opens need
+    /// nothing (see [`Ops::open`]): nothing to do, the daemon keeps nothing per open file and
+    /// the kernel's reference (until FORGET) holds the inode.
+    pub fn release(&self, reply: impl AnswerEmpty) {
+        let _t = self.vol.ops.count(Op::Release);
+        reply.send_ok();
+    }
+
+    /// FSYNC and FSYNCDIR.
+    pub fn fsync(&self, ino: u64, dir: bool, reply: impl AnswerEmpty) {
+        let _t = self
+            .vol
+            .ops
+            .count(if dir { Op::Fsyncdir } else { Op::Fsync });
+        answer_empty(reply, self.vol.fsync(ino));
+    }
+
+    /// FALLOCATE.
+    pub fn fallocate(
+        &self,
+        ino: u64,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: impl AnswerEmpty,
+    ) {
+        let _t = self.vol.ops.count(Op::Fallocate);
+        answer_empty(reply, self.vol.fallocate(ino, offset, length, mode));
+    }
+
+    /// OPENDIR.
+    pub fn opendir(&self, ino: u64, reply: impl AnswerOpen) {
+        let _t = self.vol.ops.count(Op::Opendir);
+        match self.vol.opendir(ino) {
+            Ok(fh) => reply.send_opened(fh),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// READDIR.
+    pub fn readdir<R: AnswerDir>(&self, ino: u64, fh: u64, offset: u64, mut reply: R) {
+        let _t = self.vol.ops.count(Op::Readdir);
+        match self.vol.readdir(ino, fh, offset) {
+            Ok(list) => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX);
+                for (i, e) in list.iter().enumerate().skip(from) {
+                    if reply.push(e.ino, i as u64 + 1, kind(e.kind), &e.name) {
+                        break;
+                    }
+                }
+                reply.send_listing();
+            }
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// READDIRPLUS: the listing with each entry's attributes. The kernel takes every entry
+    /// but `.` and `..` as a lookup it will FORGET, so each is held as LOOKUP holds it
+    /// ([`Volume::hold_listed`], a chunk of entries from one snapshot), and the holds are
+    /// dropped again for the entries that do not fit the reply. An entry removed since the
+    /// listing was taken is left out.
+    pub fn readdirplus<R: AnswerDirPlus>(&self, ino: u64, fh: u64, offset: u64, mut reply: R) {
+        let _t = self.vol.ops.count(Op::Readdirplus);
+        let list = match self.vol.readdir(ino, fh, offset) {
+            Ok(list) => list,
+            Err(e) => return reply.fail(err(e)),
+        };
+        let blksize = self.blksize();
+        let from = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(list.len());
+        let mut start = from;
+        while start < list.len() {
+            let chunk = &list[start..(start + LISTED_CHUNK).min(list.len())];
+            let entries: Vec<(u64, bool, Kind)> = chunk
+                .iter()
+                .map(|e| (e.ino, e.name == b"." || e.name == b"..", e.kind))
+                .collect();
+            let attrs = match self.vol.hold_listed(&entries) {
+                Ok(a) => a,
+                Err(e) if start == from => return reply.fail(err(e)),
+                Err(_) => break,
+            };
+            for (k, (e, a)) in chunk.iter().zip(&attrs).enumerate() {
+                let (inode, ttl) = match a {
+                    None => continue,
+                    Some(Listed::Held(i)) => (i, &TTL),
+                    Some(Listed::Damaged(i)) => (i, &Duration::ZERO),
+                };
+                let a = attr(e.ino, inode, blksize);
+                let next = (start + k) as u64 + 1;
+                if reply.push_plus(next, &e.name, ttl, &a) {
+                    self.unhold(&entries[k..], &attrs[k..]);
+                    return reply.send_listing();
+                }
+            }
+            start += chunk.len();
+        }
+        reply.send_listing();
+    }
+
+    /// RELEASEDIR.
+    pub fn releasedir(&self, ino: u64, fh: u64, reply: impl AnswerEmpty) {
+        let _t = self.vol.ops.count(Op::Releasedir);
+        answer_empty(reply, self.vol.releasedir(ino, fh));
+    }
+
+    /// STATFS.
+    pub fn statfs(&self, reply: impl AnswerStatfs) {
+        let _t = self.vol.ops.count(Op::Statfs);
+        match self.vol.statfs() {
+            Ok((blocks, free, files)) => reply.send_statfs(&Statfs {
+                blocks,
+                bfree: free,
+                bavail: free,
+                files,
+                ffree: u32::MAX as u64,
+                bsize: 4096,
+                namelen: 255,
+                frsize: 4096,
+            }),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// SETXATTR, and the control names on the root (`wring.options` remounts).
+    pub fn setxattr(
+        &self,
+        c: Caller,
+        ino: u64,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+        reply: impl AnswerEmpty,
+    ) {
+        let _t = self.vol.ops.count(Op::Setxattr);
+        let r = if ino == ROOT && name == OPTIONS_XATTR.as_bytes() {
+            if !privileged(c) {
+                return reply.fail(Errno::EPERM);
+            }
+            let _one = crate::volume::lock(&self.remount);
+            self.vol
+                .remount(&String::from_utf8_lossy(value))
+                .map(|o| log::info!("remounted: {o}"))
+        } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
+            self.vol.set_acl(ino, name, value, flags, c)
+        } else if name.starts_with(b"wring.") {
+            Err(FsError::Errno(libc::EPERM))
+        } else {
+            self.vol.setxattr(ino, name, value, flags)
+        };
+        answer_empty(reply, r);
+    }
+
+    /// GETXATTR, and the control names (`wring.status`, `wring.stat`, `wring.sync`, …).
+    pub fn getxattr(&self, c: Caller, ino: u64, name: &[u8], size: u32, reply: impl AnswerXattr) {
+        let _t = self.vol.ops.count(Op::Getxattr);
+        let r = match self.control_get(c, ino, name) {
+            Some(r) => r,
+            None => self.vol.getxattr(ino, name),
+        };
+        match r {
+            Ok(v) => answer_xattr(reply, size, &v),
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// LISTXATTR.
+    pub fn listxattr(&self, ino: u64, size: u32, reply: impl AnswerXattr) {
+        let _t = self.vol.ops.count(Op::Listxattr);
+        match self.vol.listxattr(ino) {
+            Ok(names) => {
+                let mut buf = Vec::new();
+                for n in names {
+                    buf.extend_from_slice(&n);
+                    buf.push(0);
+                }
+                answer_xattr(reply, size, &buf);
+            }
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
+    /// REMOVEXATTR.
+    pub fn removexattr(&self, ino: u64, name: &[u8], reply: impl AnswerEmpty) {
+        let _t = self.vol.ops.count(Op::Removexattr);
+        answer_empty(reply, self.vol.removexattr(ino, name));
+    }
+
+    /// ACCESS: `default_permissions` has the kernel check; only `access(2)` itself asks.
+    pub fn access(&self, reply: impl AnswerEmpty) {
+        let _t = self.vol.ops.count(Op::Access);
+        reply.send_ok();
+    }
+
+    /// No CREATE: ENOSYS makes the kernel make files with MKNOD and open them itself
+    /// (`fc->no_create`), and with no OPEN (see [`Ops::open`]) a file made so is also never
+    /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
+    /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
+    /// makes the file either way (see [`Ops::mknod`]).
+    pub fn create(&self, reply: impl Fail) {
+        let _t = self.vol.ops.count(Op::Create);
+        reply.fail(Errno::ENOSYS);
+    }
+}

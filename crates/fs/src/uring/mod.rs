@@ -1,0 +1,440 @@
+//! FUSE over io_uring (`uring=1`): the kernel puts each request on a queue of the CPU that
+//! made it, into buffers the daemon registered, and takes the reply and hands over the next
+//! request in one `io_uring_enter` — where the `/dev/fuse` loop fuser runs takes a `read` and
+//! a `writev` per request and wakes whichever thread reads next.
+//!
+//! Mirrors fs/fuse/dev_uring.c's protocol (Linux 6.14+, `enable_uring` set): FUSE_OVER_IO_URING
+//! at INIT ([`crate::fuse`]), then for every possible CPU a queue of entries, each registered
+//! with FUSE_IO_URING_CMD_REGISTER and answered with FUSE_IO_URING_CMD_COMMIT_AND_FETCH
+//! ([`ring`]). The kernel routes requests to the ring once every queue has an entry; FORGET,
+//! INTERRUPT and notifications still go through `/dev/fuse`, where fuser keeps serving.
+//! Requests decode in [`wire`] and are answered by the same [`Ops`] fuser's adapter calls.
+//!
+//! Differs from libfuse's io_uring loop in one entry per thread, each with its own ring, so a
+//! request that blocks (fsync, a write waiting for a compression stream) holds up no other.
+
+mod ring;
+pub mod wire;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fuser::{Errno, FileAttr, FileType};
+
+use crate::error::FsError;
+use crate::inode::Caller;
+use crate::ops::{
+    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerOpen,
+    AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
+};
+use wire::{Header, Request};
+
+/// The kernel's switch for FUSE over io_uring.
+pub const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
+/// Why `uring=1` cannot be had when the kernel does not offer it at INIT.
+pub const NOT_OFFERED: &str = "uring=1: the kernel did not offer FUSE over io_uring at INIT";
+/// The largest WRITE the kernel sends (INIT's max_write).
+pub const MAX_WRITE: usize = 1 << 20;
+/// An entry's payload buffer: the kernel refuses one smaller than its largest request or
+/// reply (max_write, or max_pages of readahead).
+const PAYLOAD: usize = {
+    let ra = (crate::bdi::READAHEAD_KB as usize) << 10;
+    if ra > MAX_WRITE {
+        ra
+    } else {
+        MAX_WRITE
+    }
+};
+
+/// Whether this kernel serves FUSE over io_uring now: an error saying what to change if not.
+pub fn check_enabled() -> Result<(), FsError> {
+    check_enabled_at(std::path::Path::new(ENABLE_URING))
+}
+
+/// [`check_enabled`] with the kernel's switch at `switch`.
+pub fn check_enabled_at(switch: &std::path::Path) -> Result<(), FsError> {
+    let why = match std::fs::read_to_string(switch) {
+        Ok(v) if v.trim() == "Y" => return Ok(()),
+        Ok(_) => format!(
+            "uring=1: FUSE over io_uring is switched off in this kernel ({ENABLE_URING} is N); \
+             as root: echo Y > {ENABLE_URING}"
+        ),
+        Err(_) => format!(
+            "uring=1: this kernel has no FUSE over io_uring (no {ENABLE_URING}; it needs \
+             Linux 6.14 or later built with CONFIG_FUSE_IO_URING)"
+        ),
+    };
+    Err(FsError::Refused {
+        why,
+        errno: libc::EOPNOTSUPP,
+    })
+}
+
+/// The number of CPUs a list such as `0-3,8` names (`/sys/devices/system/cpu/possible`).
+pub fn count_cpus(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.trim().split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let a = part.parse::<usize>().ok()?;
+                (a, a)
+            }
+        };
+        n += b.checked_sub(a)? + 1;
+    }
+    Some(n)
+}
+
+/// The kernel makes a queue per possible CPU (num_possible_cpus()).
+fn queues() -> Result<usize, FsError> {
+    let path = "/sys/devices/system/cpu/possible";
+    let text = std::fs::read_to_string(path).map_err(|source| FsError::Io {
+        what: format!("reading {path}"),
+        source,
+    })?;
+    count_cpus(&text)
+        .filter(|&n| n > 0 && n <= usize::from(u16::MAX))
+        .ok_or_else(|| FsError::Refused {
+            why: format!("{path} says {text:?}: not a CPU list"),
+            errno: libc::EIO,
+        })
+}
+
+/// The threads serving the ring's entries.
+pub struct Queues {
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Queues {
+    /// Wait for every entry's thread: they end when the kernel ends the connection.
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serve the connection `fd` (a duplicate of the session's `/dev/fuse`) with `threads`
+/// entries spread over the kernel's queues, at least one each. Each registers as soon as the
+/// kernel has INIT's reply.
+pub fn start(fd: OwnedFd, ops: Arc<Ops>, threads: usize) -> Result<Queues, FsError> {
+    let n = queues()?;
+    let per_queue = threads.div_ceil(n).max(1);
+    let fd = Arc::new(fd);
+    let mut handles = Vec::with_capacity(n * per_queue);
+    for qid in 0..n {
+        for k in 0..per_queue {
+            let (fd, ops) = (fd.clone(), ops.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("wring-uring-{qid}.{k}"))
+                .spawn(move || serve(&fd, qid as u16, &ops))
+                .map_err(|source| FsError::Io {
+                    what: "starting an io_uring thread".into(),
+                    source,
+                })?;
+            handles.push(h);
+        }
+    }
+    ops.ring.queues.store(n, Ordering::Relaxed);
+    ops.ring.entries.store(n * per_queue, Ordering::Relaxed);
+    log::info!("FUSE over io_uring: {n} queues, {per_queue} entries each");
+    Ok(Queues { threads: handles })
+}
+
+/// Keep this thread on CPU `cpu`, where the kernel queues the requests of queue `cpu`: the
+/// caller, the request and its answer stay on one CPU's caches, and no wake-up crosses CPUs.
+fn pin(cpu: usize) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    if let Err(e) = rustix::thread::sched_setaffinity(None, &set) {
+        log::warn!("FUSE over io_uring: keeping queue {cpu}'s thread on CPU {cpu}: {e}");
+    }
+}
+
+/// One entry's loop: a request in, its answer out with the wait for the next.
+fn serve(fd: &OwnedFd, qid: u16, ops: &Ops) {
+    pin(usize::from(qid));
+    let (mut entry, mut next) = match ring::Entry::register(fd.as_fd(), qid, PAYLOAD) {
+        Ok(e) => e,
+        Err(e) => {
+            // The kernel falls back to /dev/fuse once a registration fails.
+            ops.ring.refused.fetch_add(1, Ordering::Relaxed);
+            return log::error!("FUSE over io_uring: registering on queue {qid}: {e}");
+        }
+    };
+    loop {
+        match next {
+            ring::Next::Closed => return,
+            ring::Next::Request => {
+                ops.ring.requests.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let commit_id = match answer(entry.buffers(), ops) {
+            Ok(id) => id,
+            Err(e) => return log::error!("FUSE over io_uring: queue {qid}: {e}"),
+        };
+        next = match entry.commit_and_fetch(commit_id) {
+            Ok(n) => n,
+            Err(e) => return log::error!("FUSE over io_uring: queue {qid}: commit: {e}"),
+        };
+    }
+}
+
+/// Decode the request in `b`, answer it into `b`, and say which request the answer is for.
+///
+/// The payload holds the request and then the answer. A WRITE's data is read where it lies
+/// and its 8-byte answer kept aside until the data is taken; any other request's payload
+/// (names, an xattr's value) is copied out first, so its answer (a READ's data, a listing)
+/// can be written in place.
+fn answer(b: &mut ring::Buffers, ops: &Ops) -> Result<u64, wire::WireError> {
+    let (commit_id, size) = wire::commit_id_and_size(wire::ent_in_out(&b.headers))?;
+    let (in_out, rest) = b.headers.split_at_mut(wire::IN_OUT);
+    let (op_in, ent) = rest.split_at_mut(wire::IN_OUT);
+    let h = wire::header(in_out)?;
+    let size = size.min(b.payload.len());
+    let (error, len) = if h.opcode == wire::WRITE {
+        let mut small = [0u8; 16];
+        let mut a = Answer::new(&mut small);
+        decode_and_dispatch(ops, in_out, op_in, &b.payload[..size], &mut a);
+        let (error, len) = (a.error, a.len);
+        b.payload[..len].copy_from_slice(&small[..len]);
+        (error, len)
+    } else {
+        b.request.clear();
+        b.request.extend_from_slice(&b.payload[..size]);
+        let mut a = Answer::new(&mut b.payload);
+        decode_and_dispatch(ops, in_out, op_in, &b.request, &mut a);
+        (a.error, a.len)
+    };
+    wire::put_out_header(in_out, h.unique, error, len);
+    wire::put_payload_size(ent, len);
+    Ok(commit_id)
+}
+
+fn decode_and_dispatch(ops: &Ops, in_out: &[u8], op_in: &[u8], payload: &[u8], a: &mut Answer) {
+    match wire::parse(in_out, op_in, payload) {
+        Ok((h, r)) => dispatch(ops, &h, r, a),
+        Err(e) => {
+            log::error!("FUSE over io_uring: {e}");
+            a.fail(Errno::EIO);
+        }
+    }
+}
+
+/// Hand a decoded request to its body.
+fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) {
+    let c = Caller {
+        uid: h.uid,
+        gid: h.gid,
+        pid: h.pid,
+    };
+    let ino = h.nodeid;
+    match r {
+        Request::Lookup { name } => ops.lookup(ino, name, a),
+        Request::Getattr => ops.getattr(ino, a),
+        Request::Setattr(s) => ops.setattr(c, ino, s, a),
+        Request::Readlink => ops.readlink(ino, a),
+        Request::Symlink { name, target } => ops.symlink(c, ino, name, target, a),
+        Request::Mknod {
+            name,
+            mode,
+            rdev,
+            umask,
+        } => ops.mknod(c, ino, name, mode, umask, rdev, a),
+        Request::Mkdir { name, mode, umask } => ops.mkdir(c, ino, name, mode, umask, a),
+        Request::Unlink { name } => ops.remove(ino, name, false, a),
+        Request::Rmdir { name } => ops.remove(ino, name, true, a),
+        Request::Rename {
+            newdir,
+            name,
+            newname,
+            flags,
+        } => ops.rename(ino, name, newdir, newname, flags, a),
+        Request::Link { ino: from, newname } => ops.link(from, ino, newname, a),
+        Request::Open => ops.open(a),
+        Request::Read { offset, size } => ops.read(ino, offset, size, a.limited(size)),
+        Request::Write {
+            offset,
+            kill_suidgid,
+            data,
+        } => ops.write(c, ino, offset, data, kill_suidgid, a),
+        Request::Statfs => ops.statfs(a),
+        Request::Release => ops.release(a),
+        Request::Fsync { dir } => ops.fsync(ino, dir, a),
+        Request::Setxattr { name, value, flags } => ops.setxattr(c, ino, name, value, flags, a),
+        Request::Getxattr { name, size } => ops.getxattr(c, ino, name, size, a),
+        Request::Listxattr { size } => ops.listxattr(ino, size, a),
+        Request::Removexattr { name } => ops.removexattr(ino, name, a),
+        Request::Flush => ops.flush(a),
+        Request::Opendir => ops.opendir(ino, a),
+        Request::Readdir {
+            fh,
+            offset,
+            size,
+            plus: false,
+        } => ops.readdir(ino, fh, offset, a.limited(size)),
+        Request::Readdir {
+            fh, offset, size, ..
+        } => ops.readdirplus(ino, fh, offset, a.limited(size)),
+        Request::Releasedir { fh } => ops.releasedir(ino, fh, a),
+        Request::Access => ops.access(a),
+        Request::Create => ops.create(a),
+        Request::Fallocate {
+            offset,
+            length,
+            mode,
+        } => ops.fallocate(ino, offset, length, mode, a),
+        // Sent for fuseblk mounts only; fuser's destroy makes the last commit either way.
+        Request::Destroy => a.send_ok(),
+        Request::Unsupported => a.fail(Errno::ENOSYS),
+    }
+}
+
+/// An answer being written into an entry's payload buffer.
+struct Answer<'b> {
+    out: &'b mut [u8],
+    /// How much of `out` this answer may fill (a READ's or READDIR's size).
+    limit: usize,
+    len: usize,
+    /// 0, or a negative errno.
+    error: i32,
+}
+
+impl<'b> Answer<'b> {
+    fn new(out: &'b mut [u8]) -> Self {
+        let limit = out.len();
+        Answer {
+            out,
+            limit,
+            len: 0,
+            error: 0,
+        }
+    }
+
+    /// At most `size` bytes of answer, as a READ or READDIR asks.
+    fn limited(&mut self, size: u32) -> &mut Self {
+        self.limit = self.out.len().min(size as usize);
+        self
+    }
+
+    fn put(&mut self, f: impl FnOnce(&mut [u8]) -> usize) {
+        self.len = f(self.out);
+    }
+
+    fn bytes(&mut self, data: &[u8]) {
+        match self.out.get_mut(..data.len()) {
+            Some(o) if data.len() <= self.limit => {
+                o.copy_from_slice(data);
+                self.len = data.len();
+            }
+            _ => {
+                log::error!(
+                    "FUSE over io_uring: a {}-byte answer does not fit the kernel's {} bytes",
+                    data.len(),
+                    self.limit
+                );
+                self.fail(Errno::EIO);
+            }
+        }
+    }
+}
+
+impl Fail for &mut Answer<'_> {
+    fn fail(self, e: Errno) {
+        self.error = -e.code();
+        self.len = 0;
+    }
+}
+impl AnswerEntry for &mut Answer<'_> {
+    fn send_entry(self, ttl: &Duration, attr: &FileAttr) {
+        self.put(|b| {
+            wire::put_entry_out(b, ttl, attr);
+            wire::ENTRY_OUT
+        })
+    }
+}
+impl AnswerAttr for &mut Answer<'_> {
+    fn send_attr(self, ttl: &Duration, attr: &FileAttr) {
+        self.put(|b| {
+            wire::put_attr_out(b, ttl, attr);
+            wire::ATTR_OUT
+        })
+    }
+}
+impl AnswerData for &mut Answer<'_> {
+    fn send_data(self, data: &[u8]) {
+        self.bytes(data)
+    }
+}
+impl AnswerEmpty for &mut Answer<'_> {
+    fn send_ok(self) {
+        self.len = 0;
+    }
+}
+impl AnswerWrite for &mut Answer<'_> {
+    fn send_written(self, n: u32) {
+        self.put(|b| wire::put_u32_out(b, n))
+    }
+}
+impl AnswerOpen for &mut Answer<'_> {
+    fn send_opened(self, fh: u64) {
+        self.put(|b| wire::put_open_out(b, fh))
+    }
+}
+impl AnswerStatfs for &mut Answer<'_> {
+    fn send_statfs(self, s: &Statfs) {
+        self.put(|b| wire::put_statfs_out(b, s))
+    }
+}
+impl AnswerXattr for &mut Answer<'_> {
+    fn send_size(self, n: u32) {
+        self.put(|b| wire::put_u32_out(b, n))
+    }
+    fn send_value(self, data: &[u8]) {
+        self.bytes(data)
+    }
+}
+impl AnswerDir for &mut Answer<'_> {
+    fn push(&mut self, ino: u64, next: u64, kind: FileType, name: &[u8]) -> bool {
+        let room = &mut self.out[self.len..self.limit];
+        match wire::put_dirent(room, ino, next, kind, name, None) {
+            Some(n) => {
+                self.len += n;
+                false
+            }
+            None => true,
+        }
+    }
+    fn send_listing(self) {}
+}
+impl AnswerDirPlus for &mut Answer<'_> {
+    fn push_plus(&mut self, next: u64, name: &[u8], ttl: &Duration, attr: &FileAttr) -> bool {
+        let room = &mut self.out[self.len..self.limit];
+        match wire::put_dirent(room, attr.ino.0, next, attr.kind, name, Some((ttl, attr))) {
+            Some(n) => {
+                self.len += n;
+                false
+            }
+            None => true,
+        }
+    }
+    fn send_listing(self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_cpus;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(count_cpus("0-1\n"), Some(2));
+        assert_eq!(count_cpus("0"), Some(1));
+        assert_eq!(count_cpus("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpus("3-1"), None);
+        assert_eq!(count_cpus("x"), None);
+    }
+}

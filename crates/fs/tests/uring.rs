@@ -1,0 +1,118 @@
+//! FUSE over io_uring (`uring=1`) on this kernel: the requests go through the ring, and what
+//! they do is what the `/dev/fuse` loop does (`scripts/test.sh` also runs the fs suite with
+//! `uring=1` on every mount).
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use common::{require_root, Mount};
+
+/// Switch the kernel's FUSE over io_uring on (root; `scripts/test.sh` switches it back).
+fn enable_uring() {
+    let p = wring_fs::uring::ENABLE_URING;
+    if fs::read_to_string(p)
+        .map(|v| v.trim() == "Y")
+        .unwrap_or(false)
+    {
+        return;
+    }
+    fs::write(p, "Y").unwrap_or_else(|e| panic!("switching on {p}: {e}"));
+}
+
+/// A `KEY=N` figure of the status line starting with `line`.
+fn figure(mnt: &Path, line: &str, key: &str) -> u64 {
+    let v = wring_fs::daemon::get_xattr(mnt, wring_fs::STATUS_XATTR).unwrap();
+    let text = String::from_utf8_lossy(&v).into_owned();
+    let l = text
+        .lines()
+        .find(|l| l.starts_with(line))
+        .unwrap_or_else(|| panic!("no {line} line in:\n{text}"));
+    l.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {l}"))
+}
+
+#[test]
+fn every_request_but_forget_goes_through_the_ring() {
+    if !require_root("every_request_but_forget_goes_through_the_ring") {
+        return;
+    }
+    enable_uring();
+    let mut m = Mount::new("uring-ring");
+    m.start("compress=zstd:1,uring=1");
+    let root = m.p("");
+    let big: Vec<u8> = (0..3_000_000u32)
+        .flat_map(|i| (i / 7).to_le_bytes())
+        .collect();
+    fs::write(root.join("big"), &big).unwrap();
+    fs::create_dir(root.join("d")).unwrap();
+    for i in 0..200 {
+        fs::write(root.join(format!("d/f{i}")), format!("file {i}")).unwrap();
+    }
+    std::os::unix::fs::symlink("big", root.join("link")).unwrap();
+    fs::rename(root.join("d/f0"), root.join("d/g0")).unwrap();
+    fs::hard_link(root.join("d/f1"), root.join("h1")).unwrap();
+    fs::set_permissions(root.join("h1"), fs::Permissions::from_mode(0o600)).unwrap();
+    m.sync();
+    // Read back cold, through the ring, what the writes left.
+    common::sh("echo 3 > /proc/sys/vm/drop_caches");
+    assert_eq!(fs::read(root.join("big")).unwrap(), big);
+    assert_eq!(fs::read_link(root.join("link")).unwrap(), Path::new("big"));
+    assert_eq!(fs::read(root.join("d/g0")).unwrap(), b"file 0");
+    assert_eq!(fs::metadata(root.join("d/f1")).unwrap().nlink(), 2);
+    assert_eq!(fs::metadata(root.join("h1")).unwrap().mode() & 0o777, 0o600);
+    let mut names: Vec<_> = fs::read_dir(root.join("d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 200);
+    assert!(names.contains(&"g0".to_string()) && !names.contains(&"f0".to_string()));
+    fs::remove_dir_all(root.join("d")).unwrap();
+
+    let (total, forgets) = (
+        figure(&root, "fuse:", "total"),
+        figure(&root, "fuse:", "forget"),
+    );
+    let ring = figure(&root, "uring:", "requests");
+    assert_eq!(figure(&root, "uring:", "refused"), 0);
+    // Every request the daemon counted came through the ring but the FORGETs, which the
+    // kernel still sends through /dev/fuse (and the requests the ring answers ENOSYS,
+    // which are not counted, may add to it).
+    assert!(
+        ring >= total - forgets,
+        "{ring} ring requests for {total} requests, {forgets} of them forgets"
+    );
+    m.stop();
+}
+
+#[test]
+fn uring_is_refused_in_plain_words_when_the_kernel_has_it_off() {
+    let dir = tempdir();
+    let off = dir.join("enable_uring");
+    fs::write(&off, "N\n").unwrap();
+    let e = wring_fs::uring::check_enabled_at(&off)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("uring=1") && e.contains("echo Y >"), "{e}");
+    let e = wring_fs::uring::check_enabled_at(&dir.join("missing"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no FUSE over io_uring") && e.contains("6.14"),
+        "{e}"
+    );
+    fs::write(&off, "Y\n").unwrap();
+    assert!(wring_fs::uring::check_enabled_at(&off).is_ok());
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("wring-uring-{}", std::process::id()));
+    fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -1,0 +1,38 @@
+//! wring-fs's decoder of FUSE requests as the kernel lays them on an io_uring entry (`uring=1`):
+//! a `fuse_in_header`, the operation's header and its payload. On arbitrary bytes it never
+//! panics; what decodes names only bytes of the payload, and a WRITE's data is exactly the
+//! size its header gives.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wring_fs::uring::wire::{self, Request, IN_OUT};
+
+fuzz_target!(|data: &[u8]| {
+    // The first 128 bytes are in_out, the next 128 op_in (both as long as there is input),
+    // the rest the payload.
+    let (in_out, rest) = data.split_at(data.len().min(IN_OUT));
+    let (op_in, payload) = rest.split_at(rest.len().min(IN_OUT));
+    let Ok((h, r)) = wire::parse(in_out, op_in, payload) else {
+        return;
+    };
+    assert_eq!(wire::header(in_out).ok(), Some(h));
+    let inside = |s: &[u8]| {
+        let (a, b) = (payload.as_ptr() as usize, s.as_ptr() as usize);
+        s.is_empty() || (b >= a && b + s.len() <= a + payload.len())
+    };
+    match r {
+        Request::Write { data, .. } => {
+            assert!(inside(data));
+            let size = u32::from_le_bytes(op_in[16..20].try_into().unwrap()) as usize;
+            assert_eq!(data.len(), size);
+        }
+        Request::Lookup { name } | Request::Unlink { name } | Request::Rmdir { name } => {
+            assert!(inside(name) && !name.contains(&0))
+        }
+        Request::Rename { name, newname, .. } => {
+            assert!(inside(name) && inside(newname));
+        }
+        _ => {}
+    }
+});
