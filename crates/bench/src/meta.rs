@@ -41,6 +41,8 @@ pub struct MetaConfig {
     pub method: String,
     /// How to start wring's daemon.
     pub launcher: Launcher,
+    /// More mount options for wring (`uring=1`, `threads=2`); empty for none.
+    pub wring_options: String,
     /// Scratch directory (the tar, the store, bindfs's backing directory).
     pub work: PathBuf,
     /// A git repository to clone (and `git status` in the clone); none: no git steps.
@@ -464,7 +466,10 @@ fn wring_steps(
         what: format!("making a store in {}", store.display()),
         source,
     })?;
-    let opts = format!("compress-force={}", cfg.method);
+    let mut opts = format!("compress-force={}", cfg.method);
+    if !cfg.wring_options.is_empty() {
+        opts = format!("{opts},{}", cfg.wring_options);
+    }
     let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
     let pid = wring_fs::daemon::get_xattr(&mnt, PID_XATTR)
         .map(|p| String::from_utf8_lossy(&p).into_owned())

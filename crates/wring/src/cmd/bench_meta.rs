@@ -26,6 +26,10 @@ pub struct Args {
     /// directory is in, if any; `none` for no git steps)
     #[arg(long)]
     git: Option<String>,
+    /// More mount options for wring, after compress-force (e.g. `uring=1` for FUSE over
+    /// io_uring, `threads=2`)
+    #[arg(short = 'o', long = "options", default_value = "")]
+    options: String,
     /// Skip the plain FUSE pass-through (bindfs)
     #[arg(long)]
     no_bindfs: bool,
@@ -60,6 +64,7 @@ fn current_repo() -> Option<PathBuf> {
 /// Run `wring bench meta`.
 pub fn run(args: Args) -> Result<()> {
     parse_spec("compress-force", &args.method)?;
+    wring_fs::options::Options::parse(&args.options).context("--options")?;
     let git = match args.git.as_deref() {
         Some("none") => None,
         Some(p) => Some(PathBuf::from(p)),
@@ -79,6 +84,7 @@ pub fn run(args: Args) -> Result<()> {
         min_entries: args.min_entries,
         method: args.method,
         launcher: Launcher::Cli(std::env::current_exe().context("finding the wring executable")?),
+        wring_options: args.options,
         work: args.work_dir.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("wring-bench-meta-{}", std::process::id()))
         }),
