@@ -166,9 +166,15 @@ fn mount_and_serve(
         ),
         None => None,
     };
-    if opts.uring {
-        crate::uring::check_enabled()?;
-    }
+    // The io_uring entries are made before mounting: once INIT has asked for them, the
+    // kernel holds every request until each queue has one.
+    let prepared = match opts.uring {
+        true => {
+            crate::uring::check_enabled()?;
+            Some(crate::uring::prepare(opts.request_threads())?)
+        }
+        false => None,
+    };
     keep_freed_memory();
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
@@ -204,7 +210,7 @@ fn mount_and_serve(
             return Err(io(format!("mounting on {}", mountpoint.display()))(e));
         }
     };
-    let queues = match uring.then(|| start_uring(&session, &ops, n_threads)) {
+    let queues = match prepared.map(|p| start_uring(&session, &ops, p)) {
         Some(Err(e)) => {
             // Requests would wait for queues that never come: give the mount up.
             drop(session);
@@ -250,14 +256,14 @@ fn mount_and_serve(
 fn start_uring(
     session: &fuser::Session<WringFs>,
     ops: &Arc<Ops>,
-    threads: usize,
+    prepared: crate::uring::Prepared,
 ) -> Result<crate::uring::Queues, FsError> {
     use std::os::fd::AsFd;
     let fd = session
         .as_fd()
         .try_clone_to_owned()
         .map_err(io("duplicating the FUSE descriptor"))?;
-    crate::uring::start(fd, ops.clone(), threads)
+    prepared.start(fd, ops.clone())
 }
 
 /// Mount with the kernel type `fuse.wring` ([`crate::kmount`]) and serve that descriptor, or,

@@ -90,6 +90,39 @@ fn every_request_but_forget_goes_through_the_ring() {
     m.stop();
 }
 
+/// Who may use a mount is the kernel's check (`allow_other`), on either transport: the ring
+/// serves nobody (65534) no more than `/dev/fuse` does without it, and the same with it.
+#[test]
+fn another_user_gets_in_only_with_allow_other_on_either_transport() {
+    if !require_root("another_user_gets_in_only_with_allow_other_on_either_transport") {
+        return;
+    }
+    enable_uring();
+    for transport in ["uring=0", "uring=1"] {
+        for allow_other in [false, true] {
+            let mut m = Mount::new(&format!("uring-owner-{transport}-{allow_other}"));
+            fs::set_permissions(&m.base, fs::Permissions::from_mode(0o755)).unwrap();
+            let extra = if allow_other { ",allow_other" } else { "" };
+            m.start(&format!("compress=zstd:1,{transport}{extra}"));
+            fs::write(m.p("f"), b"for everyone").unwrap();
+            let cat = format!(
+                "setpriv --reuid=65534 --regid=65534 --clear-groups cat {}",
+                m.p("f").display()
+            );
+            let o = common::sh(&cat);
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            match allow_other {
+                true => assert_eq!(o.stdout, b"for everyone", "{transport}: {err}"),
+                false => assert!(
+                    !o.status.success() && err.contains("Permission denied"),
+                    "{transport}: nobody read a file without allow_other: {err}"
+                ),
+            }
+            m.stop();
+        }
+    }
+}
+
 #[test]
 fn uring_is_refused_in_plain_words_when_the_kernel_has_it_off() {
     let dir = tempdir();

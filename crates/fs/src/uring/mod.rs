@@ -12,11 +12,15 @@
 //!
 //! Differs from libfuse's io_uring loop in one entry per thread, each with its own ring, so a
 //! request that blocks (fsync, a write waiting for a compression stream) holds up no other.
+//!
+//! Who may ask is the kernel's check (`allow_other`, fuse_allow_current_process); fuser repeats
+//! it for what it reads from `/dev/fuse`, the ring has no second copy of it (test
+//! `another_user_gets_in_only_with_allow_other_on_either_transport`).
 
 mod ring;
 pub mod wire;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -104,6 +108,31 @@ fn queues() -> Result<usize, FsError> {
         })
 }
 
+/// The entries, made before the mount.
+pub struct Prepared {
+    entries: Vec<ring::Entry>,
+    queues: usize,
+}
+
+/// Make `threads` entries spread over the kernel's queues, at least one each: their rings and
+/// buffers. An error here (io_uring refused to this process, no memory) is one the mount can
+/// still be given up for.
+pub fn prepare(threads: usize) -> Result<Prepared, FsError> {
+    let n = queues()?;
+    let per_queue = threads.div_ceil(n).max(1);
+    let mut entries = Vec::with_capacity(n * per_queue);
+    for qid in 0..n {
+        for _ in 0..per_queue {
+            let e = ring::Entry::new(qid as u16, PAYLOAD).map_err(|e| FsError::Refused {
+                why: format!("uring=1: setting up an io_uring: {e}"),
+                errno: e.raw_os_error().unwrap_or(libc::EIO),
+            })?;
+            entries.push(e);
+        }
+    }
+    Ok(Prepared { entries, queues: n })
+}
+
 /// The threads serving the ring's entries.
 pub struct Queues {
     threads: Vec<JoinHandle<()>>,
@@ -118,31 +147,32 @@ impl Queues {
     }
 }
 
-/// Serve the connection `fd` (a duplicate of the session's `/dev/fuse`) with `threads`
-/// entries spread over the kernel's queues, at least one each. Each registers as soon as the
-/// kernel has INIT's reply.
-pub fn start(fd: OwnedFd, ops: Arc<Ops>, threads: usize) -> Result<Queues, FsError> {
-    let n = queues()?;
-    let per_queue = threads.div_ceil(n).max(1);
-    let fd = Arc::new(fd);
-    let mut handles = Vec::with_capacity(n * per_queue);
-    for qid in 0..n {
-        for k in 0..per_queue {
+impl Prepared {
+    /// Serve the connection `fd` (a duplicate of the session's `/dev/fuse`): a thread per
+    /// entry, kept on its queue's CPU, registers it and answers its requests.
+    pub fn start(self, fd: OwnedFd, ops: Arc<Ops>) -> Result<Queues, FsError> {
+        let fd = Arc::new(fd);
+        let entries = self.entries.len();
+        ops.ring.queues.store(self.queues, Ordering::Relaxed);
+        ops.ring.entries.store(entries, Ordering::Relaxed);
+        let mut handles = Vec::with_capacity(entries);
+        for (k, entry) in self.entries.into_iter().enumerate() {
             let (fd, ops) = (fd.clone(), ops.clone());
             let h = std::thread::Builder::new()
-                .name(format!("wring-uring-{qid}.{k}"))
-                .spawn(move || serve(&fd, qid as u16, &ops))
+                .name(format!("wring-uring-{}.{k}", entry.qid()))
+                .spawn(move || serve(entry, fd, &ops))
                 .map_err(|source| FsError::Io {
                     what: "starting an io_uring thread".into(),
                     source,
                 })?;
             handles.push(h);
         }
+        log::info!(
+            "FUSE over io_uring: {} queues, {entries} entries",
+            self.queues
+        );
+        Ok(Queues { threads: handles })
     }
-    ops.ring.queues.store(n, Ordering::Relaxed);
-    ops.ring.entries.store(n * per_queue, Ordering::Relaxed);
-    log::info!("FUSE over io_uring: {n} queues, {per_queue} entries each");
-    Ok(Queues { threads: handles })
 }
 
 /// Keep this thread on CPU `cpu`, where the kernel queues the requests of queue `cpu`: the
@@ -156,10 +186,11 @@ fn pin(cpu: usize) {
 }
 
 /// One entry's loop: a request in, its answer out with the wait for the next.
-fn serve(fd: &OwnedFd, qid: u16, ops: &Ops) {
+fn serve(mut entry: ring::Entry, fd: Arc<OwnedFd>, ops: &Ops) {
+    let qid = entry.qid();
     pin(usize::from(qid));
-    let (mut entry, mut next) = match ring::Entry::register(fd.as_fd(), qid, PAYLOAD) {
-        Ok(e) => e,
+    let mut next = match entry.register(fd) {
+        Ok(n) => n,
         Err(e) => {
             // The kernel falls back to /dev/fuse once a registration fails.
             ops.ring.refused.fetch_add(1, Ordering::Relaxed);

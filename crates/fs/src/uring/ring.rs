@@ -7,7 +7,8 @@
 //! keeping one entry per thread, so a request that blocks (an fsync) holds up no other.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -34,6 +35,14 @@ pub struct Buffers {
     pub request: Vec<u8>,
 }
 
+/// The two iovecs an entry hands the kernel: its header and payload buffers.
+pub struct Iovecs([libc::iovec; 2]);
+
+// SAFETY: the pointers are into the heap buffers of the same `Entry` (a `Vec`'s allocation does
+// not move when the `Vec` does), which moves between threads with them; nothing reads through
+// them but the kernel, on behalf of whichever thread submits the entry's commands.
+unsafe impl Send for Iovecs {}
+
 /// How the wait for a request ended.
 pub enum Next {
     /// A request is in the buffers.
@@ -42,33 +51,33 @@ pub enum Next {
     Closed,
 }
 
-/// One registered entry on queue `qid`.
-pub struct Entry<'f> {
-    fd: BorrowedFd<'f>,
+/// One entry of queue `qid`: its ring and buffers, made before the mount (so that a process
+/// io_uring is refused to does not mount at all: once INIT has asked for the ring, the kernel
+/// holds every request until each queue has an entry), registered from its thread.
+pub struct Entry {
     qid: u16,
     /// Declared before `buffers`, so dropped first: the kernel lets go of an entry's buffers
     /// when its ring goes.
     ring: IoUring<squeue::Entry128, cqueue::Entry>,
-    iov: Box<[libc::iovec; 2]>,
+    iov: Box<Iovecs>,
     buffers: Buffers,
     /// A command was submitted and its completion not seen: the kernel may still write into
     /// the buffers, which are then leaked rather than freed.
     in_flight: bool,
+    /// The connection, once registered.
+    fd: Option<Arc<OwnedFd>>,
 }
 
-impl<'f> Entry<'f> {
-    /// Register an entry with buffers of `payload` bytes on queue `qid` of the connection
-    /// `fd`, and wait for its first request.
-    pub fn register(fd: BorrowedFd<'f>, qid: u16, payload: usize) -> io::Result<(Self, Next)> {
-        let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder()
-            .setup_single_issuer()
-            .build(2)?;
+impl Entry {
+    /// An entry of queue `qid` with a payload buffer of `payload` bytes.
+    pub fn new(qid: u16, payload: usize) -> io::Result<Self> {
+        let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(2)?;
         let mut buffers = Buffers {
             headers: vec![0; wire::REQ_HEADER],
             payload: vec![0; payload],
             request: Vec::new(),
         };
-        let iov = Box::new([
+        let iov = Box::new(Iovecs([
             libc::iovec {
                 iov_base: buffers.headers.as_mut_ptr().cast(),
                 iov_len: buffers.headers.len(),
@@ -77,23 +86,33 @@ impl<'f> Entry<'f> {
                 iov_base: buffers.payload.as_mut_ptr().cast(),
                 iov_len: buffers.payload.len(),
             },
-        ]);
-        let mut e = Entry {
-            fd,
+        ]));
+        Ok(Entry {
             qid,
             ring,
             iov,
             buffers,
             in_flight: false,
-        };
+            fd: None,
+        })
+    }
+
+    /// The queue this entry serves.
+    pub fn qid(&self) -> u16 {
+        self.qid
+    }
+
+    /// Register with the connection `fd` and wait for the first request.
+    pub fn register(&mut self, fd: Arc<OwnedFd>) -> io::Result<Next> {
+        self.fd = Some(fd);
         let deadline = Instant::now() + INIT_WAIT;
         loop {
-            match e.command(FUSE_IO_URING_CMD_REGISTER, 0) {
+            match self.command(FUSE_IO_URING_CMD_REGISTER, 0) {
                 // The kernel has not taken INIT's reply yet.
                 Err(x) if x.raw_os_error() == Some(libc::EAGAIN) && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
-                r => return r.map(|next| (e, next)),
+                r => return r,
             }
         }
     }
@@ -114,9 +133,10 @@ impl<'f> Entry<'f> {
         // struct fuse_uring_cmd_req: flags, commit_id, qid.
         cmd[8..16].copy_from_slice(&commit_id.to_le_bytes());
         cmd[16..18].copy_from_slice(&self.qid.to_le_bytes());
-        let sqe = opcode::UringCmd80::new(types::Fd(self.fd.as_raw_fd()), cmd_op)
+        let fd = self.fd.as_ref().map_or(-1, |f| f.as_raw_fd());
+        let sqe = opcode::UringCmd80::new(types::Fd(fd), cmd_op)
             .cmd(cmd)
-            .addr(Some(self.iov.as_ptr() as u64))
+            .addr(Some(self.iov.0.as_ptr() as u64))
             .build();
         let sqe = with_len(sqe, IOV_SEGS);
         // SAFETY: the SQE points at `self.iov` (boxed, alive as long as `self`) and through
@@ -145,7 +165,7 @@ impl<'f> Entry<'f> {
     }
 }
 
-impl Drop for Entry<'_> {
+impl Drop for Entry {
     fn drop(&mut self) {
         if self.in_flight {
             // The kernel may still write into the buffers: never free them.
