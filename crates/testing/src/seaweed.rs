@@ -420,23 +420,55 @@ impl Seaweed {
     /// instance has registered and takes writes. A port the harness waited on can answer
     /// for another process (one that took it between `free_ports` and weed's bind), and a
     /// gateway whose volume server is missing takes an S3 PUT and never answers it.
-    fn wait_writable(&self) -> io::Result<()> {
+    fn wait_writable(&mut self) -> io::Result<()> {
+        self.wait_answer(self.ports[0], "/dir/assign", "\"fid\"")?;
+        // And that the S3 port is this instance's gateway: one that lost the port to another
+        // process exits (weed's "bind: address already in use" is fatal), and the port it
+        // waited on answers for that process (a gRPC port does not speak HTTP/1: "error
+        // sending request" on every S3 call). Seen once in a CI rehearsal.
+        let s3 = self
+            .endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| io::Error::other(format!("no port in {}", self.endpoint)))?;
+        self.wait_answer(s3, "/", "<?xml")
+    }
+
+    /// Wait until GET `path` on `port` answers with `expect` in the reply, every weed
+    /// process still running; fail with "weed does not take writes" and the logs.
+    fn wait_answer(&mut self, port: u16, path: &str, expect: &str) -> io::Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
-        let port = self.ports[0];
         let mut last = String::new();
         while Instant::now() < deadline {
-            match http_get(port, "/dir/assign") {
-                Ok(reply) if reply.contains("\"fid\"") => return Ok(()),
+            match http_get(port, path) {
+                Ok(reply) if reply.contains(expect) => return Ok(()),
                 Ok(reply) => last = reply,
                 Err(e) => last = e.to_string(),
+            }
+            if let Some(name) = self.exited()? {
+                last = format!("weed {name} exited");
+                break;
             }
             std::thread::sleep(Duration::from_millis(300));
         }
         let logs: Vec<String> = (0..self.procs.len()).map(|i| self.log_tail(i)).collect();
         Err(io::Error::other(format!(
-            "weed does not take writes (port {port}: {last}); its logs end:\n{}",
+            "weed does not take writes (port {port} {path}: {last}); its logs end:\n{}",
             logs.join("\n")
         )))
+    }
+
+    /// The first weed process that has exited, if one has.
+    fn exited(&mut self) -> io::Result<Option<String>> {
+        for p in &mut self.procs {
+            if let Some(c) = p.child.as_mut() {
+                if c.try_wait()?.is_some() {
+                    return Ok(Some(p.name.clone()));
+                }
+            }
+        }
+        Ok(None)
     }
 
     fn index(&self, name: &str) -> io::Result<usize> {
