@@ -100,6 +100,8 @@ pub struct Config {
     pub kernel: bool,
     /// How to start the daemon.
     pub launcher: Launcher,
+    /// More mount options for wring (`uring=1`); empty for none.
+    pub wring_options: String,
     /// Scratch directory for stores and mount points.
     pub work: PathBuf,
     /// Runs per method and filesystem, alternating; the fastest write and read of each are kept.
@@ -520,10 +522,13 @@ fn wring_run_on(
         }),
         Backing::Bucket(t, _) => objects::counters(mnt, t),
     };
-    let opts = format!(
+    let mut opts = format!(
         "compress-force={method},max_extent={}",
         fmt_size(max_extent)
     );
+    if !cfg.wring_options.is_empty() {
+        opts = format!("{opts},{}", cfg.wring_options);
+    }
     let label = match backing {
         Backing::Local => format!("wring {opts}"),
         Backing::Bucket(..) => format!("wring in a bucket, {opts}"),

@@ -20,6 +20,7 @@ fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
         random_reads: 2000,
         kernel: true,
         launcher: Launcher::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into()),
+        wring_options: String::new(),
         work,
         repeat: 1,
         objects: None,

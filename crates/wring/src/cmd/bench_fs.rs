@@ -49,6 +49,10 @@ pub struct Args {
     #[arg(long)]
     work_dir: Option<PathBuf>,
     /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
+    /// More mount options for wring, after compress-force and max_extent (e.g. `uring=1`
+    /// for FUSE over io_uring)
+    #[arg(short = 'o', long = "options", default_value = "")]
+    options: String,
     #[arg(long, default_value_t = 1)]
     repeat: usize,
     /// Also run each method with its extents in a bucket (mkfs --data): s3://BUCKET/PREFIX
@@ -104,6 +108,7 @@ fn size(what: &str, text: &str) -> Result<usize> {
 /// Run `wring bench fs`.
 pub fn run(args: Args) -> Result<()> {
     let objects = objects(&args)?;
+    wring_fs::options::Options::parse(&args.options).context("--options")?;
     let corpus = match args
         .corpus
         .or_else(|| std::env::var_os(CORPUS_ENV).map(Into::into))
@@ -134,6 +139,7 @@ pub fn run(args: Args) -> Result<()> {
         random_reads: args.random_reads,
         kernel: !args.no_kernel,
         launcher: Launcher::Cli(std::env::current_exe().context("finding the wring executable")?),
+        wring_options: args.options,
         work: args.work_dir.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("wring-bench-fs-{}", std::process::id()))
         }),
