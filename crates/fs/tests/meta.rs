@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use common::{require_root, Mount};
+use common::{require_root, status_figure, Mount};
 
 /// syncfs(2) on the filesystem holding `p`.
 fn syncfs(p: &Path) -> std::io::Result<()> {
@@ -118,18 +118,7 @@ fn the_kernel_keeps_attributes_and_sees_what_writeback_changes() {
 
 /// `commits=N` from the mount's status.
 fn commits(mnt: &Path) -> u64 {
-    counter(mnt, "transactions: ", "commits=")
-}
-
-/// The figure `key` (as `name=`) on the `wring status` line that starts with `line`.
-fn counter(mnt: &Path, line: &str, key: &str) -> u64 {
-    let status = wring_fs::daemon::status(mnt).unwrap();
-    let found = status.lines().find(|l| l.starts_with(line));
-    let found = found.unwrap_or_else(|| panic!("no '{line}' line in:\n{status}"));
-    found
-        .split_whitespace()
-        .find_map(|kv| kv.strip_prefix(key))
-        .map_or(0, |v| v.parse().unwrap())
+    status_figure(mnt, "transactions: ", "commits=")
 }
 
 /// Writing small files costs about one transaction each (the create's), not two: their
@@ -188,7 +177,7 @@ fn removing_files_nobody_has_open_costs_one_commit_each() {
     }
     syncfs(&m.mnt).unwrap();
     let before = commits(&m.mnt);
-    let written = || counter(&m.mnt, "delayed_inodes: ", "written=");
+    let written = || status_figure(&m.mnt, "delayed_inodes: ", "written=");
     let written_before = written();
     for i in 0..FILES {
         fs::remove_file(m.p(&format!("d/f{i}"))).unwrap();

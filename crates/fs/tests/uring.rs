@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use common::{require_root, Mount};
+use common::{require_root, status_figure, Mount};
 
 /// Switch the kernel's FUSE over io_uring on (root; `scripts/test.sh` switches it back).
 fn enable_uring() {
@@ -20,20 +20,6 @@ fn enable_uring() {
         return;
     }
     fs::write(p, "Y").unwrap_or_else(|e| panic!("switching on {p}: {e}"));
-}
-
-/// A `KEY=N` figure of the status line starting with `line`.
-fn figure(mnt: &Path, line: &str, key: &str) -> u64 {
-    let v = wring_fs::daemon::get_xattr(mnt, wring_fs::STATUS_XATTR).unwrap();
-    let text = String::from_utf8_lossy(&v).into_owned();
-    let l = text
-        .lines()
-        .find(|l| l.starts_with(line))
-        .unwrap_or_else(|| panic!("no {line} line in:\n{text}"));
-    l.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in {l}"))
 }
 
 #[test]
@@ -75,11 +61,11 @@ fn every_request_but_forget_goes_through_the_ring() {
     fs::remove_dir_all(root.join("d")).unwrap();
 
     let (total, forgets) = (
-        figure(&root, "fuse:", "total"),
-        figure(&root, "fuse:", "forget"),
+        status_figure(&root, "fuse:", "total="),
+        status_figure(&root, "fuse:", "forget="),
     );
-    let ring = figure(&root, "uring:", "requests");
-    assert_eq!(figure(&root, "uring:", "refused"), 0);
+    let ring = status_figure(&root, "uring:", "requests=");
+    assert_eq!(status_figure(&root, "uring:", "refused="), 0);
     // Every request the daemon counted came through the ring but the FORGETs, which the
     // kernel still sends through /dev/fuse (and the requests the ring answers ENOSYS,
     // which are not counted, may add to it).

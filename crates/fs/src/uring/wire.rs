@@ -49,7 +49,6 @@ const FATTR_ATIME_NOW: u32 = 1 << 7;
 const FATTR_MTIME_NOW: u32 = 1 << 8;
 const FATTR_CTIME: u32 = 1 << 10;
 const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
-const FUSE_FSYNC_FDATASYNC: u32 = 1;
 
 /// Why a request could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -392,10 +391,7 @@ pub fn parse<'a>(
         }
         17 => Request::Statfs,
         18 => Request::Release,
-        20 | 30 => {
-            let _datasync = op.u32(8)? & FUSE_FSYNC_FDATASYNC != 0;
-            Request::Fsync { dir: opcode == 30 }
-        }
+        20 | 30 => Request::Fsync { dir: opcode == 30 },
         21 => {
             let size = op.u32(0)? as usize;
             Request::Setxattr {

@@ -208,3 +208,15 @@ fn with_suite_options(opts: &str) -> String {
         _ => opts.to_string(),
     }
 }
+
+/// The figure `key` (as `name=`) on the `wring status` line that starts with `line`; 0 when
+/// the line lacks it.
+pub fn status_figure(mnt: &Path, line: &str, key: &str) -> u64 {
+    let status = wring_fs::daemon::status(mnt).unwrap();
+    let found = status.lines().find(|l| l.starts_with(line));
+    let found = found.unwrap_or_else(|| panic!("no '{line}' line in:\n{status}"));
+    found
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key))
+        .map_or(0, |v| v.parse().unwrap())
+}
