@@ -107,7 +107,7 @@ fn threads_against_a_model_then_reopen() {
         assert!(left_dirty > 0, "no write was left to writeback");
         runs.into_iter().map(|r| r.0).collect()
     });
-    drop(vol);
+    close(vol);
     let vol = Volume::open(&dir, Options::parse("compress=lzo").unwrap()).unwrap();
     for (ino, model) in inos.iter().zip(&models) {
         let got = vol.read(*ino, 0, model.len() as u32 + 10).unwrap();
@@ -171,4 +171,20 @@ fn reads_racing_rewrites_and_truncates_see_one_state() {
         assert!(reader.join().unwrap() > 0);
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Drop the volume once the writeback threads, which hold it for a moment at a time, have let
+/// go (as the daemon closes it): reopening before that finds the database still open.
+fn close(mut vol: Arc<Volume>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Arc::try_unwrap(vol) {
+            Ok(v) => return drop(v),
+            Err(v) if std::time::Instant::now() < deadline => {
+                vol = v;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(_) => panic!("the volume is still in use after 10 s"),
+        }
+    }
 }
