@@ -181,6 +181,7 @@ fn mount_and_serve(
     let uring = opts.uring;
     let vol = Arc::new(Volume::open_with(dir, opts, access)?);
     vol.start_writeback();
+    vol.watch_rollbacks();
     vol.start_committer()?;
     vol.start_compactor()?;
     let mut config = Config::default();

@@ -33,6 +33,7 @@ use wring_engine::offload::{Complete, Done, Input, Request, SubmitError};
 use crate::encode::{encode_batch, op_for, shape, value, Decision, Shape};
 use crate::error::{errno, FsError};
 use crate::store::records::{Time, FLAG_NOCOMPRESS};
+use crate::store::space::Reservation;
 use crate::store::{self, INODES};
 use crate::volume::{lock, Volume};
 
@@ -61,6 +62,8 @@ pub(crate) struct Job {
     pub data: Arc<Vec<u8>>,
     pub decision: Decision,
     pub time: Time,
+    /// The room reserved for it in the store, given back once it is committed (or fails).
+    pub _room: Option<Reservation>,
 }
 
 /// A job whose compression (if any) has finished: its shape, and the output holding the
@@ -216,7 +219,8 @@ impl Delalloc {
         self.state().dirty.get(&(ino, idx)).map(|d| d.1.clone())
     }
 
-    /// Queue extents (index, whole contents) of `ino`; the file is `size` bytes long after them.
+    /// Queue extents (index, whole contents) of `ino`; the file is `size` bytes long after
+    /// them. `room` is what was reserved for them: each job holds its share.
     pub fn enqueue(
         &self,
         ino: u64,
@@ -224,10 +228,12 @@ impl Delalloc {
         size: u64,
         decision: Decision,
         extents: Vec<(u64, Vec<u8>)>,
+        mut room: Option<Reservation>,
     ) {
         let time = Time::now();
         let mut st = self.state();
         for (idx, data) in extents {
+            let share = room.as_mut().map(|r| r.split_extent(data.len()));
             st.next_gen += 1;
             let gen = st.next_gen;
             let data = Arc::new(data);
@@ -244,6 +250,7 @@ impl Delalloc {
                 data,
                 decision,
                 time,
+                _room: share,
             });
             let s = st.inodes.entry(ino).or_default();
             s.jobs += 1;
@@ -310,6 +317,15 @@ impl Delalloc {
             }
         }
         jobs
+    }
+
+    /// The store lost commits that were not durable: the next fsync of each of `inos` (and
+    /// the next sync) reports EIO.
+    pub fn lost(&self, inos: &[u64]) {
+        let mut st = self.state();
+        for &ino in inos {
+            st.errors.insert(ino, (errno(libc::EIO), false));
+        }
     }
 
     /// Bytes of dirty extents and extents queued or being written back.
@@ -728,7 +744,8 @@ mod tests {
                     .unwrap();
                 let data = name.repeat(50).into_bytes();
                 let len = data.len() as u64;
-                vol.da.enqueue(ino, 128 << 10, len, None, vec![(0, data)]);
+                vol.da
+                    .enqueue(ino, 128 << 10, len, None, vec![(0, data)], None);
                 ino
             })
             .collect();
@@ -785,9 +802,9 @@ mod tests {
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
         // Queued as a write queues it, with no writeback thread to take it yet.
         vol.da
-            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])], None);
         vol.da
-            .enqueue(b, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+            .enqueue(b, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])], None);
         let written = vol.da.pending(b).unwrap().mtime.unwrap();
         let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
         let utimens = SetAttr {
@@ -829,7 +846,7 @@ mod tests {
         let created = vol.inode(a).unwrap().mtime;
         // Queued as a write queues it, with no writeback thread to take it yet.
         vol.da
-            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])]);
+            .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])], None);
         let written = vol.da.pending(a).unwrap().mtime.unwrap();
         vol.setxattr(a, b"user.tag", b"1", 0).unwrap();
         vol.flush_delalloc(a).unwrap();

@@ -39,6 +39,7 @@ use crate::error::FsError;
 use crate::store::records::Inode;
 use crate::store::{self, Store, INODES};
 use crate::sync::{lock, Mutex, MutexGuard};
+use redb::ReadableTable;
 
 /// Delayed items held before an update writes them all (btrfs: BTRFS_DELAYED_BACKGROUND is
 /// 128 per root, with a hard limit above; records here are 100 bytes or so).
@@ -87,6 +88,12 @@ impl Backing for Store {
         }
         let mut inodes = txn.open_table(INODES)?;
         for (ino, inode) in records {
+            // A delayed update only ever changes an inode the store has. One it does not
+            // have is gone with commits a failed one took back (see store::recovery):
+            // writing the record would bring back an inode without a name.
+            if inodes.get(*ino)?.is_none() {
+                continue;
+            }
             inodes.insert(*ino, inode.to_bytes().as_slice())?;
         }
         txn.open_table(store::META)?.insert(SEQ_KEY, seq)?;

@@ -67,15 +67,27 @@ pub enum FsError {
 }
 
 impl FsError {
-    /// The errno to hand back to the kernel.
+    /// The errno to hand back to the kernel. An I/O error of the store is EIO, except those
+    /// the caller must see as they are: no room (ENOSPC, EDQUOT) and a read-only store.
     pub fn errno(&self) -> i32 {
         match self {
             FsError::Errno(e) => *e,
             FsError::Option(_) => libc::EINVAL,
             FsError::LeaseHeld { .. } => libc::EBUSY,
             FsError::Refused { errno, .. } => *errno,
+            FsError::Io { source, .. } => passed_on(source),
+            FsError::Store(redb::Error::Io(source)) => passed_on(source),
             _ => libc::EIO,
         }
+    }
+}
+
+/// The errno of an I/O error of the store's files: ENOSPC, EDQUOT and EROFS as they are,
+/// anything else EIO.
+fn passed_on(e: &std::io::Error) -> i32 {
+    match e.raw_os_error() {
+        Some(n @ (libc::ENOSPC | libc::EDQUOT | libc::EROFS)) => n,
+        _ => libc::EIO,
     }
 }
 

@@ -22,6 +22,7 @@ use crate::store::records::{
     external_item_of, stored, Encoding, ExtentHeader, Inode, Kind, Time, FLAG_NOCOMPRESS,
     INLINE_MAX, MAX_FILE_SIZE,
 };
+use crate::store::space::extent_cost;
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
@@ -76,6 +77,15 @@ fn same_encoding(h: ExtentHeader) -> Decision {
     }
 }
 
+/// Whether a write reserves room for its data first.
+#[derive(Clone, Copy)]
+enum Room {
+    /// New data: reserve its raw size, or give ENOSPC.
+    Reserve,
+    /// Zeros written while freeing space: nothing to reserve (they mostly become holes).
+    Free,
+}
+
 /// The extents table of a write transaction.
 type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
 
@@ -123,7 +133,7 @@ impl Volume {
         encoded: Extents,
     ) -> Result<i64, FsError> {
         let mut delta = 0i64;
-        let mut seq = store::next_counter(txn, "seq")?;
+        let mut seq = txn.next_counter("seq")?;
         let mut extents = txn.open_table(EXTENTS)?;
         for (idx, enc) in encoded {
             delta -= self.remove_item(txn, &mut extents, (ino, idx))?;
@@ -135,9 +145,7 @@ impl Volume {
             }
         }
         drop(extents);
-        let mut meta = txn.open_table(store::META)?;
-        meta.insert("seq", seq + 1)?;
-        drop(meta);
+        txn.set_counter("seq", seq + 1)?;
         store::add_counter(txn, "used", delta)?;
         Ok(delta)
     }
@@ -154,7 +162,7 @@ impl Volume {
         let mut extents = txn.open_table(EXTENTS)?;
         let mut delta = -self.remove_item(txn, &mut extents, (ino, idx))?;
         if let Some((mut h, stored)) = value {
-            h.seq = store::next_counter(txn, "seq")?;
+            h.seq = txn.next_counter("seq")?;
             delta += stored.len() as i64;
             self.insert_item(txn, &mut extents, (ino, idx), &h, stored)?;
         }
@@ -409,8 +417,11 @@ impl Volume {
     }
 
     /// Write `data` at `offset`; `kill` (the writer) drops the file's privileges
-    /// (set-ID bits, capabilities), as the kernel asks for some writes. The extents touched are rebuilt whole (a partial one
-    /// from its dirty or stored contents) and queued for writeback.
+    /// (set-ID bits, capabilities), as the kernel asks for some writes. The extents touched
+    /// are rebuilt whole (a partial one from its dirty or stored contents), their raw size
+    /// reserved in the store (see [`crate::store::space`]) and queued for writeback. When
+    /// the reservation does not fit, what writeback and a durable commit give back is waited
+    /// for once (btrfs flushes delalloc and commits before it gives up); then ENOSPC.
     pub fn write(
         &self,
         ino: u64,
@@ -418,8 +429,41 @@ impl Volume {
         data: &[u8],
         kill: Option<crate::inode::Caller>,
     ) -> Result<(), FsError> {
+        for attempt in 0..2 {
+            if self.write_as(ino, offset, data, kill, Room::Reserve)? {
+                return Ok(());
+            }
+            if attempt == 0 {
+                self.make_room();
+            }
+        }
+        self.store.refused(data.len() as u64);
+        Err(errno(libc::ENOSPC))
+    }
+
+    /// Give back what can be given back before an ENOSPC: wait for every writeback (its
+    /// reservations go, with what compression saved), delete the orphans nobody holds, and
+    /// commit durably (space freed since the last durable commit becomes free).
+    pub(crate) fn make_room(&self) {
+        self.wait_writeback(None);
+        self.purge_forgotten();
+        if let Err(e) = self.store.sync() {
+            log::warn!("committing to make room: {e}");
+        }
+    }
+
+    /// [`Volume::write`] once; false when `room` is [`Room::Reserve`] and the reservation
+    /// did not fit (nothing was changed).
+    fn write_as(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &[u8],
+        kill: Option<crate::inode::Caller>,
+        room: Room,
+    ) -> Result<bool, FsError> {
         if data.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let end = file_end(offset, data.len() as u64)?;
         self.throttle();
@@ -468,6 +512,17 @@ impl Volume {
             }
         }
         drop(rtxn);
+        let reservation = match room {
+            Room::Reserve => {
+                let local = self.store.space().local_data();
+                let cost = chunks.iter().map(|c| extent_cost(c.1.len(), local)).sum();
+                match self.store.reserve(cost) {
+                    Some(r) => Some(r),
+                    None => return Ok(false),
+                }
+            }
+            Room::Free => None,
+        };
         if let Some(caller) = kill {
             let txn = self.store.write()?;
             let mut cur = store::get_inode(&txn.open_table(INODES)?, ino)?;
@@ -477,14 +532,15 @@ impl Volume {
             self.store.commit(txn, false)?;
         }
         let decision = decide(&opts, &inode, prop);
-        self.da.enqueue(ino, e as u32, new_size, decision, chunks);
+        self.da
+            .enqueue(ino, e as u32, new_size, decision, chunks, reservation);
         drop(g);
         if self.writeback_is_async() {
             self.submit_writeback();
         } else {
             self.flush_delalloc(ino)?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// fallocate(2): mode 0 extends the size (nothing can be reserved ahead in a compressed
@@ -509,6 +565,17 @@ impl Volume {
             Kind::File => {}
             Kind::Dir => return Err(errno(libc::EISDIR)),
             _ => return Err(errno(libc::ENODEV)),
+        }
+        if !punch && !zero && end > inode.size {
+            // Room for what the call adds past the end (posix_fallocate's ENOSPC). Held only
+            // for the call: a compressed store cannot set blocks aside for data it has not
+            // seen, as btrfs cannot for compressed extents.
+            self.store
+                .check_room(end - offset.max(inode.size))
+                .or_else(|_| {
+                    self.make_room();
+                    self.store.check_room(end - offset.max(inode.size))
+                })?;
         }
         if punch || zero {
             let zend = if keep { end.min(inode.size) } else { end };
@@ -580,7 +647,8 @@ impl Volume {
         let mut at = from;
         while at < to {
             let n = (to - at).min(ZEROS.len() as u64);
-            self.write(ino, at, &ZEROS[..n as usize], None)?;
+            // Part of freeing space (punch hole, zero range): reserves nothing.
+            self.write_as(ino, at, &ZEROS[..n as usize], None, Room::Free)?;
             at += n;
         }
         Ok(())

@@ -15,6 +15,7 @@ use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS};
+use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
@@ -344,12 +345,13 @@ impl Volume {
         allocated: impl FnOnce(u64),
     ) -> Result<(u64, Inode), FsError> {
         check_name(name)?;
+        self.store.check_room(META_OP)?;
         let txn = self.store.write()?;
         let pinode = dir_inode(&txn, parent)?;
         if entry_in(&txn, parent, name)?.is_some() {
             return Err(errno(libc::EEXIST));
         }
-        let ino = store::next_counter(&txn, "next_ino")?;
+        let ino = txn.next_counter("next_ino")?;
         allocated(ino);
         let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
         inode.rdev = new.rdev;
@@ -399,6 +401,7 @@ impl Volume {
     /// A new hard link to `ino` named `name` in `parent`.
     pub fn link(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Inode, FsError> {
         check_name(name)?;
+        self.store.check_room(META_OP)?;
         let txn = self.store.write()?;
         dir_inode(&txn, parent)?;
         if entry_in(&txn, parent, name)?.is_some() {
@@ -759,6 +762,7 @@ impl Volume {
                 Some(_) => spec.to_string().into_bytes(),
             };
         }
+        self.store.check_room(META_OP + value.len() as u64)?;
         self.not_bare(ino);
         let txn = self.store.write()?;
         update(&txn, ino, |i| touch_for_xattr(i, name))?;
@@ -809,12 +813,9 @@ impl Volume {
         let txn = self.store.read()?;
         let used = store::counter(&txn, "used")?;
         let inodes = store::counter(&txn, "inodes")? + 1;
-        let path = std::ffi::CString::new(self.store.dir().as_os_str().as_encoded_bytes())
-            .map_err(|_| errno(libc::EINVAL))?;
-        let free = match rustix::fs::statvfs(path.as_c_str()) {
-            Ok(st) => st.f_bavail * st.f_frsize,
-            Err(_) => 0,
-        };
+        // Net of reservations, the global reserve and what the next commit gives back (as
+        // btrfs's df shows free space net of its reservations).
+        let free = self.store.space_report().available;
         let used_blocks = used.div_ceil(4096);
         Ok((used_blocks + free / 4096, free / 4096, inodes))
     }

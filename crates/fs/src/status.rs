@@ -16,6 +16,7 @@ use wring_engine::EngineStats;
 use wring_objstore::Stats;
 
 use crate::stat::human;
+use crate::store::space::{SpaceCounts, SpaceReport};
 use crate::volume::Volume;
 
 /// The whole report of a live mount.
@@ -33,6 +34,7 @@ pub fn status_text(vol: &Volume) -> String {
         let used = blocks.saturating_sub(free).saturating_mul(4096);
         s += &format!("store: used={} inodes={files}\n", human(used));
     }
+    s += &space_lines(&vol.store.space_report(), &vol.store.space().counts);
     if let Some(objects) = vol.store.objects() {
         s += &objects_lines(&objects.stats());
         let o = vol.options();
@@ -45,6 +47,35 @@ pub fn status_text(vol: &Volume) -> String {
     s += &vol.wb_waits.line();
     s += &vol.store.delayed_counts.line(vol.store.delayed_len());
     s
+}
+
+/// The store's space: whether it is full or degraded and why, the figures behind it (free
+/// space of the store's filesystem, what the next commit gives back, reservations, the
+/// global reserve), what was refused, and the last I/O error of the store.
+fn space_lines(r: &SpaceReport, c: &SpaceCounts) -> String {
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let last = match &r.last_error {
+        Some((e, what)) => format!("{what}: {}", std::io::Error::from_raw_os_error(*e)),
+        None => "none".into(),
+    };
+    format!(
+        "space: {}\n\
+         space raw: available={} fs_free={} fs_total={} reclaimable={} reserved={} \
+         global_reserve={}/{} enospc={} reserve_used={} reopened={} rolled_back={}\n\
+         space last_error: {last}\n",
+        r.state(),
+        r.available,
+        r.fs_free,
+        r.fs_total,
+        r.reclaimable,
+        r.reserved,
+        r.reserve.0,
+        r.reserve.1,
+        n(&c.enospc),
+        n(&c.rescues),
+        n(&c.recoveries),
+        n(&c.rollbacks),
+    )
 }
 
 /// The object store's state: bucket, cache, uploads, requests, the last upload error.

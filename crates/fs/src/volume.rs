@@ -77,6 +77,9 @@ pub struct Volume {
     pub ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
     pub(crate) wb_waits: crate::counters::WaitCounts,
+    /// Inodes whose attributes the kernel must drop after the store went back to an older
+    /// commit (told by the committer: not from inside the store's recovery).
+    stale: Mutex<Vec<u64>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -201,12 +204,39 @@ impl Volume {
                 if let Err(e) = vol.store.commit_if_due() {
                     log::error!("periodic commit failed: {e}");
                 }
+                vol.store.space().refill();
+                for ino in std::mem::take(&mut *lock(&vol.stale)) {
+                    vol.attrs_changed(ino);
+                }
             })
             .map_err(|source| FsError::Io {
                 what: "starting the committer".into(),
                 source,
             })?;
         Ok(())
+    }
+
+    /// Take the store going back to its last durable commit (a commit failed and the
+    /// database was reopened, see [`crate::store::recovery`]) as the kernel takes a lost
+    /// writeback: every file the kernel holds fails its next fsync with EIO (and the next
+    /// sync once), the decoded extents cached are dropped, and the kernel is told to drop the
+    /// attributes it keeps of them. It ends with the mount.
+    pub fn watch_rollbacks(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        self.store.on_rollback(move || {
+            if let Some(vol) = weak.upgrade() {
+                vol.rolled_back();
+            }
+        });
+    }
+
+    /// See [`Volume::watch_rollbacks`]: runs inside the store's recovery, so it only marks.
+    pub(crate) fn rolled_back(&self) {
+        let inos: Vec<u64> = lock(&self.open).counts.keys().copied().collect();
+        self.da.lost(&inos);
+        lock(&self.cache).clear();
+        lock(&self.dirs).clear();
+        lock(&self.stale).extend(inos);
     }
 
     /// Open the store in `dir` for fsck: nothing on disk changes, orphans stay; a store in a
@@ -270,6 +300,7 @@ impl Volume {
             notifier: std::sync::OnceLock::new(),
             ops: crate::counters::OpCounts::default(),
             wb_waits: crate::counters::WaitCounts::default(),
+            stale: Mutex::default(),
         })
     }
 

@@ -99,6 +99,29 @@ impl Backend {
         }
     }
 
+    /// What the next durable commit gives back to the store's filesystem: the data file's
+    /// pinned blocks; nothing for a bucket, whose bytes are not on this filesystem.
+    pub fn reclaimable(&self) -> u64 {
+        match self {
+            Backend::Local(d) => d.reclaimable(),
+            Backend::Objects(_) => 0,
+        }
+    }
+
+    /// The database went back to an older commit (a commit failed), whose extent items
+    /// reference `used`: the data file's free space is rebuilt from them. A bucket's live
+    /// counts cannot be: its compactor deletes nothing more until the next mount counts them
+    /// again.
+    pub fn rebuild(&self, used: Vec<Range>) -> Result<(), FsError> {
+        match self {
+            Backend::Local(d) => d.rebuild(used),
+            Backend::Objects(o) => {
+                o.freeze();
+                Ok(())
+            }
+        }
+    }
+
     /// Cut the data file after its used part (a mount does); nothing for a bucket.
     pub fn trim(&self) -> Result<(), FsError> {
         match self {

@@ -277,6 +277,9 @@ impl Store {
         if self.read_only || o.holder().is_none() {
             return Err(errno(libc::EROFS));
         }
+        if o.frozen() {
+            return Ok(CompactReport::default());
+        }
         let _one = lock(&o.compacting);
         let mut report = CompactReport::default();
         delete_doomed(o, &mut report)?;

@@ -9,6 +9,12 @@
 //! the extent items (btrfs keeps a free-space tree), and in one more rule a userspace store
 //! needs: freed space also waits until every read snapshot that could still see the old item
 //! has ended (btrfs readers hold the page cache pages instead).
+//!
+//! Space that becomes free is given back to the filesystem below at once: the whole blocks
+//! of a freed range are punched out of the file (FALLOC_FL_PUNCH_HOLE, as btrfs's discard
+//! gives freed extents back to a thin device), the free tail is cut off, and a mount punches
+//! what no commit refers to (extents a crash or a failed commit left). So the data file holds
+//! about the live data, and a full filesystem gets its space back when files are deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -19,6 +25,10 @@ use crate::error::FsError;
 
 /// Allocation unit: every extent starts on a multiple of it (a small price against slivers).
 pub const UNIT: u64 = 256;
+
+/// The filesystem below frees space in blocks of this size: a hole is punched only over
+/// whole blocks.
+const BLOCK: u64 = 4096;
 
 /// One extent's place in the data file.
 pub type Range = (u64, u64);
@@ -43,6 +53,8 @@ struct Space {
     pinned: Vec<Range>,
     /// Unpinned by a durable commit, waiting for read snapshots of epochs <= the tag.
     waiting: Vec<(u64, Vec<Range>)>,
+    /// Whole blocks in `pinned` and `waiting`: what the next durable commit gives back.
+    held: u64,
     /// The largest `end` since the file was last cut to `end`.
     high: u64,
     /// Ranges of damaged extent items found at mount (past the end of the file, or sharing
@@ -112,94 +124,19 @@ fn round_up(n: u64) -> u64 {
     n.div_ceil(UNIT) * UNIT
 }
 
-impl Space {
-    fn insert_free(&mut self, start: u64, len: u64) {
-        let (mut start, mut len) = (start, len);
-        if let Some((&s, &l)) = self.free.range(..start).next_back() {
-            if s + l == start {
-                self.remove_free(s, l);
-                start = s;
-                len += l;
-            }
-        }
-        if let Some(&l) = self.free.get(&(start + len)) {
-            self.remove_free(start + len, l);
-            len += l;
-        }
-        if start + len >= self.end {
-            // The tail is free: the used part ends earlier.
-            self.end = start;
-            return;
-        }
-        self.free.insert(start, len);
-        self.by_len.insert((len, start));
-    }
-
-    fn remove_free(&mut self, start: u64, len: u64) {
-        self.free.remove(&start);
-        self.by_len.remove(&(len, start));
-    }
-
-    fn allocate(&mut self, len: u64) -> u64 {
-        let len = round_up(len.max(1));
-        let fit = self.by_len.range((len, 0)..).next().copied();
-        match fit {
-            Some((l, s)) => {
-                self.remove_free(s, l);
-                if l > len {
-                    self.free.insert(s + len, l - len);
-                    self.by_len.insert((l - len, s + len));
-                }
-                s
-            }
-            None => {
-                let s = self.end;
-                self.end += len;
-                s
-            }
-        }
-    }
-
-    /// Free a range an extent item referenced. A damaged item's range (past the used part of
-    /// the file, or overlapping space already free) is left alone: freeing it would move the
-    /// end of the used part or hand the same bytes out twice.
-    fn release(&mut self, (start, len): Range) {
-        if let Some(n) = self.damaged.get_mut(&(start, len)) {
-            *n -= 1;
-            if *n == 0 {
-                self.damaged.remove(&(start, len));
-            }
-            log::warn!("data file: not freeing {len} bytes at {start}: a damaged extent item's");
-            return;
-        }
-        let len = round_up(len.max(1));
-        let end = start.checked_add(len).filter(|&e| e <= self.end);
-        let overlaps_free = |end: u64| {
-            self.free
-                .range(..end)
-                .next_back()
-                .is_some_and(|(&s, &l)| s + l > start)
-        };
-        match end {
-            Some(end) if !overlaps_free(end) => self.insert_free(start, len),
-            _ => log::warn!(
-                "data file: not freeing {len} bytes at {start}: a damaged extent item's range \
-                 (the used part ends at {})",
-                self.end
-            ),
-        }
-    }
+/// Whole blocks of a range.
+fn blocks(len: u64) -> u64 {
+    len / BLOCK * BLOCK
 }
 
-impl DataFile {
-    /// The data file on `file`, with `used` the ranges the extent items reference; everything
-    /// else is free. Damaged items' ranges (past the end of the file, where reading fails, or
-    /// sharing bytes with another item) are remembered so that deleting them frees nothing.
-    pub fn new(file: Medium, mut used: Vec<Range>) -> Result<DataFile, FsError> {
-        let len = file.size().map_err(|source| FsError::Io {
-            what: "reading the length of the data file".into(),
-            source,
-        })?;
+fn held(ranges: &[Range]) -> u64 {
+    ranges.iter().map(|r| blocks(r.1)).sum()
+}
+
+impl Space {
+    /// The free space of a file `len` bytes long whose extent items reference `used`
+    /// (see [`DataFile::new`]).
+    fn of(len: u64, mut used: Vec<Range>) -> Space {
         let mut space = Space::default();
         let mut damaged = |r: Range| *space.damaged.entry(r).or_insert(0) += 1;
         used.retain(|&(start, n)| {
@@ -232,16 +169,157 @@ impl DataFile {
             space.by_len.insert((l, s));
         }
         space.end = at;
+        space
+    }
+
+    /// Make `start..+len` free; returns the whole blocks that are free now and were not
+    /// before (to punch), if any.
+    fn insert_free(&mut self, start: u64, len: u64) -> Option<Range> {
+        let freed = (start, start + len);
+        let (mut start, mut len) = (start, len);
+        if let Some((&s, &l)) = self.free.range(..start).next_back() {
+            if s + l == start {
+                self.remove_free(s, l);
+                start = s;
+                len += l;
+            }
+        }
+        if let Some(&l) = self.free.get(&(start + len)) {
+            self.remove_free(start + len, l);
+            len += l;
+        }
+        if start + len >= self.end {
+            // The tail is free: the used part ends earlier (the file is cut there).
+            self.end = start;
+            return None;
+        }
+        self.free.insert(start, len);
+        self.by_len.insert((len, start));
+        // The blocks the freed part touches that lie wholly in the free range.
+        let lo = (freed.0 / BLOCK * BLOCK).max(start).div_ceil(BLOCK) * BLOCK;
+        let hi = blocks(
+            freed
+                .1
+                .div_ceil(BLOCK)
+                .saturating_mul(BLOCK)
+                .min(start + len),
+        );
+        (hi > lo).then(|| (lo, hi - lo))
+    }
+
+    fn remove_free(&mut self, start: u64, len: u64) {
+        self.free.remove(&start);
+        self.by_len.remove(&(len, start));
+    }
+
+    fn allocate(&mut self, len: u64) -> u64 {
+        let len = round_up(len.max(1));
+        let fit = self.by_len.range((len, 0)..).next().copied();
+        match fit {
+            Some((l, s)) => {
+                self.remove_free(s, l);
+                if l > len {
+                    self.free.insert(s + len, l - len);
+                    self.by_len.insert((l - len, s + len));
+                }
+                s
+            }
+            None => {
+                let s = self.end;
+                self.end += len;
+                s
+            }
+        }
+    }
+
+    /// Free a range an extent item referenced; returns the blocks to punch. A damaged item's
+    /// range (past the used part of the file, or overlapping space already free) is left
+    /// alone: freeing it would move the end of the used part or hand the same bytes out twice.
+    fn release(&mut self, (start, len): Range) -> Option<Range> {
+        if let Some(n) = self.damaged.get_mut(&(start, len)) {
+            *n -= 1;
+            if *n == 0 {
+                self.damaged.remove(&(start, len));
+            }
+            log::warn!("data file: not freeing {len} bytes at {start}: a damaged extent item's");
+            return None;
+        }
+        let len = round_up(len.max(1));
+        let end = start.checked_add(len).filter(|&e| e <= self.end);
+        let overlaps_free = |end: u64| {
+            self.free
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, &l)| s + l > start)
+        };
+        match end {
+            Some(end) if !overlaps_free(end) => self.insert_free(start, len),
+            _ => {
+                log::warn!(
+                    "data file: not freeing {len} bytes at {start}: a damaged extent item's \
+                     range (the used part ends at {})",
+                    self.end
+                );
+                None
+            }
+        }
+    }
+}
+
+impl DataFile {
+    /// The data file on `file`, with `used` the ranges the extent items reference; everything
+    /// else is free. Damaged items' ranges (past the end of the file, where reading fails, or
+    /// sharing bytes with another item) are remembered so that deleting them frees nothing.
+    pub fn new(file: Medium, used: Vec<Range>) -> Result<DataFile, FsError> {
+        let len = Self::len_of(&file)?;
         Ok(DataFile {
             file,
-            space: Mutex::new(space),
+            space: Mutex::new(Space::of(len, used)),
             readers: Mutex::default(),
         })
     }
 
-    /// Cut the file after the used part (a mount does; fsck leaves the file as it is).
+    fn len_of(file: &Medium) -> Result<u64, FsError> {
+        file.size().map_err(|source| FsError::Io {
+            what: "reading the length of the data file".into(),
+            source,
+        })
+    }
+
+    /// Start again from the extent items `used` of a commit the store went back to (after a
+    /// failed commit): what later commits wrote and freed is forgotten. No reader may be
+    /// alive.
+    pub fn rebuild(&self, used: Vec<Range>) -> Result<(), FsError> {
+        let len = Self::len_of(&self.file)?;
+        let mut space = lock(&self.space);
+        *space = Space::of(len, used);
+        space.high = len;
+        Ok(())
+    }
+
+    /// Give the filesystem back what no commit refers to: cut the file after the used part,
+    /// and punch the free blocks inside it (a mount does; fsck leaves the file as it is).
     pub fn trim(&self) -> Result<(), FsError> {
-        self.set_len(&mut lock(&self.space))
+        let mut space = lock(&self.space);
+        self.set_len(&mut space)?;
+        let holes: Vec<Range> = space.free.iter().map(|(&s, &l)| (s, l)).collect();
+        self.punch(holes.into_iter().filter_map(|(s, l)| {
+            let lo = s.div_ceil(BLOCK) * BLOCK;
+            let hi = blocks(s + l);
+            (hi > lo).then(|| (lo, hi - lo))
+        }));
+        Ok(())
+    }
+
+    /// Punch `holes` (whole blocks no extent uses) out of the file. Called with the space
+    /// locked: nothing can be allocated there meanwhile. A failure only keeps the blocks.
+    fn punch(&self, holes: impl IntoIterator<Item = Range>) {
+        for (at, len) in holes {
+            if let Err(e) = self.file.punch(at, len) {
+                log::warn!("data file: punching {len} free bytes at {at}: {e}");
+                return;
+            }
+        }
     }
 
     /// Cut the file after the used part: nothing past `end` is referenced by any commit.
@@ -265,12 +343,23 @@ impl DataFile {
 
     /// Give back space allocated but never referenced by a commit.
     pub fn release(&self, range: Range) {
-        lock(&self.space).release(range);
+        let mut space = lock(&self.space);
+        let hole = space.release(range);
+        self.punch(hole);
     }
 
     /// Space a committed transaction stopped referencing: reusable after a durable commit.
     pub fn pin(&self, ranges: impl IntoIterator<Item = Range>) {
-        lock(&self.space).pinned.extend(ranges);
+        let mut space = lock(&self.space);
+        let at = space.pinned.len();
+        space.pinned.extend(ranges);
+        space.held += held(&space.pinned[at..]);
+    }
+
+    /// What the next durable commit gives back (whole blocks freed since the last one, and
+    /// those waiting for old readers).
+    pub fn reclaimable(&self) -> u64 {
+        lock(&self.space).held
     }
 
     /// A durable commit has happened: pinned space becomes free once the snapshots that
@@ -300,9 +389,12 @@ impl DataFile {
             .partition(|(tag, _)| !readers.any_up_to(*tag));
         drop(readers);
         space.waiting = wait;
-        for r in ready.into_iter().flat_map(|(_, b)| b) {
-            space.release(r);
+        let mut holes = Vec::new();
+        for (_, batch) in ready {
+            space.held = space.held.saturating_sub(held(&batch));
+            holes.extend(batch.into_iter().filter_map(|r| space.release(r)));
         }
+        self.punch(holes);
     }
 
     /// Register a reader (call before opening its snapshot).

@@ -77,6 +77,40 @@ impl Medium {
         }
     }
 
+    /// Give the file `len` bytes of real blocks (fallocate, or zeros written where the
+    /// filesystem has no fallocate): later writes below `len` need no new space.
+    pub fn allocate(&self, len: u64) -> io::Result<()> {
+        match self {
+            Medium::File(f) => {
+                use rustix::fs::{fallocate, FallocateFlags};
+                match fallocate(f, FallocateFlags::empty(), 0, len) {
+                    Ok(()) => Ok(()),
+                    Err(rustix::io::Errno::OPNOTSUPP) => write_zeros(f, len),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            #[cfg(test)]
+            Medium::Sim(f) => f.allocate(len),
+        }
+    }
+
+    /// Give the whole blocks inside `offset..offset + len` back to the filesystem (they read
+    /// as zeros); a filesystem that cannot punch holes keeps them.
+    pub fn punch(&self, offset: u64, len: u64) -> io::Result<()> {
+        match self {
+            Medium::File(f) => {
+                use rustix::fs::{fallocate, FallocateFlags};
+                let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+                match fallocate(f, flags, offset, len) {
+                    Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            #[cfg(test)]
+            Medium::Sim(f) => f.punch(offset, len),
+        }
+    }
+
     /// Make every write so far durable.
     pub fn sync_data(&self) -> io::Result<()> {
         match self {
@@ -94,6 +128,19 @@ impl Medium {
             Medium::Sim(_) => None,
         }
     }
+}
+
+/// Extend `f` to `len` bytes by writing zeros past its end (for filesystems without
+/// fallocate).
+fn write_zeros(f: &File, len: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = f.metadata()?.len();
+    while at < len {
+        let n = (len - at).min(zeros.len() as u64) as usize;
+        f.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Size of the overlay's pages.

@@ -13,20 +13,22 @@
 pub mod backend;
 pub mod compactor;
 pub mod data;
+mod dbfile;
 pub mod handover;
 pub mod medium;
 pub mod objects;
 #[cfg(test)]
 mod power_loss;
 pub mod records;
+mod recovery;
 #[cfg(test)]
 pub mod sim;
+pub mod space;
 
-use std::mem::ManuallyDrop;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,9 +43,12 @@ use data::{DataFile, Range, ReaderGuard};
 use medium::{Medium, Overlay};
 use objects::Ids;
 use records::{Inode, Kind, Stored};
+use recovery::{Marks, Source};
+use space::{Probe, Reservation, SpaceInfo, SpaceReport};
 
 pub use compactor::CompactReport;
 pub use objects::{Access, DataSpec, ObjectsSpec};
+pub use space::RESERVE_FILE;
 
 /// Inode number → inode item.
 pub const INODES: TableDefinition<u64, &[u8]> = TableDefinition::new("inodes");
@@ -79,9 +84,20 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The open store.
 pub struct Store {
-    /// Dropped by hand in [`Store`]'s Drop: closed before its file is uploaded as the
-    /// metadata snapshot of a store in a bucket.
-    db: ManuallyDrop<Database>,
+    /// The database: `None` only while it is being reopened after a failure (see
+    /// [`recovery`]). Taken in [`Store`]'s Drop: closed before its file is uploaded as the
+    /// metadata snapshot of a store in a bucket. Every transaction holds a reference.
+    db: RwLock<Option<Arc<Database>>>,
+    /// How to open the database again after a failure.
+    source: Source,
+    /// Free space, reservations and the global reserve.
+    space: Arc<SpaceInfo>,
+    /// Counters never to hand out again, even after the store went back to an older commit.
+    marks: Marks,
+    /// One recovery at a time.
+    recovery: Mutex<()>,
+    /// Told when a recovery lost commits that were not durable (see [`Store::on_rollback`]).
+    rollback_hook: OnceLock<Box<dyn Fn() + Send + Sync>>,
     data: Backend,
     spec: DataSpec,
     ids: Ids,
@@ -111,8 +127,9 @@ struct TxnSpace {
 /// space goes back if it is dropped uncommitted; the space given up is pinned once committed.
 pub struct Txn<'s> {
     txn: Option<WriteTransaction>,
-    data: &'s Backend,
+    store: &'s Store,
     space: Mutex<TxnSpace>,
+    _db: Arc<Database>,
 }
 
 impl std::ops::Deref for Txn<'_> {
@@ -131,7 +148,7 @@ impl Drop for Txn<'_> {
         // Not committed: nothing refers to what it allocated; what it gave up is still in use.
         let space = std::mem::take(&mut *lock(&self.space));
         for r in space.allocated {
-            self.data.release(r);
+            self.store.data.release(r);
         }
     }
 }
@@ -140,7 +157,7 @@ impl Txn<'_> {
     /// Store an extent's bytes (in the data file, or appended to the open segment); returns
     /// their offset (an object address on a store in a bucket).
     pub fn put_stored(&self, bytes: &[u8]) -> Result<u64, FsError> {
-        let range = self.data.put(bytes)?;
+        let range = self.store.data.put(bytes)?;
         lock(&self.space).allocated.push(range);
         Ok(range.0)
     }
@@ -157,12 +174,28 @@ impl Txn<'_> {
             lock(&self.space).freed.push((offset, len));
         }
     }
+
+    /// Take the next value of the counter `key` in META (`next_ino`, `seq`): one never
+    /// handed out before in this mount, even if a failed commit took the store back.
+    pub fn next_counter(&self, key: &str) -> Result<u64, FsError> {
+        let v = next_counter(self, key)?;
+        self.store.marks.note(key, v + 1);
+        Ok(v)
+    }
+
+    /// Set the counter `key` in META to `next` (the next value to hand out).
+    pub fn set_counter(&self, key: &str, next: u64) -> Result<(), FsError> {
+        self.open_table(META)?.insert(key, next)?;
+        self.store.marks.note(key, next);
+        Ok(())
+    }
 }
 
 /// A read transaction whose extents' bytes stay in place while it lives.
 pub struct Snapshot<'s> {
     txn: ReadTransaction,
     _reader: ReaderGuard<'s>,
+    _db: Arc<Database>,
 }
 
 impl std::ops::Deref for Snapshot<'_> {
@@ -221,12 +254,18 @@ impl Store {
     /// another mount is refused ([`FsError::LeaseHeld`]) unless `access.break_lease`.
     pub fn open_with(dir: &Path, access: &Access) -> Result<Store, FsError> {
         let path = db_path(dir)?;
+        let reserve = Medium::open(&dir.join(RESERVE_FILE))
+            .map_err(io(format!("opening {}", dir.join(RESERVE_FILE).display())))?;
+        let space = Arc::new(SpaceInfo::new(Probe::dir(dir)?, Some(reserve), true));
+        let source = Source::File(path.clone());
         let repaired = Arc::new(AtomicBool::new(false));
-        let db = builder(&repaired).open(&path)?;
+        let db = source.open(&space, &repaired)?;
         let (spec, ids) = objects::read_config(&db)?;
+        let parts = (source, space);
         if let DataSpec::Objects(o) = &spec {
+            parts.1.set_local_data(false);
             let backend = handover::open_writer(&db, o, &ids, access)?;
-            let store = Store::assemble(db, backend, (spec, ids), dir, false, &repaired)?;
+            let store = Store::assemble(db, parts, backend, (spec, ids), dir, false, &repaired)?;
             if store.repaired {
                 log::warn!("{}: not closed cleanly, recovered", path.display());
             }
@@ -244,7 +283,7 @@ impl Store {
         let data =
             Medium::open(&data_path).map_err(io(format!("opening {}", data_path.display())))?;
         let data = Backend::Local(DataFile::new(data, external_ranges(&db)?)?);
-        let store = Store::assemble(db, data, (spec, ids), dir, false, &repaired)?;
+        let store = Store::assemble(db, parts, data, (spec, ids), dir, false, &repaired)?;
         if store.repaired {
             log::warn!("{}: not closed cleanly, recovered", path.display());
         }
@@ -277,7 +316,8 @@ impl Store {
                 Backend::Local(DataFile::new(data, external_ranges(&db)?)?)
             }
         };
-        Store::assemble(db, data, (spec, ids), dir, true, &repaired)
+        let parts = (Source::Fixed, Arc::new(SpaceInfo::unlimited()));
+        Store::assemble(db, parts, data, (spec, ids), dir, true, &repaired)
     }
 
     /// Make a new store on simulated files.
@@ -290,20 +330,37 @@ impl Store {
         )
     }
 
-    /// Open the store on simulated files, as [`Store::open`] does for a mount.
+    /// Open the store on simulated files, as [`Store::open`] does for a mount (without a
+    /// global reserve; see [`Store::open_sim_with_reserve`]).
     #[cfg(test)]
     pub(crate) fn open_sim(db: sim::SimFile, data: sim::SimFile) -> Result<Store, FsError> {
+        Store::open_sim_with(db, data, None)
+    }
+
+    /// [`Store::open_sim`] with the global reserve in `reserve`, free space measured on the
+    /// files' simulated disk.
+    #[cfg(test)]
+    pub(crate) fn open_sim_with(
+        db: sim::SimFile,
+        data: sim::SimFile,
+        reserve: Option<sim::SimFile>,
+    ) -> Result<Store, FsError> {
+        let probe = Probe::Sim(db.disk());
+        let space = Arc::new(SpaceInfo::new(probe, reserve.map(Medium::Sim), true));
+        let source = Source::Sim(db);
         let repaired = Arc::new(AtomicBool::new(false));
-        let db = builder(&repaired).create_with_backend(db)?;
+        let db = source.open(&space, &repaired)?;
         let data = Backend::Local(DataFile::new(Medium::Sim(data), external_ranges(&db)?)?);
         let config = (DataSpec::Local, Ids::default());
-        let store = Store::assemble(db, data, config, Path::new(""), false, &repaired)?;
+        let parts = (source, space);
+        let store = Store::assemble(db, parts, data, config, Path::new(""), false, &repaired)?;
         store.data.trim()?;
         Ok(store)
     }
 
     fn assemble(
         db: Database,
+        (source, space): (Source, Arc<SpaceInfo>),
         data: Backend,
         (spec, ids): (DataSpec, Ids),
         dir: &Path,
@@ -311,7 +368,12 @@ impl Store {
         repaired: &AtomicBool,
     ) -> Result<Store, FsError> {
         Ok(Store {
-            db: ManuallyDrop::new(db),
+            db: RwLock::new(Some(Arc::new(db))),
+            source,
+            space,
+            marks: Marks::default(),
+            recovery: Mutex::new(()),
+            rollback_hook: OnceLock::new(),
             data,
             spec,
             ids,
@@ -384,22 +446,64 @@ impl Store {
         if self.read_only {
             return Err(errno(libc::EROFS));
         }
+        let db = self.db()?;
         self.counts.writes.fetch_add(1, Ordering::Relaxed);
         Ok(Txn {
-            txn: Some(self.db.begin_write()?),
-            data: &self.data,
+            txn: Some(db.begin_write()?),
+            store: self,
             space: Mutex::default(),
+            _db: db,
         })
     }
 
     /// Begin a read transaction (a consistent snapshot of the last commit).
     pub fn read(&self) -> Result<Snapshot<'_>, FsError> {
+        let db = self.db()?;
         let reader = self.data.reader();
         self.counts.reads.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
-            txn: self.db.begin_read()?,
+            txn: db.begin_read()?,
             _reader: reader,
+            _db: db,
         })
+    }
+
+    /// The database, reopened first if it failed (see [`recovery`]).
+    fn db(&self) -> Result<Arc<Database>, FsError> {
+        if self.space.is_failed() {
+            self.recover()?;
+        }
+        match &*self.db.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(db) => Ok(Arc::clone(db)),
+            None => Err(errno(self.space.failure_errno())),
+        }
+    }
+
+    /// The store's space: free space, reservations, the global reserve.
+    pub fn space(&self) -> &Arc<SpaceInfo> {
+        &self.space
+    }
+
+    /// Reserve `bytes` for data not yet written back (see [`space`]); `None` when they do
+    /// not fit now.
+    pub fn reserve(&self, bytes: u64) -> Option<Reservation> {
+        self.space.try_reserve(bytes, self.data.reclaimable())
+    }
+
+    /// ENOSPC unless an operation that adds `bytes` of metadata fits (create, mkdir,
+    /// setxattr…; deleting needs no room).
+    pub fn check_room(&self, bytes: u64) -> Result<(), FsError> {
+        self.space.check(bytes, self.data.reclaimable())
+    }
+
+    /// An operation that wanted `bytes` was refused for lack of room (counted and logged).
+    pub fn refused(&self, bytes: u64) {
+        self.space.refused(bytes, self.data.reclaimable());
+    }
+
+    /// The space figures, for statfs and `wring status`.
+    pub fn space_report(&self) -> SpaceReport {
+        self.space.report(self.data.reclaimable())
     }
 
     /// Read an extent's stored bytes, from the data file or the bucket (under a [`Snapshot`]
@@ -474,7 +578,11 @@ impl Store {
         if !self.read_only {
             self.data.sync()?;
         }
-        Ok(self.db.check_integrity()?)
+        let slot = self.db.get_mut().unwrap_or_else(|e| e.into_inner());
+        match slot.as_mut().and_then(Arc::get_mut) {
+            Some(db) => Ok(db.check_integrity()?),
+            None => Err(errno(libc::EBUSY)),
+        }
     }
 }
 
@@ -530,7 +638,7 @@ pub fn exposure(dir: &Path) -> Option<String> {
         }
     }
     let mut files = Vec::new();
-    for name in [DB_FILE, DATA_FILE, LOG_FILE] {
+    for name in [DB_FILE, DATA_FILE, LOG_FILE, RESERVE_FILE] {
         let path = dir.join(name);
         let Ok(m) = std::fs::metadata(&path) else {
             continue;
@@ -635,7 +743,7 @@ fn db_path(dir: &Path) -> Result<PathBuf, FsError> {
 }
 
 /// redb's builder for the store, noting in `repaired` whether the open repairs.
-fn builder(repaired: &Arc<AtomicBool>) -> Builder {
+pub(crate) fn builder(repaired: &Arc<AtomicBool>) -> Builder {
     let mut b = Database::builder();
     let flag = repaired.clone();
     b.set_cache_size(CACHE_BYTES)
@@ -659,7 +767,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The data file ranges the last commit's extent items refer to.
-fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
+pub(crate) fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
     let txn = db.begin_read()?;
     let table = txn.open_table(EXTENTS)?;
     let mut ranges = Vec::new();
@@ -691,9 +799,8 @@ impl Drop for Store {
             Some(o) if !self.read_only && o.holder().is_some() => handover::prepare(self),
             _ => None,
         };
-        // SAFETY: `db` is not used after this: the store is being dropped, and this is the
-        // only place it is taken.
-        drop(unsafe { ManuallyDrop::take(&mut self.db) });
+        // Closed here: nothing else holds it once the store is being dropped.
+        drop(self.db.get_mut().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(gen) = handover {
             handover::close(self, gen);
         }

@@ -361,6 +361,9 @@ pub struct Objects {
     pub(super) doomed: Mutex<Vec<(u64, Vec<u32>)>>,
     /// One compaction at a time.
     pub(super) compacting: Mutex<()>,
+    /// The database went back to an older commit: the live counts no longer match it, so
+    /// compaction deletes nothing until the next mount counts them again.
+    frozen: std::sync::atomic::AtomicBool,
 }
 
 impl Objects {
@@ -374,7 +377,24 @@ impl Objects {
             pinned: Mutex::default(),
             doomed: Mutex::default(),
             compacting: Mutex::new(()),
+            frozen: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Stop compaction for the rest of the mount (see `frozen`).
+    pub fn freeze(&self) {
+        if !self.frozen.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            log::warn!(
+                "{}: the database went back to its last durable commit; compaction is off \
+                 until the next mount counts the live extents again",
+                self.spec.url
+            );
+        }
+    }
+
+    /// Whether compaction is off (see [`Objects::freeze`]).
+    pub fn frozen(&self) -> bool {
+        self.frozen.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The object store.

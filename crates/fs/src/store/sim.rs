@@ -132,12 +132,32 @@ struct Trap {
     cuts: Vec<Vec<Image>>,
 }
 
+/// An I/O set to fail: the `at`th write, length change or sync, and with `sticky` every one
+/// after it too, until healed.
+struct Fault {
+    at: u64,
+    errno: i32,
+    sticky: bool,
+}
+
 #[derive(Default)]
 struct Disk {
     files: Vec<Image>,
     /// Writes, length changes and syncs so far.
     ios: u64,
     trap: Option<Trap>,
+    /// Bytes the files may hold together (None: no limit); past it a write that grows a
+    /// file fails with ENOSPC, as on a full filesystem.
+    capacity: Option<u64>,
+    fault: Option<Fault>,
+    /// I/Os the fault failed.
+    failed: u64,
+}
+
+impl Disk {
+    fn used(&self) -> u64 {
+        self.files.iter().map(|f| f.now.len() as u64).sum()
+    }
 }
 
 fn cut_all(files: &[Image], seed: u64) -> Vec<Image> {
@@ -209,17 +229,66 @@ impl SimDisk {
             .collect()
     }
 
-    /// Run `f` on file `id` after counting an I/O: an armed trap goes off first.
-    fn io<R>(&self, id: usize, f: impl FnOnce(&mut Image) -> R) -> R {
+    /// A disk whose files may hold `capacity` bytes together.
+    pub fn with_capacity(capacity: u64) -> SimDisk {
+        let disk = SimDisk::default();
+        disk.disk().capacity = Some(capacity);
+        disk
+    }
+
+    /// (free bytes, capacity); a disk without a limit has a large one.
+    pub fn space(&self) -> (u64, u64) {
+        let d = self.disk();
+        let cap = d.capacity.unwrap_or(1 << 50);
+        (cap.saturating_sub(d.used()), cap)
+    }
+
+    /// Fail the `after`th write, length change or sync from now on (any file) with `errno`,
+    /// and with `sticky` every one after it too, until [`SimDisk::heal`].
+    pub fn fail_at(&self, after: u64, errno: i32, sticky: bool) {
+        let mut d = self.disk();
+        let at = d.ios + after.max(1);
+        d.fault = Some(Fault { at, errno, sticky });
+    }
+
+    /// Remove the fault; how many I/Os it failed.
+    pub fn heal(&self) -> u64 {
+        let mut d = self.disk();
+        d.fault = None;
+        std::mem::take(&mut d.failed)
+    }
+
+    /// Writes, length changes and syncs so far.
+    pub fn ios(&self) -> u64 {
+        self.disk().ios
+    }
+
+    /// Run `f` on file `id` after counting an I/O that makes it `grow_to` bytes long (at
+    /// least): an armed trap goes off first, then a fault or a full disk fails it.
+    fn io<R>(&self, id: usize, grow_to: u64, f: impl FnOnce(&mut Image) -> R) -> io::Result<R> {
         let mut d = self.disk();
         d.ios += 1;
-        let Disk { files, ios, trap } = &mut *d;
+        let ios = d.ios;
+        let Disk { files, trap, .. } = &mut *d;
         if let Some(t) = trap.as_mut() {
-            if *ios == t.from || (t.each && *ios > t.from) {
-                t.cuts.push(cut_all(files, t.seed ^ *ios));
+            if ios == t.from || (t.each && ios > t.from) {
+                t.cuts.push(cut_all(files, t.seed ^ ios));
             }
         }
-        f(&mut files[id])
+        if let Some(fault) = &d.fault {
+            if ios == fault.at || (fault.sticky && ios > fault.at) {
+                let e = fault.errno;
+                d.failed += 1;
+                return Err(io::Error::from_raw_os_error(e));
+            }
+        }
+        let len = d.files[id].now.len() as u64;
+        if let Some(cap) = d.capacity {
+            if grow_to > len && d.used() + (grow_to - len) > cap {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+        }
+        Ok(f(&mut d.files[id]))
     }
 }
 
@@ -253,19 +322,46 @@ impl StorageBackend for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.disk.io(self.id, |f| f.change(Change::SetLen(len)));
-        Ok(())
+        self.disk
+            .io(self.id, len, |f| f.change(Change::SetLen(len)))
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.disk.io(self.id, Image::sync);
-        Ok(())
+        self.disk.io(self.id, 0, Image::sync)
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.disk
-            .io(self.id, |f| f.change(Change::Write(offset, data.to_vec())));
+        let end = offset.saturating_add(data.len() as u64);
+        self.disk.io(self.id, end, |f| {
+            f.change(Change::Write(offset, data.to_vec()))
+        })
+    }
+}
+
+impl SimFile {
+    /// The disk this file is on.
+    pub fn disk(&self) -> SimDisk {
+        self.disk.clone()
+    }
+
+    /// Grow the file to `len` bytes (a simulated disk counts every byte of a file as used).
+    pub fn allocate(&self, len: u64) -> io::Result<()> {
+        if len > StorageBackend::len(self)? {
+            StorageBackend::set_len(self, len)?;
+        }
         Ok(())
+    }
+
+    /// Punch a hole: the whole pages inside `offset..offset + len` (and within the file)
+    /// read as zeros from now on.
+    pub fn punch(&self, offset: u64, len: u64) -> io::Result<()> {
+        let end = (offset.saturating_add(len) / PAGE * PAGE).min(StorageBackend::len(self)?);
+        let start = offset.div_ceil(PAGE) * PAGE;
+        if start >= end {
+            return Ok(());
+        }
+        let zeros = vec![0u8; (end - start) as usize];
+        StorageBackend::write(self, start, &zeros)
     }
 }
 
