@@ -810,6 +810,8 @@ impl Volume {
     /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
     /// store; free is what the store directory's filesystem has left.
     pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
+        // Files removed and forgotten by the kernel: their space shows at once.
+        self.purge_forgotten();
         let txn = self.store.read()?;
         let used = store::counter(&txn, "used")?;
         let inodes = store::counter(&txn, "inodes")? + 1;

@@ -258,6 +258,18 @@ impl Volume {
         Volume::mount(Store::open_sim(db, data)?, options)
     }
 
+    /// [`Volume::open_sim`] with the global reserve in `reserve` and free space measured on
+    /// the files' simulated disk.
+    #[cfg(test)]
+    pub(crate) fn open_sim_with(
+        db: store::sim::SimFile,
+        data: store::sim::SimFile,
+        reserve: Option<store::sim::SimFile>,
+        options: Options,
+    ) -> Result<Volume, FsError> {
+        Volume::mount(Store::open_sim_with(db, data, reserve)?, options)
+    }
+
     /// The volume over `store`, after deleting the orphans a crash left behind.
     fn mount(store: Store, options: Options) -> Result<Volume, FsError> {
         let vol = Volume::new(store, options)?;

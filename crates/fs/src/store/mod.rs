@@ -14,6 +14,8 @@ pub mod backend;
 pub mod compactor;
 pub mod data;
 mod dbfile;
+#[cfg(test)]
+mod faults;
 pub mod handover;
 pub mod medium;
 pub mod objects;
@@ -487,7 +489,7 @@ impl Store {
     /// Reserve `bytes` for data not yet written back (see [`space`]); `None` when they do
     /// not fit now.
     pub fn reserve(&self, bytes: u64) -> Option<Reservation> {
-        self.space.try_reserve(bytes, self.data.reclaimable())
+        self.space.try_reserve(bytes)
     }
 
     /// ENOSPC unless an operation that adds `bytes` of metadata fits (create, mkdir,
