@@ -240,4 +240,14 @@ impl BtrfsError {
     pub fn io(op: Op, offset: u64, source: io::Error) -> Self {
         BtrfsError::Io { op, offset, source }
     }
+
+    /// The filesystem has no room (ENOSPC) or the owner is over quota (EDQUOT).
+    pub fn no_room(&self) -> bool {
+        match self {
+            BtrfsError::Io { source, .. } | BtrfsError::Path { source, .. } => {
+                matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+            }
+            _ => false,
+        }
+    }
 }

@@ -593,3 +593,77 @@ fn killing_recompress_at_random_moments_loses_nothing() {
     scratch.check().unwrap();
     println!("{compressed} recompressed extents survived; scrub and check clean");
 }
+
+/// Fill `dir`'s filesystem with incompressible data in 1 MiB, then 4 KiB writes, each
+/// fsync'ed, until the filesystem refuses them three times over.
+fn fill_up(dir: &Path) {
+    let mut seed = 7u64;
+    let mut refusals = 0;
+    for i in 0.. {
+        let len = if refusals == 0 { 1 << 20 } else { 4096 };
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let data = random_bytes(seed, len);
+        let wrote = fs::write(dir.join(format!("filler-{i}")), &data)
+            .and_then(|()| File::open(dir.join(format!("filler-{i}")))?.sync_all());
+        match wrote {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                let _ = fs::remove_file(dir.join(format!("filler-{i}")));
+                refusals += 1;
+                if refusals == 3 {
+                    return;
+                }
+            }
+            Err(e) => panic!("filling up: {e}"),
+        }
+    }
+}
+
+/// A full filesystem (issue 27): the first encoded write meets ENOSPC, the run stops there
+/// instead of trying every other file, says so, and no file's content changes; scrub and
+/// check are clean.
+#[test]
+fn a_full_filesystem_stops_the_run_and_changes_no_file() {
+    if !testing::require_root("a_full_filesystem_stops_the_run_and_changes_no_file") {
+        return;
+    }
+    let mut scratch = ScratchFs::with_size("compress-force=lzo", 256 << 20).unwrap();
+    let dir = scratch.path().join("data");
+    fs::create_dir_all(&dir).unwrap();
+    for (i, s) in samples(12 << 20).iter().enumerate() {
+        fs::write(dir.join(format!("{i}-{}", s.name)), &s.data).unwrap();
+    }
+    scratch.sync().unwrap();
+    let before = snapshot(&dir);
+    fill_up(scratch.path());
+    scratch.sync().unwrap();
+    let opts = Options::new("zstd:19".parse::<CompressSpec>().unwrap());
+    let summary = recompress(&engine(2), &[dir.clone()], &opts, &mut |_| {}).unwrap();
+    let left = summary.full.expect("the run met a full filesystem");
+    let failed: Vec<&Status> = summary
+        .files
+        .iter()
+        .map(|f| &f.status)
+        .filter(|s| matches!(s, Status::Failed(_)))
+        .collect();
+    assert!(
+        !failed.is_empty() && failed.len() <= 2,
+        "it stops at the first full write (one per lane at most): {failed:?}"
+    );
+    assert!(
+        summary.files.len() + left == before.len(),
+        "{} reported and {left} left of {}",
+        summary.files.len(),
+        before.len()
+    );
+    println!(
+        "stopped: {} files reported, {left} not started, {:?}",
+        summary.files.len(),
+        failed
+    );
+    assert_same(&before, &snapshot(&dir), "after the full run");
+    scratch.remount().unwrap();
+    assert_same(&before, &snapshot(&dir), "after a remount");
+    scratch.scrub().unwrap();
+    scratch.check().unwrap();
+}

@@ -68,7 +68,8 @@ pub enum FsError {
 
 impl FsError {
     /// The errno to hand back to the kernel. An I/O error of the store is EIO, except those
-    /// the caller must see as they are: no room (ENOSPC, EDQUOT) and a read-only store.
+    /// the caller must see as they are: no room (ENOSPC, EDQUOT) and a read-only store, and
+    /// a bucket that refuses writes (ENOSPC, or EDQUOT when its answer names a quota).
     pub fn errno(&self) -> i32 {
         match self {
             FsError::Errno(e) => *e,
@@ -77,6 +78,7 @@ impl FsError {
             FsError::Refused { errno, .. } => *errno,
             FsError::Io { source, .. } => passed_on(source),
             FsError::Store(redb::Error::Io(source)) => passed_on(source),
+            FsError::Objects(e) => e.errno(),
             _ => libc::EIO,
         }
     }

@@ -683,13 +683,16 @@ fn a_bucket_that_refuses_writes() {
     let before = text(&mut Rng(1), 500_000);
     fs::write(a.p("before"), &before).unwrap();
     fs::File::open(a.p("before")).unwrap().sync_all().unwrap();
-    // The identity may now only read: uploads are refused (403).
+    // The identity may now only read: uploads are refused (403), and fsync says so at once
+    // (the bucket has no room for the data), not after the wait for an unreachable bucket.
     set_actions(&mut s3, r#""Read","List""#);
     let data = text(&mut Rng(2), 500_000);
     let f = fs::File::create(a.p("after")).unwrap();
+    let t = Instant::now();
     let r = (&f).write_all(&data).and_then(|_| f.sync_all());
     let e = r.expect_err("fsync returned while the bucket refuses writes");
-    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     drop(f);
     // The mount survives and says why.
     assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
@@ -727,6 +730,63 @@ fn a_bucket_that_refuses_writes() {
     a.start(opts, false);
     assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
     assert_eq!(read_all(&a.p("later")).as_deref(), Some(&data[..]));
+    a.stop();
+    drop(a);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+/// A bucket over its quota: SeaweedFS's quota enforcement makes it read-only, and its S3
+/// gateway then answers every upload with a plain 500 InternalError. A bucket that keeps
+/// answering uploads with errors refuses writes: fsync is ENOSPC within seconds (never the
+/// minute's wait for an unreachable bucket), `wring status` shows the bucket's answer, what
+/// was fsync'ed stays, and once the bucket takes writes again the queued data goes up and
+/// the next fsync succeeds, without a remount.
+#[test]
+fn a_bucket_over_quota() {
+    let Some(s3) = seaweed("a_bucket_over_quota") else {
+        return;
+    };
+    let mut a = Node::new("quota", &s3);
+    s3.mkfs(&a.store, "quota", Some(256 << 10));
+    let opts = "compress-force=zstd:1";
+    a.start(opts, false);
+    let before = text(&mut Rng(1), 500_000);
+    fs::write(a.p("before"), &before).unwrap();
+    fs::File::open(a.p("before")).unwrap().sync_all().unwrap();
+    s3.sw.set_read_only(true).unwrap();
+    let data = text(&mut Rng(2), 700_000);
+    let f = fs::File::create(a.p("after")).unwrap();
+    let t = Instant::now();
+    let r = (&f).write_all(&data).and_then(|_| f.sync_all());
+    let e = r.expect_err("fsync returned while the bucket is over its quota");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    drop(f);
+    let status = a.status();
+    let last = status
+        .lines()
+        .find(|l| l.starts_with("objects last_error:"))
+        .unwrap_or_default();
+    assert!(last.contains("500"), "{status}");
+    assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
+    s3.sw.set_read_only(false).unwrap();
+    let later = text(&mut Rng(3), 300_000);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        fs::write(a.p("later"), &later).unwrap();
+        match fs::File::open(a.p("later")).unwrap().sync_all() {
+            Ok(()) => break,
+            // The gateway learns of the change a moment after weed shell made it.
+            Err(e) if Instant::now() < deadline => eprintln!("not yet: {e}"),
+            Err(e) => panic!("fsync after the bucket takes writes again: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    a.stop();
+    s3.fsck_clean(&a.store, "after the bucket took writes again");
+    a.start(opts, false);
+    assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
+    assert_eq!(read_all(&a.p("later")).as_deref(), Some(&later[..]));
     a.stop();
     drop(a);
     s3.sw.stop_and_check().expect("clean stop");

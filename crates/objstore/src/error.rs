@@ -102,12 +102,42 @@ pub enum Error {
         /// The filesystem's s3://BUCKET/PREFIX.
         prefix: String,
     },
+    /// The bucket answers uploads and refuses them: over quota, out of space, read-only,
+    /// writes denied (see `refusal`). The segments stay queued and their uploads are
+    /// retried, so a sync after the bucket takes writes again succeeds.
+    #[error(
+        "{what}: {bucket} refuses writes ({pending} segments wait for upload); its last \
+         answer: {answer}. The data stays queued and a later sync retries"
+    )]
+    Refused {
+        /// What was waiting.
+        what: String,
+        /// `s3://BUCKET`.
+        bucket: String,
+        /// ENOSPC, or EDQUOT when the answer names a quota.
+        errno: i32,
+        /// Segments not in the bucket yet.
+        pending: usize,
+        /// The bucket's last answer.
+        answer: String,
+    },
     /// An extent or segment too large for the address format.
     #[error("{0}")]
     TooLarge(String),
     /// The runtime could not be started.
     #[error("starting the object store's runtime: {0}")]
     Runtime(#[source] std::io::Error),
+}
+
+impl Error {
+    /// The errno a filesystem reports for this error: ENOSPC or EDQUOT when the bucket
+    /// refuses writes, EIO for everything else.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Refused { errno, .. } => *errno,
+            _ => libc::EIO,
+        }
+    }
 }
 
 /// The crate's result.

@@ -13,6 +13,7 @@ pub mod config;
 pub mod creds;
 pub mod error;
 pub mod lease;
+mod refusal;
 pub mod segment;
 pub mod store;
 

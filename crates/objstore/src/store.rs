@@ -33,6 +33,7 @@ use crate::config::MAX_EXTENT;
 use crate::config::{allow_http, Config};
 use crate::error::{Error, Result};
 use crate::lease::{valid_holder, Lease};
+use crate::refusal::{self, Refusals};
 use crate::segment::{self, find, Builder, Entry, Trailer, TRAILER_LEN};
 
 mod compact;
@@ -123,6 +124,8 @@ struct State {
     prefetching: HashSet<Key>,
     /// A segment another writer had already put under our number: this store stops writing.
     conflict: Option<u32>,
+    /// Whether the bucket refuses uploads (see [`crate::refusal`]).
+    refusals: Refusals,
 }
 
 #[derive(Default)]
@@ -278,6 +281,7 @@ impl ObjStore {
             last_read: None,
             prefetching: HashSet::new(),
             conflict: None,
+            refusals: Refusals::default(),
         };
         let inner = Inner {
             store,
@@ -357,9 +361,19 @@ impl ObjStore {
         ready: impl Fn(&State) -> bool,
     ) -> Result<MutexGuard<'a, State>> {
         let wait = self.inner.cfg.wait;
-        let deadline = Instant::now() + wait;
+        let start = Instant::now();
+        let deadline = start + wait;
         while !ready(&st) {
             self.check_conflict(&st)?;
+            if let Some((errno, answer)) = st.refusals.since(start) {
+                return Err(Error::Refused {
+                    what: what.to_string(),
+                    bucket: format!("s3://{}", self.inner.cfg.bucket),
+                    errno,
+                    pending: st.pending.len(),
+                    answer: answer.to_string(),
+                });
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Unavailable {
@@ -535,7 +549,10 @@ async fn upload(inner: Arc<Inner>, seg: u32, path: ObjPath, bytes: Bytes) {
                     Err(e) => e.to_string(),
                 }
             }
-            Err(e) => e.to_string(),
+            Err(e) => {
+                refused(&inner, &e);
+                e.to_string()
+            }
         };
         let msg = format!("uploading s3://{}/{path}: {err}", inner.cfg.bucket);
         log::warn!("{msg}; retrying in {backoff:?}");
@@ -546,6 +563,23 @@ async fn upload(inner: Arc<Inner>, seg: u32, path: ObjPath, bytes: Bytes) {
     }
     inner.n.in_flight.fetch_sub(1, Ordering::SeqCst);
     inner.changed.notify_all();
+}
+
+/// An upload failed with `e`: judge what it says of the bucket (see [`crate::refusal`]),
+/// logging the first time the bucket counts as refusing writes.
+fn refused(inner: &Inner, e: &object_store::Error) {
+    let verdict = refusal::judge(e);
+    let mut st = lock(&inner.state);
+    let before = st.refusals.refusing.is_some();
+    st.refusals.failed(verdict, &e.to_string(), Instant::now());
+    if let (false, Some((errno, answer, _))) = (before, &st.refusals.refusing) {
+        log::error!(
+            "s3://{} refuses writes: syncs fail with {} until it takes them again (the \
+             uploads are retried); its answer: {answer}",
+            inner.cfg.bucket,
+            std::io::Error::from_raw_os_error(*errno)
+        );
+    }
 }
 
 /// Segment `seg` is in the bucket: count the put, cache its chunks, take it off the queue.
@@ -563,6 +597,10 @@ fn uploaded(inner: &Inner, seg: u32, bytes: &Bytes) {
         }
     }
     let mut st = lock(&inner.state);
+    if st.refusals.refusing.is_some() {
+        log::info!("s3://{} takes writes again", inner.cfg.bucket);
+    }
+    st.refusals.succeeded();
     st.pending.remove(&seg);
     if let Some(i) = st.segs.get_mut(&seg) {
         i.in_bucket = true;

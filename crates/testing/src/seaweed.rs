@@ -385,24 +385,48 @@ impl Seaweed {
     }
 
     /// Create [`BUCKET`] through `weed shell`, retrying while the cluster settles.
+    /// Run `commands` (one per line) in `weed shell` against this instance; what it printed
+    /// (stdout, then stderr).
+    pub fn shell(&self, commands: &str) -> io::Result<String> {
+        let mut child = Command::new(&self.weed)
+            .arg(format!("-logdir={}", self.dir.join("tmp").display()))
+            .arg("shell")
+            .arg(format!("-master={}", self.master))
+            .env("TMPDIR", self.dir.join("tmp"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(format!("{commands}\n").as_bytes())?;
+        }
+        let out = child.wait_with_output()?;
+        Ok(
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    }
+
+    /// Make the bucket read-only (`true`) or writable again, as SeaweedFS's quota
+    /// enforcement (`s3.bucket.quota.enforce -apply`) does to a bucket over its quota; its
+    /// S3 gateway then answers uploads with 500 InternalError.
+    pub fn set_read_only(&self, read_only: bool) -> io::Result<()> {
+        let prefix = format!("-locationPrefix=/buckets/{BUCKET}/");
+        let cmd = match read_only {
+            true => format!("fs.configure {prefix} -readOnly -apply"),
+            false => format!("fs.configure {prefix} -delete -apply"),
+        };
+        let text = self.shell(&cmd)?;
+        match text.contains(&format!("/buckets/{BUCKET}/")) || !read_only {
+            true => Ok(()),
+            false => Err(io::Error::other(format!("weed shell {cmd}: {text}"))),
+        }
+    }
+
     fn create_bucket(&self) -> io::Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            let mut child = Command::new(&self.weed)
-                .arg(format!("-logdir={}", self.dir.join("tmp").display()))
-                .arg("shell")
-                .arg(format!("-master={}", self.master))
-                .env("TMPDIR", self.dir.join("tmp"))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()?;
-            if let Some(mut stdin) = child.stdin.take() {
-                stdin.write_all(format!("s3.bucket.create -name {BUCKET}\n").as_bytes())?;
-            }
-            let out = child.wait_with_output()?;
-            let text = String::from_utf8_lossy(&out.stdout).to_string()
-                + &String::from_utf8_lossy(&out.stderr);
+            let text = self.shell(&format!("s3.bucket.create -name {BUCKET}"))?;
             if text.contains(&format!("created bucket {BUCKET}")) || text.contains("already exist")
             {
                 return Ok(());

@@ -247,6 +247,9 @@ pub struct Summary {
     pub before: StatReport,
     /// And after (None in a dry run).
     pub after: Option<StatReport>,
+    /// The filesystem filled up (ENOSPC or EDQUOT): the run stopped, leaving this many files
+    /// unstarted. Every file is unchanged in content, the one that met the error too.
+    pub full: Option<usize>,
 }
 
 impl Summary {
@@ -352,6 +355,7 @@ pub fn recompress(
     on_event(Event::Planned { files, bytes });
     let mut summary = Summary {
         after: (!opts.dry_run).then(StatReport::default),
+        full: None,
         ..Summary::default()
     };
     pipeline::run(engine, found, opts, algorithm, &mut summary, on_event)?;

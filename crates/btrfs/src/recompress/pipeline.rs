@@ -30,7 +30,7 @@ use wring_engine::offload::{
 use wring_engine::{Algorithm, CompressSpec, Engine, Outcome, Policy};
 
 use super::file::{process_file, Finished};
-use super::{Event, Options, RecompressError, Summary};
+use super::{Event, Options, RecompressError, Status, Summary};
 use crate::ioctl::MAX_UNCOMPRESSED;
 use crate::walk::Found;
 
@@ -223,6 +223,8 @@ enum Msg {
     Started(usize),
     Bytes(u64),
     Finished(usize, Box<Finished>),
+    /// The filesystem is full: this many files were left unstarted.
+    Full(usize),
 }
 
 /// What the walk found, in walk order, for the lanes to take.
@@ -305,7 +307,18 @@ fn lane(
         let finished = process_file(&mut lane, &path, size, opts, algorithm, &mut |n| {
             let _ = tx.send(Msg::Bytes(n));
         });
+        let full = matches!(&finished.report.status, Status::Failed(e) if e.no_room());
         let _ = tx.send(Msg::Finished(index, Box::new(finished)));
+        if full {
+            // The filesystem is full: no file is started after this one (the other lane
+            // finishes the one in hand). Each file is unchanged in content, whatever was
+            // written of it (see the module's header).
+            if let Ok(mut w) = work.lock() {
+                let left = w.by_ref().count();
+                let _ = tx.send(Msg::Full(left));
+            }
+            return;
+        }
     }
 }
 
@@ -331,7 +344,16 @@ fn collect(
                 ready.insert(i, finished);
                 flush(found, &mut ready, &mut cursor, summary, on_event);
             }
+            Msg::Full(left) => summary.full = Some(summary.full.unwrap_or(0) + left),
         }
+    }
+    // Files never started (the filesystem filled up) leave gaps: report the rest around them.
+    while cursor < found.len() {
+        if matches!(found[cursor], Found::File(..)) && !ready.contains_key(&cursor) {
+            cursor += 1;
+            continue;
+        }
+        flush(found, &mut ready, &mut cursor, summary, on_event);
     }
 }
 

@@ -180,6 +180,13 @@ fn run_recompress(a: RecompressArgs) -> Result<()> {
         started.elapsed().as_secs_f64(),
         a.dry_run,
     );
+    if let Some(left) = summary.full {
+        bail!(
+            "the filesystem is full (no space left, or over quota): the run stopped with {left} \
+             file(s) not started; every file's content is unchanged (a file stopped midway keeps \
+             its old extents where no new one was written). Free space and run it again"
+        );
+    }
     let failed = summary
         .files
         .iter()
