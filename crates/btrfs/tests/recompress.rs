@@ -638,7 +638,7 @@ fn a_full_filesystem_stops_the_run_and_changes_no_file() {
     fill_up(scratch.path());
     scratch.sync().unwrap();
     let opts = Options::new("zstd:19".parse::<CompressSpec>().unwrap());
-    let summary = recompress(&engine(2), &[dir.clone()], &opts, &mut |_| {}).unwrap();
+    let summary = recompress(&engine(2), std::slice::from_ref(&dir), &opts, &mut |_| {}).unwrap();
     let left = summary.full.expect("the run met a full filesystem");
     let failed: Vec<&Status> = summary
         .files
