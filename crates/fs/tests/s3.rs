@@ -671,29 +671,44 @@ fn set_actions(s3: &mut S3, actions: &str) {
     s3.sw.restart("server").unwrap();
 }
 
-#[test]
-fn a_bucket_that_refuses_writes() {
-    let Some(mut s3) = seaweed("a_bucket_that_refuses_writes") else {
-        return;
-    };
-    let mut a = Node::new("refuse", &s3);
-    s3.mkfs(&a.store, "refuse", Some(256 << 10));
-    let opts = "compress-force=zstd:1";
-    a.start(opts, false);
+/// The mount options of the refusal tests.
+const REFUSED_OPTS: &str = "compress-force=zstd:1";
+
+/// A mounted store in the bucket (prefix `name`) with 500 KB fsync'ed in `before`.
+fn mounted_with_a_file(s3: &S3, name: &str) -> (Node, Vec<u8>) {
+    let mut a = Node::new(name, s3);
+    s3.mkfs(&a.store, name, Some(256 << 10));
+    a.start(REFUSED_OPTS, false);
     let before = text(&mut Rng(1), 500_000);
     fs::write(a.p("before"), &before).unwrap();
     fs::File::open(a.p("before")).unwrap().sync_all().unwrap();
-    // The identity may now only read: uploads are refused (403), and fsync says so at once
-    // (the bucket has no room for the data), not after the wait for an unreachable bucket.
-    set_actions(&mut s3, r#""Read","List""#);
-    let data = text(&mut Rng(2), 500_000);
+    (a, before)
+}
+
+/// Write `len` bytes to a new file `after` and fsync it while the bucket refuses writes:
+/// ENOSPC within 20 s (never the minute's wait for a bucket that does not answer).
+fn fsync_is_enospc(a: &Node, len: usize) {
+    let data = text(&mut Rng(2), len);
     let f = fs::File::create(a.p("after")).unwrap();
     let t = Instant::now();
     let r = (&f).write_all(&data).and_then(|_| f.sync_all());
     let e = r.expect_err("fsync returned while the bucket refuses writes");
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
-    drop(f);
+}
+
+#[test]
+fn a_bucket_that_refuses_writes() {
+    let Some(mut s3) = seaweed("a_bucket_that_refuses_writes") else {
+        return;
+    };
+    let (mut a, before) = mounted_with_a_file(&s3, "refuse");
+    let opts = REFUSED_OPTS;
+    // The identity may now only read: uploads are refused (403), and fsync says so at once
+    // (the bucket has no room for the data), not after the wait for an unreachable bucket.
+    set_actions(&mut s3, r#""Read","List""#);
+    fsync_is_enospc(&a, 500_000);
+    let data = text(&mut Rng(2), 500_000);
     // The mount survives and says why.
     assert_eq!(read_all(&a.p("before")).as_deref(), Some(&before[..]));
     let status = a.status();
@@ -746,22 +761,10 @@ fn a_bucket_over_quota() {
     let Some(s3) = seaweed("a_bucket_over_quota") else {
         return;
     };
-    let mut a = Node::new("quota", &s3);
-    s3.mkfs(&a.store, "quota", Some(256 << 10));
-    let opts = "compress-force=zstd:1";
-    a.start(opts, false);
-    let before = text(&mut Rng(1), 500_000);
-    fs::write(a.p("before"), &before).unwrap();
-    fs::File::open(a.p("before")).unwrap().sync_all().unwrap();
+    let (mut a, before) = mounted_with_a_file(&s3, "quota");
+    let opts = REFUSED_OPTS;
     s3.sw.set_read_only(true).unwrap();
-    let data = text(&mut Rng(2), 700_000);
-    let f = fs::File::create(a.p("after")).unwrap();
-    let t = Instant::now();
-    let r = (&f).write_all(&data).and_then(|_| f.sync_all());
-    let e = r.expect_err("fsync returned while the bucket is over its quota");
-    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
-    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
-    drop(f);
+    fsync_is_enospc(&a, 700_000);
     let status = a.status();
     let last = status
         .lines()

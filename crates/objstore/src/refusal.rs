@@ -56,7 +56,8 @@ pub(crate) fn judge(e: &object_store::Error) -> Verdict {
 
 /// The HTTP status an object_store error's text names, if the server answered.
 fn status_of(text: &str) -> Option<u16> {
-    if let Some(rest) = text.split("status code: ").nth(1) {
+    // The request before it is a URL (no spaces): the first such phrase is the answer's.
+    if let Some(rest) = text.split("Server returned non-2xx status code: ").nth(1) {
         return rest.get(..3)?.parse().ok();
     }
     // "Server returned error response: BODY" (an error in a 200's body): an answer.
@@ -154,6 +155,20 @@ mod tests {
                 errno: libc::ENOSPC
             }
         );
+    }
+
+    proptest::proptest! {
+        /// Any text an error may carry is judged without a panic, and only a text that names
+        /// a status is an answer.
+        #[test]
+        fn any_error_text_is_judged(text in ".{0,200}", status in 100u16..600) {
+            let v = judge(&generic(&text));
+            if !text.contains("Server returned") {
+                proptest::prop_assert_eq!(v, Verdict::Unreachable);
+            }
+            let answered = format!("{text} - Server returned non-2xx status code: {status} X: {text}");
+            proptest::prop_assert_ne!(judge(&generic(&answered)), Verdict::Unreachable);
+        }
     }
 
     #[test]

@@ -273,17 +273,21 @@ fn expected(step: &Step) -> (Tree, Tree) {
     (before, tree(&vol).unwrap())
 }
 
-/// Mount what `disk` holds (the volume on it dropped) and check it.
-fn remount(disk: &SimDisk, at: &str) -> Tree {
-    let vol = Volume::open_sim_with(disk.file(0), disk.file(1), Some(disk.file(2)), options())
-        .unwrap_or_else(|e| panic!("{at}: the store does not mount again: {e}"));
+fn fsck_clean(vol: &Volume, at: &str) {
     let mut report = FsckReport::default();
-    fsck::check(&vol, &mut report).unwrap();
+    fsck::check(vol, &mut report).unwrap();
     assert!(
         report.problems.is_empty(),
         "{at}: fsck: {:?}",
         report.problems
     );
+}
+
+/// Mount what `disk` holds (the volume on it dropped) and check it.
+fn remount(disk: &SimDisk, at: &str) -> Tree {
+    let vol = Volume::open_sim_with(disk.file(0), disk.file(1), Some(disk.file(2)), options())
+        .unwrap_or_else(|e| panic!("{at}: the store does not mount again: {e}"));
+    fsck_clean(&vol, at);
     tree(&vol).unwrap()
 }
 
@@ -324,13 +328,7 @@ fn run(step: &Step, fault: Fault, n: u64, trees: &(Tree, Tree), seen: &mut Tally
         one_of(&live, before, after),
         "{at}: the tree is neither as before nor as after the operation (it returned {r:?})"
     );
-    let mut report = FsckReport::default();
-    fsck::check(&vol, &mut report).unwrap();
-    assert!(
-        report.problems.is_empty(),
-        "{at}: fsck: {:?}",
-        report.problems
-    );
+    fsck_clean(&vol, &at);
     let c = &vol.store.space().counts;
     let count = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     seen.runs += 1;
