@@ -429,8 +429,12 @@ impl Volume {
         data: &[u8],
         kill: Option<crate::inode::Caller>,
     ) -> Result<(), FsError> {
+        if let Some(caller) = kill {
+            // Part of the write itself, as file_modified() is in the kernel's write path.
+            self.drop_privs(ino, caller, false)?;
+        }
         for attempt in 0..2 {
-            if self.write_as(ino, offset, data, kill, Room::Reserve)? {
+            if self.write_as(ino, offset, data, Room::Reserve)? {
                 return Ok(());
             }
             if attempt == 0 {
@@ -454,14 +458,7 @@ impl Volume {
 
     /// [`Volume::write`] once; false when `room` is [`Room::Reserve`] and the reservation
     /// did not fit (nothing was changed).
-    fn write_as(
-        &self,
-        ino: u64,
-        offset: u64,
-        data: &[u8],
-        kill: Option<crate::inode::Caller>,
-        room: Room,
-    ) -> Result<bool, FsError> {
+    fn write_as(&self, ino: u64, offset: u64, data: &[u8], room: Room) -> Result<bool, FsError> {
         if data.is_empty() {
             return Ok(true);
         }
@@ -523,14 +520,6 @@ impl Volume {
             }
             Room::Free => None,
         };
-        if let Some(caller) = kill {
-            let txn = self.store.write()?;
-            let mut cur = store::get_inode(&txn.open_table(INODES)?, ino)?;
-            crate::inode::kill_privs(&txn, ino, &mut cur, caller)?;
-            txn.open_table(INODES)?
-                .insert(ino, cur.to_bytes().as_slice())?;
-            self.store.commit(txn, false)?;
-        }
         let decision = decide(&opts, &inode, prop);
         self.da
             .enqueue(ino, e as u32, new_size, decision, chunks, reservation);
@@ -547,7 +536,15 @@ impl Volume {
     /// store, as btrfs cannot for compressed extents either); `KEEP_SIZE` alone does nothing;
     /// `PUNCH_HOLE|KEEP_SIZE` and `ZERO_RANGE` write zeros, which become holes extent by extent.
     /// Other modes are EOPNOTSUPP.
-    pub fn fallocate(&self, ino: u64, offset: u64, len: u64, mode: i32) -> Result<(), FsError> {
+    ///
+    /// `caller` (a process without CAP_FSETID) loses the file's privileges first, whatever the
+    /// mode, as btrfs_fallocate's file_modified() drops them.
+    pub fn fallocate(
+        &self,
+        ino: u64,
+        (offset, len, mode): (u64, u64, i32),
+        caller: Option<crate::inode::Caller>,
+    ) -> Result<(), FsError> {
         let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let punch = mode & libc::FALLOC_FL_PUNCH_HOLE != 0;
         let zero = mode & libc::FALLOC_FL_ZERO_RANGE != 0;
@@ -565,6 +562,9 @@ impl Volume {
             Kind::File => {}
             Kind::Dir => return Err(errno(libc::EISDIR)),
             _ => return Err(errno(libc::ENODEV)),
+        }
+        if let Some(caller) = caller {
+            self.drop_privs(ino, caller, true)?;
         }
         if !punch && !zero && end > inode.size {
             // Room for what the call adds past the end (posix_fallocate's ENOSPC). Held only
@@ -648,7 +648,7 @@ impl Volume {
         while at < to {
             let n = (to - at).min(ZEROS.len() as u64);
             // Part of freeing space (punch hole, zero range): reserves nothing.
-            self.write_as(ino, at, &ZEROS[..n as usize], None, Room::Free)?;
+            self.write_as(ino, at, &ZEROS[..n as usize], Room::Free)?;
             at += n;
         }
         Ok(())

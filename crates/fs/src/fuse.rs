@@ -375,7 +375,7 @@ impl fuser::Filesystem for WringFs {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -383,7 +383,8 @@ impl fuser::Filesystem for WringFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.ops.fallocate(ino.0, offset, length, mode, reply);
+        let range = (offset, length, mode);
+        self.ops.fallocate(caller(req), ino.0, range, reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

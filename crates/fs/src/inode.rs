@@ -132,6 +132,38 @@ pub(crate) fn kill_privs(
     Ok(())
 }
 
+impl Volume {
+    /// Kill `ino`'s privileges for a change of its contents by `caller` (see [`kill_privs`];
+    /// with `check_fsetid`, only when the caller lacks CAP_FSETID, which the kernel has
+    /// checked for a flagged write) and tell the kernel its cached mode is stale, so the drop
+    /// is part of the call: the next stat and execve see it, as on btrfs.
+    pub(crate) fn drop_privs(
+        &self,
+        ino: u64,
+        caller: Caller,
+        check_fsetid: bool,
+    ) -> Result<(), FsError> {
+        let cur = self.store.inode(ino)?;
+        let setid = cur.perm & (libc::S_ISUID | libc::S_ISGID) != 0;
+        if cur.kind != Kind::File || (!setid && self.is_bare(ino)) {
+            return Ok(());
+        }
+        if check_fsetid && caller.has_fsetid() {
+            return Ok(());
+        }
+        let txn = self.store.write()?;
+        let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+        let before = inode.perm;
+        kill_privs(&txn, ino, &mut inode, caller)?;
+        put_inode(&txn, ino, &inode)?;
+        self.store.commit(txn, false)?;
+        if inode.perm != before {
+            self.attrs_changed(ino);
+        }
+        Ok(())
+    }
+}
+
 /// Kill privileges on a chown by `caller` that names a user or a group (the same ones
 /// included), as chown_common does for anything but a directory: set-user-ID always, even for
 /// root; set-group-ID with group execute, or without it when the caller is neither in the

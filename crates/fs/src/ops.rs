@@ -497,17 +497,17 @@ impl Ops {
         answer_empty(reply, self.vol.fsync(ino));
     }
 
-    /// FALLOCATE.
+    /// FALLOCATE by `c`.
     pub fn fallocate(
         &self,
+        c: Caller,
         ino: u64,
-        offset: u64,
-        length: u64,
-        mode: i32,
+        (offset, length, mode): (u64, u64, i32),
         reply: impl AnswerEmpty,
     ) {
         let _t = self.vol.ops.count(Op::Fallocate);
-        answer_empty(reply, self.vol.fallocate(ino, offset, length, mode));
+        let r = self.vol.fallocate(ino, (offset, length, mode), Some(c));
+        answer_empty(reply, r);
     }
 
     /// OPENDIR.

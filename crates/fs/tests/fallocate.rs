@@ -29,7 +29,8 @@ fn punching_a_terabyte_keeps_the_edges() {
     // From the middle of extent 0 to the middle of the tail's first extent, size kept.
     let keep_punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
     let (from, to) = (E / 2, FAR + E / 2);
-    vol.fallocate(ino, from, to - from, keep_punch).unwrap();
+    vol.fallocate(ino, (from, to - from, keep_punch), None)
+        .unwrap();
     vol.fsync(ino).unwrap();
     let size = FAR + tail.len() as u64;
     assert_eq!(vol.inode(ino).unwrap().size, size);
@@ -56,7 +57,7 @@ fn punching_a_terabyte_keeps_the_edges() {
     );
 
     // Zero range past the end extends the file with zeros.
-    vol.fallocate(ino, size - 10, 3 * E, libc::FALLOC_FL_ZERO_RANGE)
+    vol.fallocate(ino, (size - 10, 3 * E, libc::FALLOC_FL_ZERO_RANGE), None)
         .unwrap();
     assert_eq!(vol.inode(ino).unwrap().size, size - 10 + 3 * E);
     let end = vol.read(ino, size - 10, 3 * E as u32).unwrap();

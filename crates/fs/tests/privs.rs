@@ -143,6 +143,73 @@ fn cases() -> Vec<Case> {
             0o6745,
             &format!("{member} chgrp 0 FILE"),
         ),
+        // The non-root owner in the file's group changes its contents in every other way:
+        // each drops the bits as a write does (fallocate's modes, O_DIRECT, copy_file_range
+        // within the mount), except a write through a shared mapping, which the kernel lets
+        // keep them; visible to the stat right after, as on btrfs.
+        case(
+            "owner-fallocate",
+            f,
+            own,
+            0o6666,
+            &format!("{nobody} fallocate -l 8192 FILE"),
+        ),
+        case(
+            "owner-fallocate-gx",
+            f,
+            own,
+            0o6676,
+            &format!("{nobody} fallocate -l 8192 FILE"),
+        ),
+        case(
+            "owner-fallocate-keep",
+            f,
+            own,
+            0o6666,
+            &format!("{nobody} fallocate -n -l 16384 FILE"),
+        ),
+        case(
+            "owner-punch",
+            f,
+            own,
+            0o6676,
+            &format!("{nobody} fallocate -p -o 0 -l 4096 FILE"),
+        ),
+        case(
+            "owner-zero-range",
+            f,
+            own,
+            0o6666,
+            &format!("{nobody} fallocate -z -o 0 -l 4096 FILE"),
+        ),
+        case(
+            "owner-odirect",
+            f,
+            own,
+            0o6644,
+            &format!("{nobody} xfs_io -d -c 'pwrite 0 4k' FILE"),
+        ),
+        case(
+            "owner-append-gx",
+            f,
+            own,
+            0o6755,
+            &format!("{nobody} {append}"),
+        ),
+        case(
+            "owner-copy-range",
+            f,
+            own,
+            0o6676,
+            &format!("{nobody} xfs_io -c 'copy_range -s 0 -d 8000 -l 5 FILE' FILE"),
+        ),
+        case(
+            "owner-mmap",
+            f,
+            own,
+            0o6676,
+            &format!("{nobody} xfs_io -c 'mmap -w 0 4k' -c 'mwrite 0 5' -c 'msync -s 0 4k' FILE"),
+        ),
         // Root's chown: to others, to the same ids, of a fifo and of a directory.
         case("chown", f, root, 0o6755, "chown 1:1 FILE"),
         case("chown-same", f, root, 0o6755, "chown 0:0 FILE"),

@@ -217,7 +217,7 @@ fn steps() -> Vec<Step> {
         ("punch hole", |v| {
             let a = lookup(v, "d/a");
             let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-            v.fallocate(a, 5_000, 70_000, mode)?;
+            v.fallocate(a, (5_000, 70_000, mode), None)?;
             v.fsync(a)
         }),
         ("chmod", |v| {

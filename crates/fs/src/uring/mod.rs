@@ -318,7 +318,7 @@ fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) {
             offset,
             length,
             mode,
-        } => ops.fallocate(ino, offset, length, mode, a),
+        } => ops.fallocate(c, ino, (offset, length, mode), a),
         // Sent for fuseblk mounts only; fuser's destroy makes the last commit either way.
         Request::Destroy => a.send_ok(),
         Request::Unsupported => a.fail(Errno::ENOSYS),
