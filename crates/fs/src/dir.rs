@@ -84,7 +84,10 @@ impl Volume {
         Ok((ino, self.open_existing(ino)?))
     }
 
-    /// The inode `name` in `parent` names.
+    /// The inode `name` in `parent` names. `.` and `..` are what the kernel asks for to turn
+    /// a file handle into an inode it has forgotten (exportfs: LOOKUP of `.` by node id, of
+    /// any kind, and of `..` to connect a directory to the root): the inode itself while it
+    /// exists (ENOENT once deleted, which the kernel answers ESTALE), and a directory's parent.
     fn find(&self, parent: u64, name: &[u8]) -> Result<u64, FsError> {
         if name.len() > NAME_MAX {
             return Err(errno(libc::ENAMETOOLONG));
@@ -92,8 +95,17 @@ impl Volume {
         let txn = self.store.read()?;
         let inodes = txn.open_table(INODES)?;
         let pinode = store::get_inode(&inodes, parent)?;
+        if name == b"." {
+            return match pinode.nlink {
+                0 => Err(errno(libc::ENOENT)),
+                _ => Ok(parent),
+            };
+        }
         if pinode.kind != Kind::Dir {
             return Err(errno(libc::ENOTDIR));
+        }
+        if name == b".." {
+            return store::parent_of(&txn, parent);
         }
         let dirents = txn.open_table(DIRENTS)?;
         let found = dirents.get((parent, name))?.map(|v| v.value().0);

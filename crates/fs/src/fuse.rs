@@ -159,7 +159,11 @@ impl fuser::Filesystem for WringFs {
                 // Listings with the entries' attributes when the kernel is about to look
                 // them up (ls -l, find, rm -rf): one request instead of one per entry.
                 | InitFlags::FUSE_DO_READDIRPLUS
-                | InitFlags::FUSE_READDIRPLUS_AUTO,
+                | InitFlags::FUSE_READDIRPLUS_AUTO
+                // File handles (name_to_handle_at, an NFS export) that outlive the kernel's
+                // cache and a remount: node ids are the store's inode numbers, never reused,
+                // and LOOKUP answers `.` and `..` by node id (see Volume::find).
+                | InitFlags::FUSE_EXPORT_SUPPORT,
         );
         if self.uring
             && config
