@@ -131,6 +131,7 @@ pub fn mount_foreground(
     options: &str,
     access: &Access,
 ) -> Result<(), FsError> {
+    let dir = &store_dir(dir);
     let result = mount_and_serve(dir, mountpoint, options, access);
     if let Err(e) = &result {
         if std::env::var_os(NOTIFY_ENV).is_some() && !READY_SENT.load(Ordering::SeqCst) {
@@ -153,6 +154,8 @@ fn mount_and_serve(
     // The store holds every file's bytes: one other users can read is refused.
     crate::store::check_private(dir)?;
     check_mountpoint(dir, mountpoint)?;
+    check_not_mounted(dir)?;
+    check_dev_suid(&opts, dir)?;
     // Opened before mounting: with the store under a path the mount could reach, a lookup
     // after it would wait for this very daemon.
     let log = match std::env::var_os(NOTIFY_ENV) {
@@ -179,6 +182,8 @@ fn mount_and_serve(
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
     let uring = opts.uring;
+    let mount_options = fuser_options(&opts);
+    let flags = crate::kmount::vfs_flags(&opts);
     let vol = Arc::new(Volume::open_with(dir, opts, access)?);
     vol.start_writeback();
     vol.watch_rollbacks();
@@ -189,8 +194,8 @@ fn mount_and_serve(
         MountOption::FSName(format!("wring:{}", dir.display())),
         MountOption::Subtype("wring".into()),
         MountOption::DefaultPermissions,
-        MountOption::NoAtime,
     ];
+    config.mount_options.extend(mount_options);
     config.acl = if allow_other {
         SessionACL::All
     } else {
@@ -203,7 +208,7 @@ fn mount_and_serve(
     let source = format!("wring:{}", dir.display());
     let ops = Arc::new(Ops::new(vol.clone()));
     let fs = WringFs::new(ops.clone(), uring);
-    let (session, own_mount) = match open_session(fs, mountpoint, &source, config) {
+    let (session, own_mount) = match open_session(fs, mountpoint, (&source, flags), config) {
         Ok(s) => s,
         Err(e) => {
             drop(ops);
@@ -273,12 +278,13 @@ fn start_uring(
 fn open_session(
     fs: WringFs,
     mountpoint: &Path,
-    source: &str,
+    (source, flags): (&str, rustix::mount::MountFlags),
     config: Config,
 ) -> std::io::Result<(fuser::Session<WringFs>, bool)> {
     let spec = crate::kmount::MountSpec {
         source,
         allow_other: config.acl == SessionACL::All,
+        flags,
     };
     match crate::kmount::mount(mountpoint, &spec)? {
         Some(fd) => {
@@ -307,6 +313,105 @@ fn close(mut vol: Arc<Volume>) {
             }
             Err(_) => return log::warn!("the volume is still in use at exit"),
         }
+    }
+}
+
+/// The VFS flags of `o` for a mount fuser makes through fusermount3 (which refuses `suid`
+/// and `dev` to anyone but root, as [`check_dev_suid`] does).
+fn fuser_options(o: &Options) -> Vec<MountOption> {
+    let mut v = vec![
+        if o.read_only {
+            MountOption::RO
+        } else {
+            MountOption::RW
+        },
+        if o.suid {
+            MountOption::Suid
+        } else {
+            MountOption::NoSuid
+        },
+        if o.dev {
+            MountOption::Dev
+        } else {
+            MountOption::NoDev
+        },
+        if o.exec {
+            MountOption::Exec
+        } else {
+            MountOption::NoExec
+        },
+    ];
+    match o.atime {
+        crate::Atime::No => v.push(MountOption::NoAtime),
+        crate::Atime::Strict => v.push(MountOption::CUSTOM("strictatime".into())),
+        crate::Atime::Relatime => v.push(MountOption::CUSTOM("relatime".into())),
+    }
+    v
+}
+
+/// `suid` and `dev` only for root mounting a store root owns: a store another user can
+/// write (or a mount another user makes) is a way to plant a set-user-ID root binary or a
+/// device node of the disk. Refused otherwise, saying why.
+pub fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
+    let asked: Vec<&str> = [(o.suid, "suid"), (o.dev, "dev")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let what = asked.join(" and ");
+    let refuse = |why: String| {
+        Err(FsError::Refused {
+            why: format!("{what} refused: {why}; mount with nosuid,nodev (the default)"),
+            errno: libc::EPERM,
+        })
+    };
+    if !rustix::process::geteuid().is_root() {
+        return refuse("only root may mount with them, as for any FUSE filesystem".into());
+    }
+    use std::os::unix::fs::MetadataExt;
+    for path in [
+        dir.to_path_buf(),
+        dir.join(crate::store::DB_FILE),
+        dir.join(crate::store::DATA_FILE),
+    ] {
+        match std::fs::metadata(&path) {
+            Ok(m) if m.uid() != 0 => {
+                return refuse(format!(
+                    "{} belongs to uid {}, and a store another user can write is a way to \
+                     plant a set-user-ID root binary or a device node",
+                    path.display(),
+                    m.uid()
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The store directory a mount source names: `wring:DIR` (as findmnt and /proc/mounts show
+/// it) or DIR.
+pub fn store_dir(source: &Path) -> PathBuf {
+    match source.as_os_str().as_bytes().strip_prefix(b"wring:") {
+        Some(rest) => PathBuf::from(std::ffi::OsStr::from_bytes(rest)),
+        None => source.to_path_buf(),
+    }
+}
+
+/// A store is mounted once: a second mount says where the first is (redb's lock would only
+/// say "Database already open").
+fn check_not_mounted(dir: &Path) -> Result<(), FsError> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let source = format!("wring:{}", dir.display());
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    match crate::kmount::mounted_at(&info, &source) {
+        Some(at) => Err(FsError::Refused {
+            why: format!("{} is already mounted on {at}", dir.display()),
+            errno: libc::EBUSY,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -406,11 +511,67 @@ pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<(), FsError> {
 }
 
 /// Change options on a live mount; the text is checked here first so errors name the option.
+///
+/// The VFS flags (ro, nosuid, nodev, noexec, the atime options) are the kernel's to enforce
+/// on the mount and are changed here, around the daemon's part, because the daemon cannot:
+/// a remount to `ro` fails with EBUSY while a writer holds the mount, and the setxattr that
+/// reaches the daemon is one. So: a mount the kernel has read-only is made rw first (the
+/// daemon's store, still read-only, refuses writes meanwhile); the daemon applies the options
+/// (going read-only it writes everything back and makes it durable first); then the kernel's
+/// flags are set as the options say. Changing the kernel's flags needs root (CAP_SYS_ADMIN);
+/// without it a mount fusermount3 made keeps its flags, and the daemon alone refuses writes
+/// when read-only.
 pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
     if Options::parse(options)?.allow_other {
         return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
     }
-    set_xattr(mountpoint, OPTIONS_XATTR, options.as_bytes())?;
+    let live = String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned();
+    let old = Options::parse(&live)?;
+    let new = old.apply(options)?;
+    let flags = crate::kmount::vfs_flags(&new);
+    let rdonly = rustix::mount::MountFlags::RDONLY;
+    let may = rustix::process::geteuid().is_root();
+    let kernel = |f| {
+        crate::kmount::remount(mountpoint, f).map_err(|e| FsError::Refused {
+            why: format!("remounting {}: {e}", mountpoint.display()),
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+        })
+    };
+    if old.read_only && may {
+        // rw first: the setxattr below cannot reach the daemon through a read-only mount.
+        kernel(flags.difference(rdonly))?;
+    }
+    // Everything but ro: the daemon takes it while the mount is writable.
+    let text = match new.read_only && !old.read_only {
+        true => format!("{options},rw"),
+        false => options.to_string(),
+    };
+    let applied = set_xattr(mountpoint, OPTIONS_XATTR, text.as_bytes());
+    if let Err(e) = applied {
+        if old.read_only && may {
+            let _ = kernel(crate::kmount::vfs_flags(&old));
+        }
+        if old.read_only && !new.read_only && e.errno() == libc::EROFS {
+            return Err(FsError::Refused {
+                why: format!(
+                    "{} was mounted read-only, its store opened without writing to its files \
+                     (as on read-only media): unmount it and mount it rw",
+                    mountpoint.display()
+                ),
+                errno: libc::EROFS,
+            });
+        }
+        return Err(e);
+    }
+    if may {
+        // Going read-only, the kernel writes its dirty pages back to the still writable
+        // daemon first, and refuses (EBUSY) while a file is open for writing.
+        kernel(flags)?;
+    }
+    if new.read_only && !old.read_only {
+        // The last step: everything durable, then the daemon's store takes no commit.
+        get_xattr(mountpoint, crate::READ_ONLY_XATTR)?;
+    }
     Ok(String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned())
 }
 

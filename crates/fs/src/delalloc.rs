@@ -718,6 +718,11 @@ mod tests {
     use crate::store::{Store, ROOT};
     use crate::{Options, Volume};
 
+    /// Let the clock inode times come from (the kernel's coarse one) move on.
+    fn tick() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
     /// A fresh store under the temp dir and the volume on it (no writeback threads).
     fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
         let dir = std::env::temp_dir().join(format!("wring-da-{name}-{}", std::process::id()));
@@ -806,6 +811,7 @@ mod tests {
         vol.da
             .enqueue(b, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])], None);
         let written = vol.da.pending(b).unwrap().mtime.unwrap();
+        tick();
         let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
         let utimens = SetAttr {
             atime: Some(Some(old)),
@@ -844,10 +850,12 @@ mod tests {
         let (dir, vol) = scratch("mtime");
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let created = vol.inode(a).unwrap().mtime;
+        tick();
         // Queued as a write queues it, with no writeback thread to take it yet.
         vol.da
             .enqueue(a, 128 * 1024, 4096, None, vec![(0, vec![7u8; 4096])], None);
         let written = vol.da.pending(a).unwrap().mtime.unwrap();
+        tick();
         vol.setxattr(a, b"user.tag", b"1", 0).unwrap();
         vol.flush_delalloc(a).unwrap();
         let inode = vol.inode(a).unwrap();

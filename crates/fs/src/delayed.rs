@@ -212,6 +212,8 @@ pub enum Change {
     Put(Inode),
     /// The change needs a transaction (it touches more than the record); nothing was kept.
     NeedsTxn,
+    /// Nothing to change after all (the newest record already says it).
+    Unchanged,
 }
 
 impl<B: Backing> DelayedStore<B> {

@@ -136,6 +136,9 @@ impl Volume {
         }
         // Read outside the lock: other listings go on meanwhile.
         let list = Arc::new(self.list(dir)?);
+        if let Ok(inode) = self.store.inode(dir) {
+            self.accessed(dir, &inode);
+        }
         lock(&self.dirs).insert(fh, list.clone());
         Ok(list)
     }

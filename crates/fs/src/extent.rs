@@ -324,6 +324,7 @@ impl Volume {
         if inode.kind == Kind::Dir {
             return Err(errno(libc::EISDIR));
         }
+        self.accessed(ino, &inode);
         let file_size = inode.size.max(pending.map_or(0, |p| p.size));
         if offset >= file_size || size == 0 {
             out.clear();
@@ -429,6 +430,7 @@ impl Volume {
         data: &[u8],
         kill: Option<crate::inode::Caller>,
     ) -> Result<(), FsError> {
+        self.writable()?;
         if let Some(caller) = kill {
             // Part of the write itself, as file_modified() is in the kernel's write path.
             self.drop_privs(ino, caller, false)?;
@@ -563,6 +565,7 @@ impl Volume {
             Kind::Dir => return Err(errno(libc::EISDIR)),
             _ => return Err(errno(libc::ENODEV)),
         }
+        self.writable()?;
         if let Some(caller) = caller {
             self.drop_privs(ino, caller, true)?;
         }

@@ -593,6 +593,7 @@ impl Volume {
     /// Without a size it is a delayed inode item — also the kernel's flush of the ctime an
     /// unlink gave a file, as it drops the inode (once per file of `rm -rf`).
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
+        self.writable()?;
         let _g = match set.size {
             Some(_) => self.quiesce(ino),
             None => self.inode_lock(ino),
@@ -691,6 +692,7 @@ impl Volume {
         caller: Caller,
     ) -> Result<(), FsError> {
         let acl = Acl::parse(value)?;
+        self.writable()?;
         if name == acl::ACCESS && self.delayed_acl(ino, &acl, flags, caller)? {
             return Ok(());
         }

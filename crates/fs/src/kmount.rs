@@ -27,6 +27,36 @@ pub struct MountSpec<'a> {
     pub source: &'a str,
     /// Whether users other than the owner may enter (`allow_other`).
     pub allow_other: bool,
+    /// The VFS flags ([`vfs_flags`]).
+    pub flags: MountFlags,
+}
+
+/// The VFS flags of `o` (ro, nosuid, nodev, noexec, the atime options), as mount(8) turns
+/// the same words into mount(2) flags.
+pub fn vfs_flags(o: &crate::Options) -> MountFlags {
+    let mut f = MountFlags::empty();
+    let set = [
+        (o.read_only, MountFlags::RDONLY),
+        (!o.suid, MountFlags::NOSUID),
+        (!o.dev, MountFlags::NODEV),
+        (!o.exec, MountFlags::NOEXEC),
+        (o.atime == crate::Atime::No, MountFlags::NOATIME),
+        (o.atime == crate::Atime::Strict, MountFlags::STRICTATIME),
+        (o.lazytime, MountFlags::LAZYTIME),
+    ];
+    for (on, flag) in set {
+        if on {
+            f |= flag;
+        }
+    }
+    f
+}
+
+/// Change a mount's VFS flags (`mount -o remount,…`): the kernel flushes and, for `ro`,
+/// refuses with EBUSY while a file is open for writing, as for any filesystem.
+pub fn remount(mountpoint: &Path, flags: MountFlags) -> io::Result<()> {
+    // FUSE ignores option text on a remount made through mount(2).
+    rustix::mount::mount_remount(mountpoint, flags, c"").map_err(io::Error::from)
 }
 
 /// Mount a FUSE connection on `mountpoint` with type [`FSTYPE`], returning the /dev/fuse
@@ -49,12 +79,45 @@ pub fn mount(mountpoint: &Path, spec: &MountSpec<'_>) -> io::Result<Option<Owned
         data.push_str(",allow_other");
     }
     let data = CString::new(data).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOATIME;
-    match rustix::mount::mount(spec.source, mountpoint, FSTYPE, flags, data.as_c_str()) {
+    match rustix::mount::mount(spec.source, mountpoint, FSTYPE, spec.flags, data.as_c_str()) {
         Ok(()) => Ok(Some(dev.into())),
         Err(Errno::PERM) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Where the filesystem with `source` (`wring:DIR`) is mounted, by /proc/self/mountinfo's
+/// text `info` (its mount point, octal escapes undone).
+pub fn mounted_at(info: &str, source: &str) -> Option<String> {
+    info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let src = right.split(' ').nth(1)?;
+        (unescape(src) == source).then(|| unescape(left.split(' ').nth(4).unwrap_or("")))
+    })
+}
+
+/// Undo mountinfo's octal escapes (`\040` for a space).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b.get(i + 1..i + 4).and_then(|d| {
+            let d = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(d, 8).ok()
+        });
+        match (b[i], oct) {
+            (b'\\', Some(c)) => {
+                out.push(c);
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Detach the mount on `mountpoint` when serving ends with an error, so that no dead

@@ -34,10 +34,11 @@ pub mod status;
 pub mod store;
 mod sync;
 pub mod uring;
+pub mod vfs;
 pub mod volume;
 
 pub use error::FsError;
-pub use options::{Compress, OptionError, Options};
+pub use options::{Atime, Compress, OptionError, Options};
 pub use volume::Volume;
 
 /// Extended attribute holding the per-file/per-directory compression property (btrfs's name).
@@ -50,5 +51,9 @@ pub const OPTIONS_XATTR: &str = "wring.options";
 pub const STAT_XATTR: &str = "wring.stat";
 /// Control attribute on the mount root: read to make everything durable (answers "ok").
 pub const SYNC_XATTR: &str = "wring.sync";
+/// Control attribute on the mount root: read to make everything durable and the mount
+/// read-only (the last step of `remount,ro`, once the kernel's mount is read-only and no
+/// setxattr can reach the daemon; answers "ok").
+pub const READ_ONLY_XATTR: &str = "wring.readonly";
 /// Control attribute on the mount root: the daemon's process id.
 pub const PID_XATTR: &str = "wring.pid";

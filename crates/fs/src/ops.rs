@@ -22,7 +22,7 @@ use crate::inode::{Caller, NewInode, SetAttr};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
 use crate::volume::{Listed, Volume};
-use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
+use crate::{OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 
 /// How long the kernel may trust an entry or attributes without asking: the daemon is the
 /// only writer, every change made through the mount is one the kernel makes or sees, and the
@@ -294,6 +294,13 @@ impl Ops {
             // A durable commit, on demand: not for anyone allow_other lets in.
             n if n == SYNC_XATTR.as_bytes() && !privileged(c) => Err(FsError::Errno(libc::EPERM)),
             n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
+            n if n == READ_ONLY_XATTR.as_bytes() && !privileged(c) => {
+                Err(FsError::Errno(libc::EPERM))
+            }
+            n if n == READ_ONLY_XATTR.as_bytes() => {
+                let _one = crate::volume::lock(&self.remount);
+                self.vol.remount("ro").map(|_| b"ok".to_vec())
+            }
             n if n == PID_XATTR.as_bytes() => Ok(std::process::id().to_string().into_bytes()),
             _ => return None,
         };

@@ -25,7 +25,21 @@ pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
 streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=0|1, \
-compact=0|1, compact_threshold=PERCENT, allow_other";
+compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
+noexec, relatime, strictatime, noatime, lazytime, nolazytime";
+
+/// When a read updates a file's access time (mount(8)'s atime options; btrfs's default is
+/// relatime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Atime {
+    /// When the access time is not after the last change, or is a day old.
+    #[default]
+    Relatime,
+    /// On every read.
+    Strict,
+    /// Never.
+    No,
+}
 
 /// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +98,19 @@ pub struct Options {
     pub compact: bool,
     /// Segments with fewer live bytes than this percentage of their size are compacted.
     pub compact_threshold: u8,
+    /// `ro`: nothing is written to the store (at mount: not even opened for writing).
+    pub read_only: bool,
+    /// `suid`: set-user-ID and set-group-ID bits take effect on exec (root mounting a store
+    /// root owns only; FUSE's default, as libfuse's, is nosuid).
+    pub suid: bool,
+    /// `dev`: device nodes on the mount can be opened (the same condition as `suid`).
+    pub dev: bool,
+    /// `exec` (the default) or `noexec`.
+    pub exec: bool,
+    /// relatime (the default), strictatime or noatime.
+    pub atime: Atime,
+    /// `lazytime`: shown and kept; access times are delayed inode items whatever it says.
+    pub lazytime: bool,
 }
 
 impl Default for Options {
@@ -100,6 +127,12 @@ impl Default for Options {
             uring: false,
             compact: true,
             compact_threshold: DEFAULT_COMPACT_THRESHOLD,
+            read_only: false,
+            suid: false,
+            dev: false,
+            exec: true,
+            atime: Atime::Relatime,
+            lazytime: false,
         }
     }
 }
@@ -148,8 +181,8 @@ pub fn parse_spec(option: &str, value: &str) -> Result<CompressSpec, OptionError
 }
 
 /// Options that belong to mount(8), fstab or systemd rather than to wring, which mount(8)
-/// hands on to a mount helper too: accepted and ignored. Besides the userspace ones, the
-/// flags a wring mount always has (rw, nosuid, nodev, noatime, exec, async) are accepted.
+/// hands on to a mount helper too: accepted and ignored (`remount` is the helper's to act
+/// on; `async` is what every wring mount is).
 fn mount8_option(key: &str) -> bool {
     matches!(
         key,
@@ -164,14 +197,31 @@ fn mount8_option(key: &str) -> bool {
             | "owner"
             | "group"
             | "comment"
-            | "rw"
-            | "nosuid"
-            | "nodev"
-            | "noatime"
-            | "exec"
+            | "remount"
             | "async"
     ) || key.starts_with("x-")
         || key.starts_with("X-")
+}
+
+/// The VFS flags mount(8) spells as options (as it means them); false when `key` is none.
+fn vfs_flag(o: &mut Options, key: &str) -> bool {
+    match key {
+        "ro" => o.read_only = true,
+        "rw" => o.read_only = false,
+        "suid" => o.suid = true,
+        "nosuid" => o.suid = false,
+        "dev" => o.dev = true,
+        "nodev" => o.dev = false,
+        "exec" => o.exec = true,
+        "noexec" => o.exec = false,
+        "relatime" => o.atime = Atime::Relatime,
+        "strictatime" => o.atime = Atime::Strict,
+        "noatime" => o.atime = Atime::No,
+        "lazytime" => o.lazytime = true,
+        "nolazytime" => o.lazytime = false,
+        _ => return false,
+    }
+    true
 }
 
 impl Options {
@@ -248,13 +298,7 @@ impl Options {
                     }
                 },
                 ("allow_other", None) => o.allow_other = true,
-                ("ro", None) => {
-                    return Err(invalid(
-                        "ro",
-                        "",
-                        "read-only mounts are not supported; mount rw",
-                    ))
-                }
+                (_, None) if vfs_flag(&mut o, key) => {}
                 _ if mount8_option(key) => {}
                 (
                     "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
@@ -318,6 +362,21 @@ impl fmt::Display for Options {
         }
         if self.allow_other {
             f.write_str(",allow_other")?;
+        }
+        // The VFS flags that differ from a plain mount's, as /proc/mounts would show them.
+        let flags = [
+            (self.read_only, ",ro"),
+            (self.suid, ",suid"),
+            (self.dev, ",dev"),
+            (!self.exec, ",noexec"),
+            (self.atime == Atime::Strict, ",strictatime"),
+            (self.atime == Atime::No, ",noatime"),
+            (self.lazytime, ",lazytime"),
+        ];
+        for (on, text) in flags {
+            if on {
+                f.write_str(text)?;
+            }
         }
         Ok(())
     }
@@ -392,9 +451,25 @@ mod tests {
             Options::parse(text).unwrap(),
             Options::parse("compress=zstd:3").unwrap()
         );
-        let e = Options::parse("ro,compress=zstd").unwrap_err().to_string();
-        assert!(e.contains("read-only"), "{e}");
-        assert!(Options::parse("suid").is_err());
+    }
+
+    #[test]
+    fn vfs_flags_as_mount8_means_them() {
+        let o = Options::parse("ro,suid,dev,noexec,noatime,lazytime").unwrap();
+        assert!(o.read_only && o.suid && o.dev && !o.exec && o.lazytime);
+        assert_eq!(o.atime, Atime::No);
+        assert_eq!(Options::parse(&o.to_string()).unwrap(), o);
+        let o = o
+            .apply("rw,nosuid,nodev,exec,strictatime,nolazytime")
+            .unwrap();
+        assert!(!o.read_only && !o.suid && !o.dev && o.exec && !o.lazytime);
+        assert_eq!(o.atime, Atime::Strict);
+        let d = Options::default();
+        assert_eq!(
+            (d.read_only, d.suid, d.dev, d.exec, d.atime),
+            (false, false, false, true, Atime::Relatime)
+        );
+        assert!(Options::parse("ro=1").is_err());
     }
 
     #[test]

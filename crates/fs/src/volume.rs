@@ -155,12 +155,18 @@ impl Volume {
         Volume::open_with(dir, options, &store::Access::default())
     }
 
-    /// [`Volume::open`] with how to reach a store's bucket (see [`Store::open_with`]).
+    /// [`Volume::open`] with how to reach a store's bucket (see [`Store::open_with`]). With
+    /// `ro` nothing reaches the store's files, as for fsck: not redb's recovery after a crash,
+    /// not the orphans' deletion; a store on read-only media mounts, and a store in a bucket
+    /// takes no lease.
     pub fn open_with(
         dir: &std::path::Path,
         options: Options,
         access: &store::Access,
     ) -> Result<Volume, FsError> {
+        if options.read_only {
+            return Volume::new(Store::open_for_check_with(dir, access)?, options);
+        }
         let store = Store::open_with(dir, access)?;
         store.start_flusher()?;
         Volume::mount(store, options)
@@ -329,23 +335,22 @@ impl Volume {
     /// engine is resized after it is released (growing the page pool allocates its pages).
     pub fn remount(&self, text: &str) -> Result<Options, FsError> {
         let _one = lock(&self.remounting);
-        let (old, new) = {
-            let mut o = self.options.write().unwrap_or_else(|e| e.into_inner());
-            let new = o.apply(text)?;
-            if new.allow_other != o.allow_other {
-                // The session's access rule is fixed when the FUSE session starts.
-                return Err(crate::options::OptionError::MountOnly("allow_other".into()).into());
-            }
-            if new.threads != o.threads {
-                // So are its request threads.
-                return Err(crate::options::OptionError::MountOnly("threads".into()).into());
-            }
-            if new.uring != o.uring {
-                // And the transport they serve.
-                return Err(crate::options::OptionError::MountOnly("uring".into()).into());
-            }
-            (std::mem::replace(&mut *o, new.clone()), new)
-        };
+        // Remounts are one at a time: nothing else changes the options meanwhile.
+        let old = self.options();
+        let new = old.apply(text)?;
+        let fixed = [
+            // The session's access rule is fixed when the FUSE session starts.
+            (new.allow_other != old.allow_other, "allow_other"),
+            // So are its request threads, and the transport they serve.
+            (new.threads != old.threads, "threads"),
+            (new.uring != old.uring, "uring"),
+        ];
+        if let Some((_, name)) = fixed.iter().find(|(changed, _)| *changed) {
+            return Err(crate::options::OptionError::MountOnly(name.to_string()).into());
+        }
+        // ro/rw and the other VFS flags first: they can be refused (EBUSY, EPERM).
+        self.change_vfs(&old, &new)?;
+        *self.options.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
         if new.streams != old.streams {
             // The engine's stream limit and the worker pool together; then the writeback
             // threads follow (more start, surplus ones exit after their batch).
@@ -570,6 +575,10 @@ impl Volume {
 
     /// Delete the orphans whose last hold FORGET dropped, in one transaction.
     pub(crate) fn purge_forgotten(&self) {
+        if self.store.read_only() {
+            // Kept for when the mount is rw again (or for the next mount's orphan purge).
+            return;
+        }
         let inos = std::mem::take(&mut *lock(&self.forgotten));
         if inos.is_empty() {
             return;

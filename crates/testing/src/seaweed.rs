@@ -78,15 +78,45 @@ pub struct Seaweed {
     ports: Vec<u16>,
 }
 
-/// `n` distinct free loopback ports (bound once to see that they are free, then released).
+/// `n` distinct free loopback ports (bound once to see that they are free, then released),
+/// below the kernel's ephemeral range: a port from that range can be taken by any process's
+/// outgoing connection between this check and weed's bind, or before a weed process
+/// restarted on the same port binds it again ("address already in use").
 fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<io::Result<_>>()?;
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
+    let low: u16 = range
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (from, to) = (10_000u16, low.max(10_000 + 1000));
+    let mut g = crate::SplitMix(u64::from(std::process::id()) << 20 ^ token_seed());
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    for _ in 0..10_000 {
+        if listeners.len() == n {
+            break;
+        }
+        let port = from + g.index(usize::from(to - from)) as u16;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            listeners.push(l);
+        }
+    }
+    if listeners.len() < n {
+        return Err(io::Error::other(format!(
+            "no {n} free ports between {from} and {to}"
+        )));
+    }
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect()
+}
+
+/// Some bits that differ between calls (the clock's nanoseconds).
+fn token_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
 }
 
 /// A fresh secret-ish string for the key pair (not cryptographic: test credentials).

@@ -119,11 +119,24 @@ pub fn parse(args: &[OsString]) -> Result<MountArgs> {
 /// the same way whatever the directory mount(8) ran in.
 pub fn run(args: &[OsString]) -> Result<()> {
     let m = parse(args)?;
-    let source = std::path::absolute(&m.source)
-        .with_context(|| format!("resolving {}", m.source.display()))?;
+    // `wring:DIR`, as findmnt shows the source, is DIR.
+    let source = wring_fs::daemon::store_dir(&m.source);
+    let source =
+        std::path::absolute(&source).with_context(|| format!("resolving {}", source.display()))?;
     let source = source.canonicalize().unwrap_or(source);
     if m.fake {
         wring_fs::Options::parse(&m.options.join(","))?;
+        return Ok(());
+    }
+    // `mount -o remount,…`: the live mount takes the options (ro and rw included), as
+    // `wring remount` gives them.
+    if m.options
+        .iter()
+        .flat_map(|o| o.split(','))
+        .any(|o| o.trim() == "remount")
+    {
+        let text = m.options.join(",");
+        wring_fs::daemon::remount(&m.target, &text)?;
         return Ok(());
     }
     // mount(8) cannot tell that an fstab line is mounted already: the kernel lists a wring
@@ -161,46 +174,10 @@ fn spare_from_sigterm() {
     unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
 }
 
-/// mountinfo's octal escapes (`\040` for a space) undone.
-fn unescape(field: &str) -> String {
-    let mut out = Vec::new();
-    let b = field.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b.get(i + 1..i + 4).and_then(|d| {
-            std::str::from_utf8(d)
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 8).ok())
-        });
-        match (b[i], oct) {
-            (b'\\', Some(c)) => {
-                out.push(c);
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Whether mountinfo's text lists a wring mount of `source` on `target`.
 pub fn is_mounted(mountinfo: &str, source: &Path, target: &Path) -> bool {
     let want = format!("wring:{}", source.display());
-    mountinfo.lines().any(|l| {
-        let fields: Vec<&str> = l.split(' ').collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            return false;
-        };
-        let (Some(mnt), Some(fstype), Some(src)) =
-            (fields.get(4), fields.get(dash + 1), fields.get(dash + 2))
-        else {
-            return false;
-        };
-        fstype.starts_with("fuse") && unescape(src) == want && Path::new(&unescape(mnt)) == target
-    })
+    wring_fs::kmount::mounted_at(mountinfo, &want).is_some_and(|at| Path::new(&at) == target)
 }
 
 #[cfg(test)]

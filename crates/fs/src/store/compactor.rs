@@ -229,7 +229,7 @@ impl Store {
         tick: impl FnMut() -> Tick + Send + 'static,
     ) -> Result<(), FsError> {
         match self.data.objects() {
-            Some(o) if !self.read_only && o.holder().is_some() => self.compaction.start(tick),
+            Some(o) if !self.read_only() && o.holder().is_some() => self.compaction.start(tick),
             _ => Ok(()),
         }
     }
@@ -274,7 +274,7 @@ impl Store {
         let Some(o) = self.data.objects() else {
             return Ok(CompactReport::default());
         };
-        if self.read_only || o.holder().is_none() {
+        if self.read_only() || o.holder().is_none() {
             return Err(errno(libc::EROFS));
         }
         if o.frozen() {

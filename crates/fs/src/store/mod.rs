@@ -109,7 +109,7 @@ pub struct Store {
     unsynced: AtomicBool,
     flusher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
     /// Opened for fsck: nothing reaches the files (see [`Store::open_for_check`]).
-    read_only: bool,
+    read_only: AtomicBool,
     /// redb rebuilt the database's allocator state on open (it was not closed cleanly).
     repaired: bool,
     /// Transactions begun and committed, for `wring status`.
@@ -383,7 +383,7 @@ impl Store {
             last_durable: Mutex::new(Instant::now()),
             unsynced: AtomicBool::new(false),
             flusher: Mutex::new(None),
-            read_only,
+            read_only: AtomicBool::new(read_only),
             repaired: repaired.load(Ordering::Relaxed),
             counts: crate::counters::TxnCounts::default(),
             compaction: compactor::Compaction::default(),
@@ -445,7 +445,7 @@ impl Store {
     /// Begin a write transaction. It is committed durably by [`Store::commit`] only when asked
     /// or when the commit interval has passed. EROFS on a store opened for fsck.
     pub fn write(&self) -> Result<Txn<'_>, FsError> {
-        if self.read_only {
+        if self.read_only() {
             return Err(errno(libc::EROFS));
         }
         let db = self.db()?;
@@ -479,6 +479,30 @@ impl Store {
             Some(db) => Ok(Arc::clone(db)),
             None => Err(errno(self.space.failure_errno())),
         }
+    }
+
+    /// Whether commits are refused (a store opened for fsck or a read-only mount, or made
+    /// read-only by a remount).
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::SeqCst)
+    }
+
+    /// Refuse commits from now on (`remount,ro`; the caller has made everything durable), or
+    /// take them again (`remount,rw`). A store opened without writing to its files (a
+    /// read-only mount, fsck) cannot take them: EROFS, saying so.
+    pub fn set_read_only(&self, ro: bool) -> Result<(), FsError> {
+        if !ro && matches!(self.source, Source::Fixed) {
+            return Err(FsError::Refused {
+                why: format!(
+                    "{} was mounted read-only, opened without writing to its files (as on \
+                     read-only media): unmount it and mount it rw",
+                    self.dir.display()
+                ),
+                errno: libc::EROFS,
+            });
+        }
+        self.read_only.store(ro, Ordering::SeqCst);
+        Ok(())
     }
 
     /// The store's space: free space, reservations, the global reserve.
@@ -558,7 +582,7 @@ impl Store {
     /// as it would after btrfs's `commit=` interval. Returns whether it committed.
     pub fn commit_if_due(&self) -> Result<bool, FsError> {
         let due = lock(&self.last_durable).elapsed() >= COMMIT_INTERVAL;
-        if self.read_only || !due || !self.unsynced.load(Ordering::SeqCst) {
+        if self.read_only() || !due || !self.unsynced.load(Ordering::SeqCst) {
             return Ok(false);
         }
         self.sync().map(|_| true)
@@ -567,7 +591,7 @@ impl Store {
     /// Make every commit so far durable (fsync, unmount); nothing to do on a store opened for
     /// fsck.
     pub fn sync(&self) -> Result<(), FsError> {
-        if self.read_only {
+        if self.read_only() {
             return Ok(());
         }
         let txn = self.write()?;
@@ -577,7 +601,7 @@ impl Store {
     /// redb's integrity check of every page (fsck). A check that passes makes the commits so far
     /// durable, so the data file is synced first, as for any durable commit.
     pub fn check_integrity(&mut self) -> Result<bool, FsError> {
-        if !self.read_only {
+        if !self.read_only() {
             self.data.sync()?;
         }
         let slot = self.db.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -798,7 +822,7 @@ impl Drop for Store {
         }
         self.stop_compactor();
         let handover = match self.data.objects() {
-            Some(o) if !self.read_only && o.holder().is_some() => handover::prepare(self),
+            Some(o) if !self.read_only() && o.holder().is_some() => handover::prepare(self),
             _ => None,
         };
         // Closed here: nothing else holds it once the store is being dropped.

@@ -72,7 +72,16 @@ pub struct Time {
 impl Time {
     /// The current time.
     pub fn now() -> Time {
-        Time::from_system(SystemTime::now())
+        // The kernel's clock for inode times (current_time(): the coarse realtime clock), so
+        // a time set here and one the kernel sets later (a write's mtime it flushes) are in
+        // order, as on a kernel filesystem: relatime compares them.
+        match rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse) {
+            ts if ts.tv_sec >= 0 => Time {
+                secs: ts.tv_sec,
+                nsecs: ts.tv_nsec as u32,
+            },
+            _ => Time::from_system(SystemTime::now()),
+        }
     }
 
     /// From a SystemTime (saturating at the ends of the i64 range, which Linux's SystemTime

@@ -311,7 +311,10 @@ pub fn run(cmd: Command) -> Result<()> {
             objects,
             dir,
             mountpoint,
-        } => mount(&options.join(","), foreground, &objects, dir, mountpoint)?,
+        } => {
+            let dir = daemon::store_dir(&dir);
+            mount(&options.join(","), foreground, &objects, dir, mountpoint)?
+        }
         Command::Umount { mountpoint } => daemon::umount(&mountpoint)?,
         Command::Remount {
             options,
