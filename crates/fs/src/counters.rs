@@ -47,10 +47,11 @@ pub enum Op {
     Create,
     Fallocate,
     Readdirplus,
+    Ioctl,
 }
 
 /// Names of [`Op`]s, in order.
-const NAMES: [&str; 31] = [
+const NAMES: [&str; 32] = [
     "lookup",
     "forget",
     "getattr",
@@ -82,6 +83,7 @@ const NAMES: [&str; 31] = [
     "create",
     "fallocate",
     "readdirplus",
+    "ioctl",
 ];
 
 /// FUSE requests by opcode, and the time the daemon spent on each kind.

@@ -59,6 +59,8 @@ fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision
             Compress::No => None,
             Compress::Force(s) => compress(s, Policy::Force, false),
             Compress::Heuristic(_) if inode.flags & FLAG_NOCOMPRESS != 0 => None,
+            // chattr +C: nodatacow, which btrfs never compresses.
+            _ if inode.flags & crate::store::records::FLAG_NOCOW != 0 => None,
             Compress::Heuristic(s) => compress(s, Policy::Heuristic, true),
         },
     }
@@ -431,6 +433,7 @@ impl Volume {
         kill: Option<crate::inode::Caller>,
     ) -> Result<(), FsError> {
         self.writable()?;
+        self.check_append(ino, offset, data)?;
         if let Some(caller) = kill {
             // Part of the write itself, as file_modified() is in the kernel's write path.
             self.drop_privs(ino, caller, false)?;
@@ -566,6 +569,7 @@ impl Volume {
             _ => return Err(errno(libc::ENODEV)),
         }
         self.writable()?;
+        crate::fsflags::guard(&inode, crate::fsflags::Mutation::Fallocate(mode))?;
         if let Some(caller) = caller {
             self.drop_privs(ino, caller, true)?;
         }

@@ -13,15 +13,15 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    IoctlFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::inode::SetAttr;
 use crate::ops::{
-    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerOpen,
-    AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
+    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
+    AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
 
 pub use crate::ops::attr;
@@ -66,7 +66,14 @@ macro_rules! fails {
         }
     )*};
 }
+impl AnswerIoctl for ReplyIoctl {
+    fn send_ioctl(self, result: i32, data: &[u8]) {
+        self.ioctl(result, data)
+    }
+}
+
 fails!(
+    ReplyIoctl,
     ReplyEntry,
     ReplyAttr,
     ReplyData,
@@ -469,6 +476,20 @@ impl fuser::Filesystem for WringFs {
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         self.ops.removexattr(ino.0, name.as_bytes(), reply);
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        self.ops.ioctl(ino.0, cmd, in_data, reply);
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {

@@ -13,8 +13,9 @@ use crate::acl::{self, Acl};
 use crate::delayed::Change;
 use crate::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::error::{errno, FsError};
+use crate::fsflags::{guard, Mutation};
 use crate::options::parse_spec;
-use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS};
+use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
 use crate::volume::Volume;
@@ -380,6 +381,7 @@ impl Volume {
         self.store.check_room(META_OP)?;
         let txn = self.store.write()?;
         let pinode = dir_inode(&txn, parent)?;
+        guard(&pinode, Mutation::AddEntry)?;
         if entry_in(&txn, parent, name)?.is_some() {
             return Err(errno(libc::EEXIST));
         }
@@ -387,6 +389,8 @@ impl Volume {
         allocated(ino);
         let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
         inode.rdev = new.rdev;
+        // btrfs_inherit_iflags: a directory's `m` and `C` go to what is made in it.
+        inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
         if pinode.perm & libc::S_ISGID != 0 {
             inode.gid = pinode.gid;
             if new.kind == Kind::Dir {
@@ -435,10 +439,14 @@ impl Volume {
         check_name(name)?;
         self.store.check_room(META_OP)?;
         let txn = self.store.write()?;
-        dir_inode(&txn, parent)?;
+        guard(&dir_inode(&txn, parent)?, Mutation::AddEntry)?;
         if entry_in(&txn, parent, name)?.is_some() {
             return Err(errno(libc::EEXIST));
         }
+        guard(
+            &store::get_inode(&txn.open_table(INODES)?, ino)?,
+            Mutation::Name,
+        )?;
         let inode = update(&txn, ino, |i| {
             i.nlink += 1;
             i.ctime = Time::now();
@@ -470,10 +478,14 @@ impl Volume {
     /// Remove a name (`dir`: rmdir, else unlink).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
         let txn = self.store.write()?;
-        dir_inode(&txn, parent)?;
+        guard(&dir_inode(&txn, parent)?, Mutation::RemoveEntry)?;
         let Some((ino, kind)) = entry_in(&txn, parent, name)? else {
             return Err(errno(libc::ENOENT));
         };
+        guard(
+            &store::get_inode(&txn.open_table(INODES)?, ino)?,
+            Mutation::Name,
+        )?;
         match (dir, kind == Kind::Dir) {
             (true, false) => return Err(errno(libc::ENOTDIR)),
             (false, true) => return Err(errno(libc::EISDIR)),
@@ -504,14 +516,23 @@ impl Volume {
             return Err(errno(libc::EINVAL));
         }
         let txn = self.store.write()?;
-        dir_inode(&txn, parent)?;
-        dir_inode(&txn, newparent)?;
+        guard(&dir_inode(&txn, parent)?, Mutation::RemoveEntry)?;
+        let to = dir_inode(&txn, newparent)?;
+        guard(&to, Mutation::AddEntry)?;
         // A replaced target's deletion guard, dropped after the commit.
         let mut _doom = None;
         let Some((src, skind)) = entry_in(&txn, parent, name)? else {
             return Err(errno(libc::ENOENT));
         };
         let dst = entry_in(&txn, newparent, newname)?;
+        {
+            let inodes = txn.open_table(INODES)?;
+            guard(&store::get_inode(&inodes, src)?, Mutation::Name)?;
+            if let Some((d, _)) = dst {
+                guard(&to, Mutation::RemoveEntry)?;
+                guard(&store::get_inode(&inodes, d)?, Mutation::Name)?;
+            }
+        }
         let sdir = skind == Kind::Dir;
         if flags & libc::RENAME_EXCHANGE != 0 {
             let Some((dino, dkind)) = dst else {
@@ -594,6 +615,7 @@ impl Volume {
     /// unlink gave a file, as it drops the inode (once per file of `rm -rf`).
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
         self.writable()?;
+        guard(&self.store.inode(ino)?, Mutation::Attr(set))?;
         let _g = match set.size {
             Some(_) => self.quiesce(ino),
             None => self.inode_lock(ino),
@@ -693,6 +715,7 @@ impl Volume {
     ) -> Result<(), FsError> {
         let acl = Acl::parse(value)?;
         self.writable()?;
+        guard(&self.store.inode(ino)?, Mutation::Xattr)?;
         if name == acl::ACCESS && self.delayed_acl(ino, &acl, flags, caller)? {
             return Ok(());
         }
@@ -797,6 +820,7 @@ impl Volume {
             };
         }
         self.store.check_room(META_OP + value.len() as u64)?;
+        guard(&self.store.inode(ino)?, Mutation::Xattr)?;
         self.not_bare(ino);
         let txn = self.store.write()?;
         update(&txn, ino, |i| touch_for_xattr(i, name))?;
@@ -833,6 +857,10 @@ impl Volume {
     /// Remove an extended attribute.
     pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<(), FsError> {
         let txn = self.store.write()?;
+        guard(
+            &store::get_inode(&txn.open_table(INODES)?, ino)?,
+            Mutation::Xattr,
+        )?;
         let existed = txn.open_table(XATTRS)?.remove((ino, name))?.is_some();
         if !existed {
             return Err(errno(libc::ENODATA));

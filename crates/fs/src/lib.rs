@@ -24,6 +24,7 @@ mod encode;
 mod error;
 pub mod extent;
 pub mod fsck;
+pub mod fsflags;
 pub mod fuse;
 pub mod inode;
 pub mod kmount;

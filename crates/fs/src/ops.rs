@@ -73,6 +73,20 @@ pub trait AnswerStatfs: Fail {
     fn send_statfs(self, s: &Statfs);
 }
 
+/// IOCTL.
+pub trait AnswerIoctl: Fail {
+    /// The ioctl's result and what it writes back.
+    fn send_ioctl(self, result: i32, data: &[u8]);
+}
+
+/// FS_IOC_GETFLAGS and FS_IOC_SETFLAGS (`_IOR/_IOW('f', 1/2, long)`, as the kernel's
+/// fileattr calls send them), FS_IOC_FSGETXATTR and FS_IOC_FSSETXATTR
+/// (`_IOR/_IOW('X', 31/32, struct fsxattr)`).
+const FS_IOC_GETFLAGS: u32 = 0x8008_6601;
+const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
+const FS_IOC_FSGETXATTR: u32 = 0x801c_581f;
+const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+
 /// A STATFS answer, as `statvfs` has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Statfs {
@@ -515,6 +529,38 @@ impl Ops {
         let _t = self.vol.ops.count(Op::Fallocate);
         let r = self.vol.fallocate(ino, (offset, length, mode), Some(c));
         answer_empty(reply, r);
+    }
+
+    /// IOCTL: the inode flags of chattr and lsattr (see [`crate::fsflags`]); any other
+    /// command is ENOTTY, as for an ioctl the filesystem does not know.
+    pub fn ioctl(&self, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
+        let _t = self.vol.ops.count(Op::Ioctl);
+        let word = |b: &[u8]| {
+            b.get(..4)
+                .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+                .ok_or(FsError::Errno(libc::EINVAL))
+        };
+        let r = match cmd {
+            FS_IOC_GETFLAGS => self.vol.fs_flags(ino).map(|f| f.to_le_bytes().to_vec()),
+            FS_IOC_FSGETXATTR => self
+                .vol
+                .fs_flags(ino)
+                .map(|f| crate::fsflags::fsxattr(f).to_vec()),
+            FS_IOC_SETFLAGS => word(input)
+                .and_then(|f| self.vol.set_fs_flags(ino, f))
+                .map(|()| Vec::new()),
+            FS_IOC_FSSETXATTR => self
+                .vol
+                .fs_flags(ino)
+                .and_then(|old| crate::fsflags::from_fsxattr(input, old))
+                .and_then(|f| self.vol.set_fs_flags(ino, f))
+                .map(|()| Vec::new()),
+            _ => Err(FsError::Errno(libc::ENOTTY)),
+        };
+        match r {
+            Ok(data) => reply.send_ioctl(0, &data),
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// OPENDIR.

@@ -71,7 +71,8 @@ impl Volume {
     pub(crate) fn accessed(&self, ino: u64, inode: &Inode) {
         let atime = self.options().atime;
         let now = Time::now();
-        if self.store.read_only() || !atime_due(atime, inode, now) {
+        let noatime = inode.flags & crate::store::records::FLAG_NOATIME != 0;
+        if self.store.read_only() || noatime || !atime_due(atime, inode, now) {
             return;
         }
         // Judged again on the newest record: a delayed one may hold a newer access time.

@@ -80,6 +80,10 @@ pub struct Volume {
     /// Inodes whose attributes the kernel must drop after the store went back to an older
     /// commit (told by the committer: not from inside the store's recovery).
     stale: Mutex<Vec<u64>>,
+    /// Inodes whose cached pages the kernel must drop: a write to them was refused (an
+    /// immutable or append-only file), so its pages hold bytes the store does not (told by
+    /// the committer: the kernel holds them locked while the write is answered).
+    pub(crate) stale_pages: Mutex<Vec<u64>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,6 +218,9 @@ impl Volume {
                 for ino in std::mem::take(&mut *lock(&vol.stale)) {
                     vol.attrs_changed(ino);
                 }
+                for ino in std::mem::take(&mut *lock(&vol.stale_pages)) {
+                    vol.pages_changed(ino);
+                }
             })
             .map_err(|source| FsError::Io {
                 what: "starting the committer".into(),
@@ -319,6 +326,7 @@ impl Volume {
             ops: crate::counters::OpCounts::default(),
             wb_waits: crate::counters::WaitCounts::default(),
             stale: Mutex::default(),
+            stale_pages: Mutex::default(),
         })
     }
 
@@ -537,6 +545,14 @@ impl Volume {
         if let Some(n) = self.notifier.get() {
             // ENOENT: the kernel does not hold the inode; nothing to drop.
             let _ = n.inval_inode(fuser::INodeNo(ino), -1, 0);
+        }
+    }
+
+    /// The kernel's cached pages of `ino` are not what the store holds: it drops them (and
+    /// its attributes). Not from a request's handler: the kernel may hold the pages locked.
+    pub(crate) fn pages_changed(&self, ino: u64) {
+        if let Some(n) = self.notifier.get() {
+            let _ = n.inval_inode(fuser::INodeNo(ino), 0, 0);
         }
     }
 

@@ -59,6 +59,20 @@ impl Kind {
 
 /// Inode flag: an extent did not compress under `compress`; stop trying (btrfs NOCOMPRESS).
 pub const FLAG_NOCOMPRESS: u8 = 1;
+/// chattr +i: immutable.
+pub const FLAG_IMMUTABLE: u8 = 2;
+/// chattr +a: append-only.
+pub const FLAG_APPEND: u8 = 4;
+/// chattr +d: not for dump(8).
+pub const FLAG_NODUMP: u8 = 8;
+/// chattr +A: no access time updates.
+pub const FLAG_NOATIME: u8 = 16;
+/// chattr +S: synchronous updates (kept and shown; every commit here is one anyway).
+pub const FLAG_SYNC: u8 = 32;
+/// chattr +D: synchronous directory updates (kept and shown).
+pub const FLAG_DIRSYNC: u8 = 64;
+/// chattr +C: nodatacow, which for btrfs means no compression.
+pub const FLAG_NOCOW: u8 = 128;
 
 /// A timestamp as seconds and nanoseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -31,8 +31,8 @@ use fuser::{Errno, FileAttr, FileType};
 use crate::error::FsError;
 use crate::inode::Caller;
 use crate::ops::{
-    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerOpen,
-    AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
+    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
+    AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
 use wire::{Header, Request};
 
@@ -300,6 +300,7 @@ fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) {
         Request::Getxattr { name, size } => ops.getxattr(c, ino, name, size, a),
         Request::Listxattr { size } => ops.listxattr(ino, size, a),
         Request::Removexattr { name } => ops.removexattr(ino, name, a),
+        Request::Ioctl { cmd, input } => ops.ioctl(ino, cmd, input, a),
         Request::Flush => ops.flush(a),
         Request::Opendir => ops.opendir(ino, a),
         Request::Readdir {
@@ -414,6 +415,12 @@ impl AnswerWrite for &mut Answer<'_> {
 impl AnswerOpen for &mut Answer<'_> {
     fn send_opened(self, fh: u64) {
         self.put(|b| wire::put_open_out(b, fh))
+    }
+}
+impl AnswerIoctl for &mut Answer<'_> {
+    fn send_ioctl(self, result: i32, data: &[u8]) {
+        // At most a struct fsxattr: well within any ring entry's payload.
+        self.put(|b| wire::put_ioctl_out(b, result, data))
     }
 }
 impl AnswerStatfs for &mut Answer<'_> {

@@ -171,6 +171,10 @@ pub enum Request<'a> {
     Removexattr {
         name: &'a [u8],
     },
+    Ioctl {
+        cmd: u32,
+        input: &'a [u8],
+    },
     Flush,
     Opendir,
     Readdir {
@@ -418,6 +422,13 @@ pub fn parse<'a>(
         34 => Request::Access,
         35 => Request::Create,
         38 => Request::Destroy,
+        39 => {
+            let size = op.u32(24)? as usize;
+            Request::Ioctl {
+                cmd: op.u32(12)?,
+                input: p.bytes(size)?,
+            }
+        }
         43 => Request::Fallocate {
             offset: op.u64(8)?,
             length: op.u64(16)?,
@@ -426,6 +437,15 @@ pub fn parse<'a>(
         _ => Request::Unsupported,
     };
     Ok((h, r))
+}
+
+/// `struct fuse_ioctl_out` (result, no retry, no iovecs) and the data after it; the bytes
+/// written.
+pub fn put_ioctl_out(b: &mut [u8], result: i32, data: &[u8]) -> usize {
+    b[..16].fill(0);
+    b[..4].copy_from_slice(&result.to_le_bytes());
+    b[16..16 + data.len()].copy_from_slice(data);
+    16 + data.len()
 }
 
 /// The reply's header into `in_out`: `error` is 0 or a negative errno.
