@@ -108,8 +108,7 @@ fn check(old: u32, new: u32) -> Result<(), FsError> {
         return Err(errno(libc::EOPNOTSUPP));
     }
     let comp = FS_COMPR_FL | FS_NOCOMP_FL;
-    let bad = (new & FS_NOCOMP_FL != 0 && new & FS_COMPR_FL != 0)
-        || (new & FS_COMPR_FL != 0 && new & FS_NOCOW_FL != 0)
+    let bad = (new & FS_COMPR_FL != 0 && new & (FS_NOCOMP_FL | FS_NOCOW_FL) != 0)
         || (old & FS_NOCOW_FL != 0 && new & comp != 0)
         || (new & FS_NOCOW_FL != 0 && old & comp != 0);
     match bad {
