@@ -48,10 +48,11 @@ pub enum Op {
     Fallocate,
     Readdirplus,
     Ioctl,
+    Tmpfile,
 }
 
 /// Names of [`Op`]s, in order.
-const NAMES: [&str; 32] = [
+const NAMES: [&str; 33] = [
     "lookup",
     "forget",
     "getattr",
@@ -84,13 +85,22 @@ const NAMES: [&str; 32] = [
     "fallocate",
     "readdirplus",
     "ioctl",
+    "tmpfile",
 ];
 
 /// FUSE requests by opcode, and the time the daemon spent on each kind.
-#[derive(Default)]
 pub struct OpCounts {
     counts: [AtomicU64; NAMES.len()],
     nanos: [AtomicU64; NAMES.len()],
+}
+
+impl Default for OpCounts {
+    fn default() -> Self {
+        OpCounts {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
 }
 
 /// Adds the time from its making to its drop to its request's kind.

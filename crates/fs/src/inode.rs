@@ -221,7 +221,7 @@ fn set_fields(inode: &mut Inode, set: &SetAttr, now: Time) {
 /// A new inode's ACLs from its directory's default ACL (posix_acl_create): the access ACL is
 /// the default one narrowed by the mode (kept only if the mode cannot say it alone), and a
 /// directory inherits the default ACL itself. Without one, the umask applies.
-fn inherit_acl(
+pub(crate) fn inherit_acl(
     txn: &WriteTransaction,
     parent: u64,
     ino: u64,
@@ -264,7 +264,7 @@ fn damaged_acl(ino: u64) -> FsError {
     FsError::Errno(libc::EIO)
 }
 
-fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
+pub(crate) fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
     txn.open_table(INODES)?
         .insert(ino, inode.to_bytes().as_slice())?;
     Ok(())
@@ -459,6 +459,7 @@ impl Volume {
         txn.open_table(store::ORPHANS)?.remove(ino)?;
         touch_dir(&txn, parent, 0)?;
         self.store.commit(txn, false)?;
+        self.named(ino);
         Ok(inode)
     }
 

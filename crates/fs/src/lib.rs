@@ -34,6 +34,7 @@ pub mod stat;
 pub mod status;
 pub mod store;
 mod sync;
+mod tmpfile;
 pub mod uring;
 pub mod vfs;
 pub mod volume;

@@ -73,6 +73,12 @@ pub trait AnswerStatfs: Fail {
     fn send_statfs(self, s: &Statfs);
 }
 
+/// TMPFILE (a CREATE's answer: the entry, and the open).
+pub trait AnswerCreate: Fail {
+    /// The entry and its attributes, valid for `ttl`, opened as `fh`.
+    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64);
+}
+
 /// IOCTL.
 pub trait AnswerIoctl: Fail {
     /// The ioctl's result and what it writes back.
@@ -529,6 +535,19 @@ impl Ops {
         let _t = self.vol.ops.count(Op::Fallocate);
         let r = self.vol.fallocate(ino, (offset, length, mode), Some(c));
         answer_empty(reply, r);
+    }
+
+    /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`crate::tmpfile`].
+    pub fn tmpfile(&self, c: Caller, parent: u64, mode: u32, umask: u32, reply: impl AnswerCreate) {
+        let _t = self.vol.ops.count(Op::Tmpfile);
+        let new = new_inode(c, Kind::File, mode, 0, None, umask);
+        match self.vol.tmpfile(parent, new) {
+            Ok((ino, i)) => {
+                let fh = self.vol.new_fh();
+                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh)
+            }
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// IOCTL: the inode flags of chattr and lsattr (see [`crate::fsflags`]); any other

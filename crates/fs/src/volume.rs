@@ -421,6 +421,16 @@ impl Volume {
         self.next_fh.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// `ino` has no name while held (an O_TMPFILE): its last release or FORGET deletes it.
+    pub(crate) fn unnamed(&self, ino: u64) {
+        lock(&self.open).orphans.insert(ino);
+    }
+
+    /// `ino` has a name again (linkat of an O_TMPFILE): its last release keeps it.
+    pub(crate) fn named(&self, ino: u64) {
+        lock(&self.open).orphans.remove(&ino);
+    }
+
     /// Count an open of `ino` (a new inode: nothing can be deleting it).
     pub(crate) fn opened(&self, ino: u64) {
         *lock(&self.open).counts.entry(ino).or_insert(0) += 1;

@@ -31,8 +31,8 @@ use fuser::{Errno, FileAttr, FileType};
 use crate::error::FsError;
 use crate::inode::Caller;
 use crate::ops::{
-    AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
-    AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
+    AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
+    AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
 use wire::{Header, Request};
 
@@ -301,6 +301,7 @@ fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) {
         Request::Listxattr { size } => ops.listxattr(ino, size, a),
         Request::Removexattr { name } => ops.removexattr(ino, name, a),
         Request::Ioctl { cmd, input } => ops.ioctl(ino, cmd, input, a),
+        Request::Tmpfile { mode, umask } => ops.tmpfile(c, ino, mode, umask, a),
         Request::Flush => ops.flush(a),
         Request::Opendir => ops.opendir(ino, a),
         Request::Readdir {
@@ -415,6 +416,14 @@ impl AnswerWrite for &mut Answer<'_> {
 impl AnswerOpen for &mut Answer<'_> {
     fn send_opened(self, fh: u64) {
         self.put(|b| wire::put_open_out(b, fh))
+    }
+}
+impl AnswerCreate for &mut Answer<'_> {
+    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64) {
+        self.put(|b| {
+            wire::put_entry_out(b, ttl, attr);
+            wire::ENTRY_OUT + wire::put_open_out(&mut b[wire::ENTRY_OUT..], fh)
+        })
     }
 }
 impl AnswerIoctl for &mut Answer<'_> {

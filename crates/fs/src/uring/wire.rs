@@ -175,6 +175,10 @@ pub enum Request<'a> {
         cmd: u32,
         input: &'a [u8],
     },
+    Tmpfile {
+        mode: u32,
+        umask: u32,
+    },
     Flush,
     Opendir,
     Readdir {
@@ -429,6 +433,10 @@ pub fn parse<'a>(
                 input: p.bytes(size)?,
             }
         }
+        51 => Request::Tmpfile {
+            mode: op.u32(4)?,
+            umask: op.u32(8)?,
+        },
         43 => Request::Fallocate {
             offset: op.u64(8)?,
             length: op.u64(16)?,

@@ -59,13 +59,22 @@ impl Mount {
     /// [`Mount::try_start`] with options of wring-fsd before its paths (`--credentials FILE`,
     /// `--break-lease`). No AWS_* reaches it: a store in a bucket finds its credentials file.
     pub fn try_start_with(&mut self, pre: &[std::ffi::OsString], opts: &str) -> Result<(), String> {
+        self.try_start_exactly(pre, &with_suite_options(opts))
+    }
+
+    /// Start the daemon with exactly `opts`, without the suite's options (a test about one
+    /// transport).
+    pub fn start_exactly(&mut self, opts: &str) {
+        self.try_start_exactly(&[], opts).expect("mount");
+    }
+
+    fn try_start_exactly(&mut self, pre: &[std::ffi::OsString], opts: &str) -> Result<(), String> {
         assert!(self.child.is_none(), "the daemon runs already");
-        let opts = with_suite_options(opts);
         let mut child = Command::new(env!("CARGO_BIN_EXE_wring-fsd"))
             .args(pre)
             .arg(&self.store)
             .arg(&self.mnt)
-            .arg(&opts)
+            .arg(opts)
             .env(wring_fs::daemon::NOTIFY_ENV, "1")
             .env_remove("AWS_ACCESS_KEY_ID")
             .env_remove("AWS_SECRET_ACCESS_KEY")

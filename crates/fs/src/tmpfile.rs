@@ -1,0 +1,63 @@
+//! O_TMPFILE: a regular file made with no name in a directory, which `linkat` (from
+//! `/proc/self/fd`, or with AT_EMPTY_PATH) may name later; unnamed, it goes when the last
+//! reference to it does.
+//!
+//! Mirrors btrfs_tmpfile (fs/btrfs/inode.c): the inode is made as create makes one — owner,
+//! mode, set-group-ID directory, default ACL, the directory's `m`/`C` flags and compression
+//! property — with no link, as an orphan (btrfs's orphan item), so a crash before it is named
+//! leaves nothing behind: the next mount deletes it. Differs in the transport: FUSE_TMPFILE
+//! (protocol 7.37) is answered through FUSE over io_uring, whose requests wring decodes
+//! itself; fuser, which reads /dev/fuse, does not know the opcode and answers ENOSYS, which
+//! the kernel turns into EOPNOTSUPP for O_TMPFILE on a mount with `uring=0`.
+
+use redb::ReadableTable;
+
+use crate::dir::dir_inode;
+use crate::error::FsError;
+use crate::fsflags::{guard, Mutation};
+use crate::inode::{inherit_acl, put_inode, NewInode};
+use crate::store::records::{Inode, Kind, FLAG_NOCOMPRESS, FLAG_NOCOW};
+use crate::store::space::META_OP;
+use crate::store::{self, ORPHANS, XATTRS};
+use crate::volume::Volume;
+use crate::PROP_XATTR;
+
+impl Volume {
+    /// FUSE_TMPFILE: a regular file with no name in `parent`, held once for the reference
+    /// the kernel's entry reply gives it (dropped by FORGET, which deletes it while unnamed).
+    pub fn tmpfile(&self, parent: u64, new: NewInode<'_>) -> Result<(u64, Inode), FsError> {
+        self.writable()?;
+        self.store.check_room(META_OP)?;
+        let txn = self.store.write()?;
+        let pinode = dir_inode(&txn, parent)?;
+        guard(&pinode, Mutation::AddEntry)?;
+        let ino = txn.next_counter("next_ino")?;
+        let mut inode = Inode::new(Kind::File, new.perm, new.uid, new.gid);
+        inode.nlink = 0;
+        inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
+        if pinode.perm & libc::S_ISGID != 0 {
+            inode.gid = pinode.gid;
+        }
+        inherit_acl(&txn, parent, ino, &mut inode, new.umask)?;
+        put_inode(&txn, ino, &inode)?;
+        txn.open_table(ORPHANS)?.insert(ino, ())?;
+        {
+            let mut xattrs = txn.open_table(XATTRS)?;
+            let prop = xattrs
+                .get((parent, PROP_XATTR.as_bytes()))?
+                .map(|v| v.value().to_vec());
+            if let Some(p) = prop {
+                xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
+            }
+        }
+        store::add_counter(&txn, "inodes", 1)?;
+        // Held and an orphan before the commit: its FORGET may come right after the reply.
+        self.opened(ino);
+        self.unnamed(ino);
+        if let Err(e) = self.store.commit(txn, false) {
+            let _ = self.released(ino);
+            return Err(e);
+        }
+        Ok((ino, inode))
+    }
+}
