@@ -117,6 +117,14 @@ echo "written through fstab" >"$work/mnt/f"
 mount -a -T "$work/fstab" || fail "a second mount -a failed on the mounted line"
 n=$(awk -v m="$work/mnt" '$5 == m' /proc/self/mountinfo | wc -l)
 [ "$n" -eq 1 ] || fail "after a second mount -a, $work/mnt is mounted $n times"
+# mount -o remount,ro reaches the live mount through the helper (it used to answer "already
+# mounted" and leave it writable), and remount,rw gives it back.
+mount -o remount,ro "$work/mnt" || fail "mount -o remount,ro $work/mnt failed"
+findmnt -n -o OPTIONS "$work/mnt" | grep -q '^ro,' || fail "the kernel's mount is not read-only after mount -o remount,ro"
+$W status "$work/mnt" | head -n 1 | grep -q ',ro$' || fail "the daemon is not read-only after mount -o remount,ro"
+echo "refused" 2>/dev/null >"$work/mnt/g" && fail "a write went through a read-only mount"
+mount -o remount,rw "$work/mnt" || fail "mount -o remount,rw $work/mnt failed"
+echo "written again" >"$work/mnt/g" || fail "no write after mount -o remount,rw"
 pid=$(getfattr --only-values -n wring.pid "$work/mnt" 2>/dev/null) || fail "no wring.pid on $work/mnt"
 # systemd sends SIGTERM to a mount unit's leftover processes right after unmounting: the daemon
 # of a mount(8) mount ignores it, so its final commit is not cut short.

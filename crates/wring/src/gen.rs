@@ -184,6 +184,136 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         accepted: &["allow_other"],
         refused: &["allow_other=1"],
     },
+    MountOption {
+        name: "ro",
+        value: "",
+        text: "Read-only: nothing is written to the store. At mount the store is opened \
+               without writing to its files (as fsck opens it), so a store on read-only media \
+               mounts and a store in a bucket takes no lease; wring remount -o rw of such a \
+               mount is refused (unmount and mount rw). remount,ro (wring remount -o ro, or \
+               mount -o remount,ro) writes everything back and makes it durable first, and is \
+               refused with EBUSY while a file is open for writing, as on btrfs.",
+        default: "rw",
+        shown: None,
+        accepted: &["ro"],
+        refused: &["ro=1"],
+    },
+    MountOption {
+        name: "rw",
+        value: "",
+        text: "Read-write: undoes ro on a mount that was made rw.",
+        default: "rw",
+        shown: None,
+        accepted: &["rw"],
+        refused: &["rw=1"],
+    },
+    MountOption {
+        name: "suid",
+        value: "",
+        text: "Set-user-ID and set-group-ID bits take effect on exec, as on btrfs. Only for \
+               root mounting a store root owns (directory and files): a store another user \
+               can write is a way to plant a set-user-ID root binary, so suid is refused \
+               otherwise, saying why.",
+        default: "nosuid (FUSE's and libfuse's default)",
+        shown: None,
+        accepted: &["suid"],
+        refused: &["suid=1"],
+    },
+    MountOption {
+        name: "nosuid",
+        value: "",
+        text: "Set-ID bits do not take effect on exec.",
+        default: "nosuid",
+        shown: None,
+        accepted: &["nosuid"],
+        refused: &["nosuid=1"],
+    },
+    MountOption {
+        name: "dev",
+        value: "",
+        text: "Device nodes on the mount can be opened, as on btrfs. The same condition as \
+               suid: root mounting a store root owns.",
+        default: "nodev (FUSE's default)",
+        shown: None,
+        accepted: &["dev"],
+        refused: &["dev=1"],
+    },
+    MountOption {
+        name: "nodev",
+        value: "",
+        text: "Device nodes on the mount cannot be opened.",
+        default: "nodev",
+        shown: None,
+        accepted: &["nodev"],
+        refused: &["nodev=1"],
+    },
+    MountOption {
+        name: "exec",
+        value: "",
+        text: "Programs on the mount can be run.",
+        default: "exec",
+        shown: None,
+        accepted: &["exec"],
+        refused: &["exec=1"],
+    },
+    MountOption {
+        name: "noexec",
+        value: "",
+        text: "Programs on the mount cannot be run.",
+        default: "exec",
+        shown: None,
+        accepted: &["noexec"],
+        refused: &["noexec=1"],
+    },
+    MountOption {
+        name: "relatime",
+        value: "",
+        text: "A read updates a file's access time when it is not later than its last change, \
+               or is a day old (btrfs's default). FUSE sends the server no access time, so a \
+               read the kernel serves from its page cache updates it in the kernel's memory \
+               only; a read that reaches wring is kept.",
+        default: "relatime",
+        shown: None,
+        accepted: &["relatime"],
+        refused: &["relatime=1"],
+    },
+    MountOption {
+        name: "strictatime",
+        value: "",
+        text: "Every read updates the access time (with the same FUSE caveat as relatime).",
+        default: "relatime",
+        shown: None,
+        accepted: &["strictatime"],
+        refused: &["strictatime=1"],
+    },
+    MountOption {
+        name: "noatime",
+        value: "",
+        text: "Reads never update access times.",
+        default: "relatime",
+        shown: None,
+        accepted: &["noatime"],
+        refused: &["noatime=1"],
+    },
+    MountOption {
+        name: "lazytime",
+        value: "",
+        text: "Kept and shown; wring's access time updates are delayed inode items whatever \
+               it says, written with the next commit.",
+        default: "nolazytime",
+        shown: None,
+        accepted: &["lazytime"],
+        refused: &["lazytime=1"],
+    },
+    MountOption {
+        name: "nolazytime",
+        value: "",
+        text: "Undoes lazytime.",
+        default: "nolazytime",
+        shown: None,
+        accepted: &["nolazytime"],
+        refused: &["nolazytime=1"],
+    },
 ];
 
 /// Options of mount(8), fstab and systemd that a wring mount accepts and ignores.
@@ -201,11 +331,7 @@ pub const IGNORED_OPTIONS: &[&str] = &[
     "comment=TEXT",
     "x-systemd.*",
     "x-*",
-    "rw",
-    "nosuid",
-    "nodev",
-    "noatime",
-    "exec",
+    "remount",
     "async",
 ];
 
@@ -306,8 +432,10 @@ pub fn mount_options_page() -> String {
     r.control("SH", ["OPTIONS OF MOUNT(8) AND SYSTEMD"]);
     r.text([roman(format!(
         "mount(8) hands its own options and systemd's on to the helper; wring accepts and \
-         ignores these: {}. rw, nosuid, nodev, noatime, exec and async are what a wring mount \
-         always is; ro is refused (read-only mounts are not supported).",
+         ignores these: {} (async is what a wring mount always is; mount -o remount,OPTIONS \
+         reaches the live mount as wring remount -o OPTIONS does). The VFS flags (ro, rw, \
+         suid, nosuid, dev, nodev, exec, noexec and the atime options) are wring's options \
+         above, as mount(8) means them.",
         IGNORED_OPTIONS.join(", ")
     ))]);
     r.control("SH", ["EXAMPLES"]);

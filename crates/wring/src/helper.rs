@@ -21,6 +21,19 @@ use anyhow::{Context, Result};
 /// The names under which `wring` acts as mount(8)'s helper.
 pub const NAMES: [&str; 2] = ["mount.fuse.wring", "mount.wring"];
 
+/// The FUSE kernel's mount options mountinfo lists for a wring mount (and `allow_other`,
+/// which a remount cannot change): what mount(8) hands back on a remount, left out of it.
+const KERNEL_OPTIONS: [&str; 8] = [
+    "user_id",
+    "group_id",
+    "default_permissions",
+    "fd",
+    "rootmode",
+    "max_read",
+    "blksize",
+    "allow_other",
+];
+
 /// mount(8)'s exit status for an incorrect invocation.
 pub const EXIT_USAGE: i32 = 1;
 /// mount(8)'s exit status for a mount failure.
@@ -130,13 +143,14 @@ pub fn run(args: &[OsString]) -> Result<()> {
     }
     // `mount -o remount,…`: the live mount takes the options (ro and rw included), as
     // `wring remount` gives them.
-    if m.options
-        .iter()
-        .flat_map(|o| o.split(','))
-        .any(|o| o.trim() == "remount")
-    {
-        let text = m.options.join(",");
-        wring_fs::daemon::remount(&m.target, &text)?;
+    let items = || m.options.iter().flat_map(|o| o.split(',')).map(str::trim);
+    if items().any(|o| o == "remount") {
+        // mount(8) sends the mount's options as /proc/self/mountinfo lists them, then the
+        // new ones: the kernel's own FUSE options (and allow_other, which only a mount sets)
+        // are not the daemon's to change.
+        let kernel = |o: &str| KERNEL_OPTIONS.contains(&o.split('=').next().unwrap_or(o));
+        let text: Vec<&str> = items().filter(|o| !kernel(o)).collect();
+        wring_fs::daemon::remount(&m.target, &text.join(","))?;
         return Ok(());
     }
     // mount(8) cannot tell that an fstab line is mounted already: the kernel lists a wring

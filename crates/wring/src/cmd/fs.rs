@@ -143,7 +143,8 @@ pub enum Command {
         /// max_extent=SIZE (4K..4M, default 128K), streams=N (1..1024), reclaim=SECONDS,
         /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), threads=N (1..64),
         /// uring=0|1 (FUSE over io_uring), compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
-        /// bucket), allow_other
+        /// bucket), allow_other; and mount(8)'s ro, rw, suid, dev, noexec (nosuid, nodev, exec),
+        /// relatime (default), strictatime, noatime, lazytime (man 5 wring-mount-options)
         #[arg(short = 'o')]
         options: Vec<String>,
         /// Stay in the foreground
