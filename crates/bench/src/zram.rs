@@ -10,8 +10,9 @@
 //! drivers/block/zram/zram_drv.c): a page filled with one repeated machine word is stored as
 //! that word and takes no space; a page whose compressed size is at least zsmalloc's
 //! `huge_class_size` is stored raw as a whole page; otherwise its compressed size counts.
-//! lzo-rle and lzo are compared with wring's raw LZO1X-1 (wring-lzo, which has no RLE
-//! variant); lz4 and lz4hc with the engine's (`compress_into`, no btrfs rule).
+//! lzo-rle is compared with wring-lzo's lzo-rle (`compress_rle`, the kernel's
+//! lzorle1x_1_compress) and lzo with its raw LZO1X-1; lz4 and lz4hc with the engine's
+//! (`compress_into`, no btrfs rule).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
@@ -126,8 +127,10 @@ pub fn same_filled(page: &[u8]) -> Option<u64> {
 /// How wring compresses a page for comparison with a zram algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageCodec {
-    /// wring-lzo's raw LZO1X-1 (for zram's lzo and lzo-rle).
+    /// wring-lzo's raw LZO1X-1 (for zram's lzo).
     LzoRaw,
+    /// wring-lzo's lzo-rle (for zram's lzo-rle).
+    LzoRle,
     /// The engine with this spec, no storage rule (`compress_into`).
     Engine(CompressSpec),
 }
@@ -136,7 +139,8 @@ impl PageCodec {
     /// wring's counterpart of a zram algorithm, when it has one.
     pub fn for_zram(algorithm: &str) -> Option<PageCodec> {
         match algorithm {
-            "lzo" | "lzo-rle" => Some(PageCodec::LzoRaw),
+            "lzo" => Some(PageCodec::LzoRaw),
+            "lzo-rle" => Some(PageCodec::LzoRle),
             "lz4" => Some(PageCodec::Engine(CompressSpec::default_for(Algorithm::Lz4))),
             "lz4hc" => Some(PageCodec::Engine(CompressSpec::default_for(
                 Algorithm::Lz4hc,
@@ -149,7 +153,8 @@ impl PageCodec {
     /// How the report names it.
     pub fn describe(&self) -> String {
         match self {
-            PageCodec::LzoRaw => "wring-lzo LZO1X-1 (no RLE)".into(),
+            PageCodec::LzoRaw => "wring-lzo LZO1X-1".into(),
+            PageCodec::LzoRle => "wring-lzo lzo-rle".into(),
             PageCodec::Engine(spec) => format!("engine {spec}"),
         }
     }
@@ -299,6 +304,10 @@ pub fn wring_pages(
                         wring_lzo::compress(page, dst, state)
                             .map_err(|e| err(i * CHUNK_PAGES, e.to_string()))?,
                     ),
+                    PageCodec::LzoRle => Some(
+                        wring_lzo::compress_rle(page, dst, state)
+                            .map_err(|e| err(i * CHUNK_PAGES, e.to_string()))?,
+                    ),
                     PageCodec::Engine(spec) => engine
                         .compress_into(spec, page, dst)
                         .map_err(|e| err(i * CHUNK_PAGES, e.to_string()))?,
@@ -344,7 +353,8 @@ pub fn wring_pages(
                             pos += n as usize;
                             let index = i * CHUNK_PAGES + k;
                             match codec {
-                                PageCodec::LzoRaw => {
+                                // One decoder reads both (the stream says which).
+                                PageCodec::LzoRaw | PageCodec::LzoRle => {
                                     wring_lzo::decompress(src, page)
                                         .map_err(|e| err(index, e.to_string()))?;
                                 }

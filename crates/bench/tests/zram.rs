@@ -70,6 +70,9 @@ fn zram_by_hand(codec: PageCodec, data: &[u8], huge: usize) -> (u64, u64, u64) {
         }
         let n = match codec {
             PageCodec::LzoRaw => wring_lzo::compress(page, &mut dst, &mut state).expect("lzo"),
+            PageCodec::LzoRle => {
+                wring_lzo::compress_rle(page, &mut dst, &mut state).expect("lzo-rle")
+            }
             PageCodec::Engine(spec) => engine
                 .compress_into(spec, page, &mut dst)
                 .expect("compress")
@@ -95,6 +98,7 @@ fn wring_pages_follow_zrams_rules() {
     let random_pages = (200 * 1024 / PAGE) as u64;
     for codec in [
         PageCodec::LzoRaw,
+        PageCodec::LzoRle,
         PageCodec::Engine(CompressSpec::default_for(Algorithm::Lz4)),
     ] {
         let f = wring_pages(codec, &data, 2, huge).expect("pages");
@@ -124,7 +128,7 @@ fn wring_pages_follow_zrams_rules() {
 
 #[test]
 fn counterparts_of_zram_algorithms() {
-    assert_eq!(PageCodec::for_zram("lzo-rle"), Some(PageCodec::LzoRaw));
+    assert_eq!(PageCodec::for_zram("lzo-rle"), Some(PageCodec::LzoRle));
     assert_eq!(PageCodec::for_zram("lzo"), Some(PageCodec::LzoRaw));
     assert_eq!(
         PageCodec::for_zram("lz4"),
