@@ -62,14 +62,14 @@ fi
 step "tests"
 cargo test --workspace
 # The filesystem's mount tests again, every mount served through FUSE over io_uring (uring=1);
-# the S3 tests and the benchmark tests are left to the run above.
+# the S3 tests are left to the run above.
 step "filesystem tests over FUSE over io_uring"
 if [ "$(id -u)" -ne 0 ] && [ "${WRING_SKIP_ROOT:-}" = 1 ]; then
   echo "wring-test-skipped: the fs tests with uring=1 (need root for FUSE over io_uring, opted out by WRING_SKIP_ROOT=1)" | tee -a "$WRING_SKIP_LOG"
 else
   fs_tests=()
   for t in crates/fs/tests/*.rs; do
-    case "$(basename "$t" .rs)" in s3|bench_fs) ;; *) fs_tests+=(--test "$(basename "$t" .rs)") ;; esac
+    case "$(basename "$t" .rs)" in s3) ;; *) fs_tests+=(--test "$(basename "$t" .rs)") ;; esac
   done
   WRING_TEST_MOUNT_OPTIONS=uring=1 cargo test -p wring-fs "${fs_tests[@]}"
 fi

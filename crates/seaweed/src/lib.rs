@@ -1,4 +1,6 @@
-//! A real SeaweedFS for the object-store tests: `weed server -s3` (master, one volume server,
+//! wring-seaweed: a real SeaweedFS on this machine, for the object-store tests and for
+//! `wring bench fs --data seaweed` (a benchmark that needs a server starts it through this
+//! crate, which is no test scaffolding): `weed server -s3` (master, one volume server,
 //! filer and S3 gateway in one process) or a cluster on one machine (one master, three volume
 //! servers, replication `001`, a filer with the S3 gateway), on free loopback ports in a
 //! temporary directory, with an S3 identity (a fresh key pair, weed's `-s3.config` JSON) and a
@@ -46,7 +48,7 @@ pub fn weed_binary() -> Option<PathBuf> {
 }
 
 /// Why SeaweedFS cannot be run here, or None.
-pub(crate) fn weed_missing() -> Option<String> {
+pub fn weed_missing() -> Option<String> {
     weed_binary().is_none().then(|| {
         format!(
             "needs SeaweedFS's weed binary (not in {WEED_ENV}, .tools/seaweedfs/bin or PATH: \
@@ -89,13 +91,13 @@ fn free_ports(n: usize) -> io::Result<Vec<u16>> {
         .and_then(|r| r.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
     let (from, to) = (10_000u16, low.max(10_000 + 1000));
-    let mut g = crate::SplitMix(u64::from(std::process::id()) << 20 ^ token_seed());
+    let mut g = Random::new();
     let mut listeners: Vec<TcpListener> = Vec::new();
     for _ in 0..10_000 {
         if listeners.len() == n {
             break;
         }
-        let port = from + g.index(usize::from(to - from)) as u16;
+        let port = from + (g.next() % u64::from(to - from)) as u16;
         if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
             listeners.push(l);
         }
@@ -111,24 +113,41 @@ fn free_ports(n: usize) -> io::Result<Vec<u16>> {
         .collect()
 }
 
-/// Some bits that differ between calls (the clock's nanoseconds).
-fn token_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1)
+/// Random numbers for ports and the key pair: seeded from the kernel (getrandom), then
+/// splitmix64 (not cryptographic: a throwaway server's test credentials).
+struct Random(u64);
+
+impl Random {
+    fn new() -> Random {
+        let mut b = [0u8; 8];
+        // SAFETY: getrandom writes at most b.len() bytes into the buffer it is given.
+        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let seed = match n {
+            8 => u64::from_ne_bytes(b),
+            _ => clock ^ (u64::from(std::process::id()) << 32),
+        };
+        Random(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
-/// A fresh secret-ish string for the key pair (not cryptographic: test credentials).
+/// A fresh secret-ish string for the key pair.
 fn token(len: usize) -> String {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1)
-        ^ ((std::process::id() as u64) << 32);
-    let mut g = crate::SplitMix(seed);
+    let mut g = Random::new();
     const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    (0..len).map(|_| ABC[g.index(ABC.len())] as char).collect()
+    (0..len)
+        .map(|_| ABC[(g.next() % ABC.len() as u64) as usize] as char)
+        .collect()
 }
 
 fn s(v: impl std::fmt::Display) -> String {

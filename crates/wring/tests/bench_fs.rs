@@ -1,13 +1,11 @@
-//! `wring bench fs` through its library function: a tiny corpus and one method must give every
-//! row (no timing assertions); the full run is an ignored test taking WRING_CORPUS.
-mod common;
-use common::*;
+//! `wring bench fs` through its library function, mounting with this binary: a tiny corpus
+//! and one method must give every row (no timing assertions); the full run is an ignored
+//! test taking WRING_CORPUS. Here, not in wring-fs's tests: wring-bench depends on wring-fs.
 
 use std::path::PathBuf;
 
-use wring_bench::corpus;
 use wring_bench::fs::{self as bench, Config, Launcher};
-use wring_testing::Need;
+use wring_testing::{require_root, samples, Need};
 
 fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
     Config {
@@ -19,7 +17,7 @@ fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
         big_extent: Some(1 << 20),
         random_reads: 2000,
         kernel: true,
-        launcher: Launcher::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into()),
+        launcher: Launcher::Cli(env!("CARGO_BIN_EXE_wring").into()),
         wring_options: String::new(),
         work,
         repeat: 1,
@@ -27,23 +25,16 @@ fn config(corpus: PathBuf, work: PathBuf, methods: &[&str]) -> Config {
     }
 }
 
-/// A few MB in `base/corpus`: slices of the corpus files, or generated text when there is no
-/// corpus.
+/// A few MB in `base/corpus`: the tests' samples (slices of the shared corpus, or files
+/// every Debian machine has), at most 1 MiB each.
 fn tiny_corpus(base: &std::path::Path) -> PathBuf {
     let _ = std::fs::remove_dir_all(base);
     let src = base.join("corpus");
     std::fs::create_dir_all(src.join("sub")).unwrap();
-    let c = corpus();
-    for (n, (rel, len)) in corpus::list(&c).unwrap().into_iter().take(4).enumerate() {
-        let data = std::fs::read(c.join(&rel)).unwrap();
-        let name = format!("f{n}");
-        std::fs::write(
-            src.join("sub").join(name),
-            &data[..(len as usize).min(1 << 20)],
-        )
-        .unwrap();
+    for (n, s) in samples(4 << 20).iter().enumerate() {
+        let end = s.data.len().min(1 << 20);
+        std::fs::write(src.join("sub").join(format!("f{n}")), &s.data[..end]).unwrap();
     }
-    std::fs::write(src.join("text"), text(&mut Rng(3), 2 << 20)).unwrap();
     src
 }
 
@@ -111,7 +102,7 @@ fn bench_fs_in_a_bucket() {
     );
 }
 
-/// The full benchmark: `WRING_CORPUS=/tmp/wring-corpus cargo test --release -p wring-fs
+/// The full benchmark: `WRING_CORPUS=/tmp/wring-corpus cargo test --release -p wring
 /// --test bench_fs -- --ignored --nocapture` (WRING_METHODS, WRING_COPIES optional).
 #[test]
 #[ignore]

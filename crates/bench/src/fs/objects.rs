@@ -1,7 +1,7 @@
 //! `wring bench fs --data`: the runs on a store whose extents are in an S3 bucket (`mkfs
 //! --data s3://…`, issue 18), beside the local store and the kernel's btrfs. The bucket is one
 //! the user names, or a SeaweedFS started for the run (`weed server -s3`, through
-//! [`wring_testing::seaweed`], the harness the tests use: a normal dependency of this crate).
+//! [`wring_seaweed`], the harness the tests use too).
 //! Requests come from the mount's own `wring status` (`objects:` lines).
 
 use std::collections::HashMap;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use wring_fs::daemon;
 use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
-use wring_testing::seaweed::{Seaweed, BUCKET};
+use wring_seaweed::{Seaweed, BUCKET};
 
 use super::{progress, Config, Row, Run};
 use crate::machine::cpu_seconds;
