@@ -553,7 +553,7 @@ where
     out.fill(0);
     let slots = split_slots(out, extents.iter().map(|e| e.len()));
     let secs = parallel(threads, extents.len(), init, |state, i| {
-        let mut slot = slots[i].lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = wring_sync::lock(&slots[i]);
         match &compressed[i] {
             Some(c) => {
                 decode(state, c, &mut slot).map_err(|source| BenchError::Engine {

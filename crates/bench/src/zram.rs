@@ -290,7 +290,7 @@ pub fn wring_pages(
         chunks.len(),
         || Ok((wring_lzo::CompressState::new(), vec![0u8; 2 * PAGE])),
         |(state, dst), i| {
-            let mut slot = slots[i].lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = wring_sync::lock(&slots[i]);
             let Chunk { data, pages } = &mut *slot;
             data.clear();
             pages.clear();
@@ -334,8 +334,8 @@ pub fn wring_pages(
             chunks.len(),
             || Ok(()),
             |_, i| {
-                let slot = slots[i].lock().unwrap_or_else(|p| p.into_inner());
-                let mut dst = outs[i].lock().unwrap_or_else(|p| p.into_inner());
+                let slot = wring_sync::lock(&slots[i]);
+                let mut dst = wring_sync::lock(&outs[i]);
                 let mut pos = 0;
                 for (k, (stored, page)) in slot.pages.iter().zip(dst.chunks_mut(PAGE)).enumerate() {
                     match *stored {
@@ -393,7 +393,7 @@ pub fn wring_pages(
         threads,
     };
     for slot in &slots {
-        let slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = wring_sync::lock(&slot);
         for s in &slot.pages {
             match s {
                 PageStore::Same(_) => figures.same_pages += 1,
@@ -570,7 +570,7 @@ impl ZramDevice {
             || self.open(false),
             |file, i| {
                 let (start, _) = ranges[i];
-                let mut slot = slots[i].lock().unwrap_or_else(|p| p.into_inner());
+                let mut slot = wring_sync::lock(&slots[i]);
                 for (k, chunk) in slot.chunks_mut(IO_SIZE).enumerate() {
                     file.read_exact_at(chunk, (start + k * IO_SIZE) as u64)
                         .map_err(|e| {

@@ -60,7 +60,7 @@ static LISTENER: Mutex<Option<UnixListener>> = Mutex::new(None);
 static STORE: OnceLock<Arc<Store>> = OnceLock::new();
 
 fn config() -> std::sync::MutexGuard<'static, Config> {
-    CONFIG.lock().unwrap_or_else(|e| e.into_inner())
+    wring_sync::lock(&CONFIG)
 }
 
 fn nbd_error(e: BlkError) -> Error {
@@ -146,7 +146,7 @@ impl Server for WringBlk {
         let path = config().control.clone();
         if let Some(path) = path {
             let l = control::bind(&path).map_err(nbd_error)?;
-            *LISTENER.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
+            *wring_sync::lock(&LISTENER) = Some(l);
         }
         Ok(())
     }
@@ -158,7 +158,7 @@ impl Server for WringBlk {
         };
         let store = Arc::new(wring_blk::open(size, &options).map_err(nbd_error)?);
         let store = STORE.get_or_init(|| store);
-        if let Some(l) = LISTENER.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(l) = wring_sync::lock(&LISTENER).take() {
             control::serve(l, Arc::clone(store));
         }
         // The scheduled policy (idle for a device without one, which can get one live).

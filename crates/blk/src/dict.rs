@@ -137,11 +137,11 @@ impl std::fmt::Debug for DictStreams {
 }
 
 fn take<T>(pool: &Mutex<Vec<T>>) -> Option<T> {
-    pool.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    wring_sync::lock(&pool).pop()
 }
 
 fn give<T>(pool: &Mutex<Vec<T>>, t: T) {
-    pool.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+    wring_sync::lock(&pool).push(t);
 }
 
 impl DictStreams {

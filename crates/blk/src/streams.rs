@@ -154,7 +154,7 @@ impl<T> Default for Workspaces<T> {
 
 impl<T> Workspaces<T> {
     fn free(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
-        self.free.lock().unwrap_or_else(|e| e.into_inner())
+        wring_sync::lock(&self.free)
     }
 
     /// A kept workspace, if there is one.

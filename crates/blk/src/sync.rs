@@ -1,13 +1,4 @@
-//! Locks: std's, or shuttle's when built for model checking (`--features shuttle`), as the
-//! engine's `sync` module.
+//! Locks: std's, or shuttle's when built for model checking (`--features shuttle`), through
+//! the one seam every crate locks through ([`wring_sync`]).
 
-#[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::{Mutex, MutexGuard};
-#[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
-
-/// Lock, recovering the data if a panicking thread poisoned the lock: every critical section
-/// leaves its state consistent before anything can panic.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+wring_sync::primitives!();

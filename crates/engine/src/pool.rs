@@ -228,7 +228,7 @@ pub type GrowHook = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 static GROW_HOOK: std::sync::Mutex<Option<GrowHook>> = std::sync::Mutex::new(None);
 
 fn grow_hook() -> std::sync::MutexGuard<'static, Option<GrowHook>> {
-    GROW_HOOK.lock().unwrap_or_else(|e| e.into_inner())
+    wring_sync::lock(&GROW_HOOK)
 }
 
 /// Testing only: run `hook` before each chunk of every later resize (`None` removes it).

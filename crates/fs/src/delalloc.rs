@@ -184,7 +184,7 @@ impl Delalloc {
     }
 
     fn wait<'a>(&self, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        self.done.wait(g).unwrap_or_else(|e| e.into_inner())
+        wring_sync::wait(&self.done, g)
     }
 
     /// What dirty extents add to `ino`, if it has any.

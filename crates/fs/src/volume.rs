@@ -86,9 +86,7 @@ pub struct Volume {
     pub(crate) stale_pages: Mutex<Vec<u64>>,
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use wring_sync::lock;
 
 /// Who has which inode open, and which inodes are on their way out (btrfs keeps the same in
 /// the VFS inode's i_count and its orphan list).
@@ -332,10 +330,7 @@ impl Volume {
 
     /// The live options.
     pub fn options(&self) -> Options {
-        self.options
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        wring_sync::read(&self.options).clone()
     }
 
     /// Apply option text to the live mount (remount). Nothing changes on error.
@@ -358,7 +353,7 @@ impl Volume {
         }
         // ro/rw and the other VFS flags first: they can be refused (EBUSY, EPERM).
         self.change_vfs(&old, &new)?;
-        *self.options.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        *wring_sync::write(&self.options) = new.clone();
         if new.streams != old.streams {
             // The engine's stream limit and the worker pool together; then the writeback
             // threads follow (more start, surplus ones exit after their batch).

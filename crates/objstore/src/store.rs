@@ -165,9 +165,7 @@ impl std::fmt::Debug for ObjStore {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wring_sync::lock;
 
 fn now_unix() -> u64 {
     SystemTime::now()
@@ -383,12 +381,7 @@ impl ObjStore {
                     last_error: st.last_error.clone().unwrap_or_else(|| "none".into()),
                 });
             }
-            st = self
-                .inner
-                .changed
-                .wait_timeout(st, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = wring_sync::wait_timeout(&self.inner.changed, st, left).0;
         }
         Ok(st)
     }

@@ -662,7 +662,7 @@ impl Shared {
                     if now >= d {
                         return None;
                     }
-                    wait_timeout(&self.done, st, d - now)
+                    wait_timeout(&self.done, st, d - now).0
                 }
             };
         }

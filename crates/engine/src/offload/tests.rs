@@ -562,10 +562,7 @@ impl Complete for Recorder {
             done.result,
             Ok(Completed::Compressed(Outcome::Compressed(_)))
         );
-        self.got
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((done.tag, done.ran, ok));
+        crate::sync::lock(&self.got).push((done.tag, done.ran, ok));
     }
 }
 
@@ -653,11 +650,7 @@ struct DropsTheOffload {
 
 impl Complete for DropsTheOffload {
     fn complete(&self, done: Done) {
-        let o = self
-            .offload
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let o = crate::sync::lock(&self.offload).take();
         drop(o);
         let _ = self.dropped.send(done.tag);
     }

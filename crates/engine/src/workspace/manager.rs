@@ -307,7 +307,7 @@ impl Shared {
                         return ws;
                     }
                     if st.stats.workspaces == 0 {
-                        st = wait_timeout(&self.wake, st, ALLOC_RETRY);
+                        st = wait_timeout(&self.wake, st, ALLOC_RETRY).0;
                         continue;
                     }
                 }
@@ -373,7 +373,7 @@ impl Shared {
             };
             let now = self.clock.now();
             if now < deadline {
-                st = wait_timeout(&self.timer_wake, st, deadline - now);
+                st = wait_timeout(&self.timer_wake, st, deadline - now).0;
                 continue;
             }
             let freed = reclaim::reclaim(&mut st, now);

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use super::medium::Medium;
 use crate::error::FsError;
@@ -116,9 +116,7 @@ impl Drop for ReaderGuard<'_> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wring_sync::lock;
 
 fn round_up(n: u64) -> u64 {
     n.div_ceil(UNIT) * UNIT

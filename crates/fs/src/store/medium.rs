@@ -183,7 +183,7 @@ impl Overlay {
     }
 
     fn layer(&self) -> MutexGuard<'_, Layer> {
-        self.layer.lock().unwrap_or_else(|e| e.into_inner())
+        wring_sync::lock(&self.layer)
     }
 
     /// Fill `out` with what is at `offset`: the file below `base_len`, zeros past it, the

@@ -433,7 +433,7 @@ impl Store {
             .name("wring-flush".into())
             .spawn(move || flush_loop(files, flag))
             .map_err(io("starting the flusher".into()))?;
-        *self.flusher.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, handle));
+        *wring_sync::lock(&self.flusher) = Some((stop, handle));
         Ok(())
     }
 
@@ -475,7 +475,7 @@ impl Store {
         if self.space.is_failed() {
             self.recover()?;
         }
-        match &*self.db.read().unwrap_or_else(|e| e.into_inner()) {
+        match &*wring_sync::read(&self.db) {
             Some(db) => Ok(Arc::clone(db)),
             None => Err(errno(self.space.failure_errno())),
         }
@@ -551,7 +551,7 @@ impl Store {
             return Ok(());
         };
         let start = Instant::now();
-        let mut last = self.last_durable.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = wring_sync::lock(&self.last_durable);
         let durable = durable || last.elapsed() >= COMMIT_INTERVAL;
         if durable {
             // Data before the commit that refers to it.
@@ -604,7 +604,7 @@ impl Store {
         if !self.read_only() {
             self.data.sync()?;
         }
-        let slot = self.db.get_mut().unwrap_or_else(|e| e.into_inner());
+        let slot = wring_sync::get_mut(&mut self.db);
         match slot.as_mut().and_then(Arc::get_mut) {
             Some(db) => Ok(db.check_integrity()?),
             None => Err(errno(libc::EBUSY)),
@@ -788,9 +788,7 @@ fn flush_loop(files: Vec<std::fs::File>, stop: Arc<AtomicBool>) {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wring_sync::lock;
 
 /// The data file ranges the last commit's extent items refer to.
 pub(crate) fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
@@ -810,11 +808,7 @@ impl Drop for Store {
     /// bucket then hands over (see [`handover::close`]): its final durable commit, the
     /// database file as the newest metadata snapshot, and the lease released.
     fn drop(&mut self) {
-        let flusher = self
-            .flusher
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let flusher = lock(&self.flusher).take();
         if let Some((stop, handle)) = flusher {
             stop.store(true, Ordering::Relaxed);
             handle.thread().unpark();
@@ -826,7 +820,7 @@ impl Drop for Store {
             _ => None,
         };
         // Closed here: nothing else holds it once the store is being dropped.
-        drop(self.db.get_mut().unwrap_or_else(|e| e.into_inner()).take());
+        drop(wring_sync::get_mut(&mut self.db).take());
         if let Some(gen) = handover {
             handover::close(self, gen);
         }

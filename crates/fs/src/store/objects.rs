@@ -9,7 +9,7 @@
 //! (the lease, as btrfs's exclusive open of its devices).
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use redb::{Database, ReadableDatabase, TableDefinition, WriteTransaction};
 use wring_objstore::{Addr, Config, Credentials, ObjStore};
@@ -88,9 +88,7 @@ fn refused(why: String, errno: i32) -> FsError {
     FsError::Refused { why, errno }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wring_sync::lock;
 
 /// 16 random hex digits (getrandom).
 pub fn new_id() -> String {

@@ -140,7 +140,7 @@ impl Store {
             log::error!("reopening the store's database: {e}; retried by the next operation");
             return Err(unavailable());
         }
-        *self.db.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(db));
+        *wring_sync::write(&self.db) = Some(Arc::new(db));
         *lock(&self.last_durable) = Instant::now();
         self.space.recovered(lost);
         if lost {
@@ -161,7 +161,7 @@ impl Store {
     /// Take the failed database out and close it, once the transactions still holding it
     /// are done (waiting up to [`WAIT`]); put back when they are not.
     fn close_failed(&self) -> Result<(), ()> {
-        let Some(mut old) = self.db.write().unwrap_or_else(|e| e.into_inner()).take() else {
+        let Some(mut old) = wring_sync::write(&self.db).take() else {
             return Ok(());
         };
         let start = Instant::now();
@@ -178,7 +178,7 @@ impl Store {
                 }
                 Err(still) => {
                     log::warn!("reopening the store's database: a transaction still holds it");
-                    *self.db.write().unwrap_or_else(|e| e.into_inner()) = Some(still);
+                    *wring_sync::write(&self.db) = Some(still);
                     return Err(());
                 }
             }

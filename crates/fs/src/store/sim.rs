@@ -172,7 +172,7 @@ pub struct SimDisk(Arc<Mutex<Disk>>);
 
 impl SimDisk {
     fn disk(&self) -> MutexGuard<'_, Disk> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        wring_sync::lock(&*self.0)
     }
 
     fn from_images(files: Vec<Image>) -> SimDisk {

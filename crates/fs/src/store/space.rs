@@ -23,7 +23,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::medium::Medium;
@@ -215,9 +215,7 @@ impl fmt::Debug for SpaceInfo {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use wring_sync::lock;
 
 /// The errno of an I/O error that means the filesystem has no room.
 pub fn no_room(e: &io::Error) -> Option<i32> {
