@@ -133,10 +133,34 @@ fn unterminated_and_short_are_errors() {
 
 #[test]
 fn unknown_opcodes_are_unsupported() {
-    for op in [2, 26, 31, 36, 39, 40, 42, 46, 47, 51, 52, 9999] {
+    for op in [2, 26, 31, 36, 40, 42, 46, 47, 52, 9999] {
         let (i, o, p) = request(op, 1, &[], &[]);
         assert_eq!(parse(&i, &o, &p).unwrap().1, Request::Unsupported, "{op}");
     }
+}
+
+#[test]
+fn ioctl_and_tmpfile_take_their_fields_from_op_in() {
+    // fuse_ioctl_in: fh, flags, cmd, arg, in_size, out_size; the input is the payload.
+    let op = le(&[5, 0, 0x8008_6601, 0, 4, 4], &[8, 4, 4, 8, 4, 4]);
+    let (i, o, p) = request(39, 3, &op, &[1, 2, 3, 4]);
+    let want = Request::Ioctl {
+        cmd: 0x8008_6601,
+        input: &[1, 2, 3, 4],
+    };
+    assert_eq!(parse(&i, &o, &p).unwrap().1, want);
+    // An in_size beyond the payload is refused, not read past.
+    let op = le(&[5, 0, 0x8008_6601, 0, 64, 4], &[8, 4, 4, 8, 4, 4]);
+    let (i, o, p) = request(39, 3, &op, &[1, 2, 3, 4]);
+    assert!(parse(&i, &o, &p).is_err());
+    // fuse_create_in: flags, mode, umask, open_flags.
+    let op = le(&[0o2, 0o100600, 0o022, 0], &[4, 4, 4, 4]);
+    let (i, o, p) = request(51, 1, &op, &[]);
+    let want = Request::Tmpfile {
+        mode: 0o100600,
+        umask: 0o022,
+    };
+    assert_eq!(parse(&i, &o, &p).unwrap().1, want);
 }
 
 fn file_attr(t: SystemTime) -> FileAttr {
