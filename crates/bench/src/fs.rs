@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 use wring_btrfs::scratch::DEFAULT_IMAGE_SIZE;
 use wring_engine::CompressSpec;
+
+use crate::metrics::median;
 use wring_fs::daemon;
 use wring_fs::store::Store;
 use wring_fs::{STAT_XATTR, SYNC_XATTR};
@@ -189,17 +191,6 @@ fn round_ratio(wring: &Run, kernel: &Run) -> (f64, f64) {
         wring.write_mbs() / kernel.write_mbs(),
         wring.read_mbs() / kernel.read_mbs(),
     )
-}
-
-/// The median of `v` (the mean of the middle two when even); NaN when empty.
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// The extent-size comparison.
@@ -808,13 +799,6 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert!(median(&[]).is_nan());
-    }
 
     #[test]
     fn rounds_table_lists_each_round_and_the_median() {

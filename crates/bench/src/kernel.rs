@@ -72,7 +72,7 @@ pub struct KernelConfig {
     pub read: ReadMethod,
     /// Also time wring's bare library call.
     pub bare: bool,
-    /// Time wring's phases this many times and keep the fastest.
+    /// Measure wring this many times and report the median.
     pub repeat: usize,
 }
 
@@ -150,7 +150,7 @@ pub fn run_btrfs(
     )?;
     let mut lcfg = LevelsConfig::new(cfg.methods.clone(), cfg.streams);
     lcfg.bare = cfg.bare;
-    lcfg.repeat = cfg.repeat.max(1);
+    lcfg.passes = cfg.repeat.max(1);
     let mut bench = LevelBench::new(corpus, &lcfg)?;
     let kernel_steps = cfg.copies as u64 + 3;
     progress.add_steps(cfg.methods.len() as u64 * (bench.steps() + kernel_steps));

@@ -25,7 +25,7 @@ use wring_engine::stream::{compress_batch, compress_shared, Extent};
 use wring_engine::{compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Policy};
 
 use crate::corpus::Corpus;
-use crate::metrics::{mb_per_s, overhead, Stored};
+use crate::metrics::{mb_per_s, median, overhead, spread, Stored};
 use crate::progress::Progress;
 use crate::{interrupt, BenchError};
 
@@ -44,9 +44,21 @@ pub struct LevelsConfig {
     pub bare: bool,
     /// Largest extent (128 KiB as btrfs).
     pub max_extent: usize,
-    /// Time every phase this many times and keep the fastest (other load only slows runs down).
-    pub repeat: usize,
+    /// Measure every spec at least this many times (passes) and report the median.
+    pub passes: usize,
+    /// Then go on with more passes, up to [`MAX_PASSES`], while a spec has taken less than
+    /// this many seconds: fast levels, whose single figures are the noisiest, get more passes
+    /// at little cost. 0: exactly `passes`.
+    pub pass_budget: f64,
 }
+
+/// The most passes a spec gets from [`LevelsConfig::pass_budget`].
+pub const MAX_PASSES: usize = 15;
+
+/// `wring bench levels`' default: three passes at least, fast levels until 2 s.
+pub const DEFAULT_PASSES: usize = 3;
+/// See [`DEFAULT_PASSES`].
+pub const DEFAULT_PASS_BUDGET: f64 = 2.0;
 
 impl LevelsConfig {
     /// `specs` on `streams` streams, bare timing on, btrfs's 128 KiB extents.
@@ -56,7 +68,8 @@ impl LevelsConfig {
             streams: streams.max(1),
             bare: true,
             max_extent: wring_engine::MAX_EXTENT,
-            repeat: 1,
+            passes: 1,
+            pass_budget: 0.0,
         }
     }
 }
@@ -76,6 +89,10 @@ pub struct BareFigures {
     pub compress_overhead: f64,
     /// Engine time over bare time, decompressing.
     pub decompress_overhead: f64,
+    /// Spread of the per-pass compress overheads (see [`crate::metrics::spread`]).
+    pub compress_overhead_spread: f64,
+    /// Spread of the per-pass decompress overheads.
+    pub decompress_overhead_spread: f64,
 }
 
 /// One algorithm and level through wring's engine.
@@ -97,10 +114,16 @@ pub struct LevelRow {
     pub ratio: f64,
     /// Input over stored bytes, unrounded.
     pub ratio_unrounded: f64,
+    /// Passes measured; every time below is their median.
+    pub passes: usize,
     /// Wall-clock seconds to compress every extent.
     pub compress_secs: f64,
     /// Wall-clock seconds to decompress every extent (raw extents are copied).
     pub decompress_secs: f64,
+    /// Spread of the compress times over the passes (see [`crate::metrics::spread`]).
+    pub compress_spread: f64,
+    /// Spread of the decompress times.
+    pub decompress_spread: f64,
     /// Input MB/s compressing.
     pub compress_mbps: f64,
     /// Input MB/s decompressing.
@@ -235,7 +258,8 @@ pub struct LevelBench<'c> {
     streams: usize,
     bare: bool,
     max_extent: usize,
-    repeat: usize,
+    passes: usize,
+    pass_budget: f64,
     out: Vec<u8>,
 }
 
@@ -262,7 +286,8 @@ impl<'c> LevelBench<'c> {
             streams: cfg.streams.max(1),
             bare: cfg.bare,
             max_extent: cfg.max_extent,
-            repeat: cfg.repeat.max(1),
+            passes: cfg.passes.max(1),
+            pass_budget: cfg.pass_budget,
             out,
         })
     }
@@ -287,8 +312,9 @@ impl<'c> LevelBench<'c> {
     }
 
     /// Compress, decompress and check every extent with `spec`, and, when configured, the same
-    /// through the bare library call. Each repetition runs engine and bare back to back, so
-    /// that other load on the machine falls on both alike; the fastest of each is kept.
+    /// through the bare library call. Each pass runs engine and bare back to back, so that
+    /// other load on the machine falls on both alike, and the overheads are taken per pass.
+    /// Every figure is the median of the passes; the spreads say how far the passes lay apart.
     pub fn measure(
         &mut self,
         spec: CompressSpec,
@@ -304,59 +330,29 @@ impl<'c> LevelBench<'c> {
         progress.step(format!("{name}: compressing"));
         self.warm_up(spec)?;
         let waits_before = self.waits(alg);
-        let mut best = [f64::INFINITY; 4];
+        let started = Instant::now();
+        let mut passes = Passes::default();
         let mut compressed = Vec::new();
-        for round in 0..self.repeat {
-            interrupt::check()?;
-            let t = Instant::now();
-            let batch = compress_shared(&self.offload, spec, Policy::Force, &self.shared);
-            best[0] = best[0].min(t.elapsed().as_secs_f64());
-            compressed = self.collect(&name, batch)?;
-            if round == 0 {
-                progress.done();
-            }
-            if self.bare {
-                interrupt::check()?;
-                progress.step(format!("{name}: bare library"));
-                best[2] = best[2].min(self.bare_compress(spec, &name, &compressed)?);
-            }
-            interrupt::check()?;
-            progress.step(format!("{name}: decompressing"));
-            let engine = self.offload.engine();
-            let secs = decompress_all(
-                &self.extents,
-                &mut self.out,
-                self.streams,
-                &name,
-                &compressed,
-                || Ok(()),
-                |_, c, dst| engine.decompress(alg, c, dst),
-            )?;
-            best[1] = best[1].min(secs);
-            if round == 0 {
-                progress.done();
-            }
-            if self.bare {
-                interrupt::check()?;
-                best[3] = best[3].min(self.bare_decompress(spec, &name, &compressed)?);
-                if round == 0 {
-                    progress.done();
-                    progress.done();
-                }
-            }
+        while passes.len() < self.passes
+            || (passes.len() < MAX_PASSES && started.elapsed().as_secs_f64() < self.pass_budget)
+        {
+            let first = passes.is_empty();
+            compressed = self.pass(alg, spec, &name, progress, first, &mut passes)?;
         }
-        let waits = (self.waits(alg) - waits_before) / self.repeat as u64;
+        let waits = (self.waits(alg) - waits_before) / passes.len() as u64;
         let mut stored = Stored::default();
         for (e, c) in self.extents.iter().zip(&compressed) {
             stored.add(e.len(), c.as_ref().map(Vec::len));
         }
-        let [compress_secs, decompress_secs, bare_c, bare_d] = best;
         let input = stored.input;
+        let [compress_secs, decompress_secs, bare_c, bare_d] = passes.medians();
         let bare = self.bare.then(|| BareFigures {
             compress_mbps: mb_per_s(input, bare_c),
             decompress_mbps: mb_per_s(input, bare_d),
-            compress_overhead: overhead(compress_secs, bare_c),
-            decompress_overhead: overhead(decompress_secs, bare_d),
+            compress_overhead: median(&passes.overheads(0)),
+            decompress_overhead: median(&passes.overheads(1)),
+            compress_overhead_spread: spread(&passes.overheads(0)),
+            decompress_overhead_spread: spread(&passes.overheads(1)),
             compress_secs: bare_c,
             decompress_secs: bare_d,
         });
@@ -370,10 +366,13 @@ impl<'c> LevelBench<'c> {
             ratio: stored.ratio(),
             ratio_unrounded: stored.ratio_unrounded(),
             stored,
+            passes: passes.len(),
             compress_mbps: mb_per_s(input, compress_secs),
             decompress_mbps: mb_per_s(input, decompress_secs),
             compress_secs,
             decompress_secs,
+            compress_spread: spread(&passes.column(0)),
+            decompress_spread: spread(&passes.column(1)),
             workspace_kb: kib(manager.workspace_bytes(spec.level)),
             codec_kb: kib(manager.level_bytes(spec.level)),
             waits,
@@ -381,6 +380,61 @@ impl<'c> LevelBench<'c> {
         })
     }
 
+    /// One pass: engine compress, bare compress, engine decompress, bare decompress, each
+    /// checked. Returns what the engine stored per extent; the first pass reports progress.
+    fn pass(
+        &mut self,
+        alg: Algorithm,
+        spec: CompressSpec,
+        name: &str,
+        progress: &Progress,
+        first: bool,
+        passes: &mut Passes,
+    ) -> Result<Vec<Option<Vec<u8>>>, BenchError> {
+        let step = |what: &str| {
+            if first {
+                progress.step(format!("{name}: {what}"));
+            }
+        };
+        let done = || {
+            if first {
+                progress.done();
+            }
+        };
+        let mut secs = [0.0; 4];
+        interrupt::check()?;
+        let t = Instant::now();
+        let batch = compress_shared(&self.offload, spec, Policy::Force, &self.shared);
+        secs[0] = t.elapsed().as_secs_f64();
+        let compressed = self.collect(name, batch)?;
+        done();
+        if self.bare {
+            interrupt::check()?;
+            step("bare library");
+            secs[2] = self.bare_compress(spec, name, &compressed)?;
+        }
+        interrupt::check()?;
+        step("decompressing");
+        let engine = self.offload.engine();
+        secs[1] = decompress_all(
+            &self.extents,
+            &mut self.out,
+            self.streams,
+            name,
+            &compressed,
+            || Ok(()),
+            |_, c, dst| engine.decompress(alg, c, dst),
+        )?;
+        done();
+        if self.bare {
+            interrupt::check()?;
+            secs[3] = self.bare_decompress(spec, name, &compressed)?;
+            done();
+            done();
+        }
+        passes.0.push(secs);
+        Ok(compressed)
+    }
     /// Let the manager allocate its workspaces for this level before the clock runs.
     fn warm_up(&self, spec: CompressSpec) -> Result<(), BenchError> {
         let n = self.extents.len().min(self.streams * 2);
@@ -507,6 +561,39 @@ impl<'c> LevelBench<'c> {
                 Ok(n)
             },
         )
+    }
+}
+
+/// The seconds of each pass: engine compress, engine decompress, bare compress, bare
+/// decompress.
+#[derive(Default)]
+struct Passes(Vec<[f64; 4]>);
+
+impl Passes {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// One figure over all passes.
+    fn column(&self, i: usize) -> Vec<f64> {
+        self.0.iter().map(|p| p[i]).collect()
+    }
+
+    /// The median of every figure.
+    fn medians(&self) -> [f64; 4] {
+        [0, 1, 2, 3].map(|i| median(&self.column(i)))
+    }
+
+    /// Engine over bare time per pass, compressing (0) or decompressing (1).
+    fn overheads(&self, phase: usize) -> Vec<f64> {
+        self.0
+            .iter()
+            .map(|p| overhead(p[phase], p[phase + 2]))
+            .collect()
     }
 }
 

@@ -54,6 +54,33 @@ pub fn quotient(a: f64, b: f64) -> Option<f64> {
     (b.is_finite() && b > 0.0 && a.is_finite()).then(|| a / b)
 }
 
+/// The median of `v` (the mean of the middle two when even); NaN when empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// How far repeated measurements `v` lie apart: half the range between the largest and the
+/// smallest, relative to the median (0.02 = the passes lie within ±2% of it). 0 for fewer
+/// than two values or a median that is not positive.
+pub fn spread(v: &[f64]) -> f64 {
+    let m = median(v);
+    if v.len() < 2 || !(m > 0.0) {
+        return 0.0;
+    }
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    (hi - lo) / 2.0 / m
+}
+
 /// What a set of extents takes on disk, counted both ways: each extent rounded up to whole
 /// blocks (what btrfs allocates) and unrounded. An extent that was not compressed counts at its
 /// raw size.

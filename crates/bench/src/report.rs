@@ -50,7 +50,7 @@ pub struct Report {
 }
 
 /// Header of the CSV rendering.
-pub const CSV_HEADER: &str = "table,source,method,level,writers,streams,input_bytes,stored_bytes,stored_bytes_unrounded,ratio,ratio_unrounded,compress_mbps,decompress_mbps,memory_kb,compress_overhead,decompress_overhead,speedup";
+pub const CSV_HEADER: &str = "table,source,method,level,writers,streams,input_bytes,stored_bytes,stored_bytes_unrounded,ratio,ratio_unrounded,compress_mbps,decompress_mbps,memory_kb,compress_overhead,decompress_overhead,speedup,passes,compress_spread,decompress_spread";
 
 impl Report {
     /// An empty report of `command` on `machine` and `corpus`.
@@ -195,6 +195,9 @@ struct CsvRow {
     compress_overhead: Option<f64>,
     decompress_overhead: Option<f64>,
     speedup: Option<f64>,
+    passes: Option<usize>,
+    compress_spread: Option<f64>,
+    decompress_spread: Option<f64>,
 }
 
 impl CsvRow {
@@ -234,6 +237,9 @@ impl CsvRow {
             f(self.compress_overhead),
             f(self.decompress_overhead),
             f(self.speedup),
+            o(self.passes),
+            f(self.compress_spread),
+            f(self.decompress_spread),
         ]
         .into()
     }
@@ -251,6 +257,9 @@ fn level_csv(table: &str, r: &LevelRow) -> Vec<Vec<String>> {
     c.compress = Some(r.compress_mbps);
     c.decompress = Some(r.decompress_mbps);
     c.memory_kb = Some(r.workspace_kb);
+    c.passes = Some(r.passes);
+    c.compress_spread = Some(r.compress_spread);
+    c.decompress_spread = Some(r.decompress_spread);
     let mut out = Vec::new();
     if let Some(b) = &r.bare {
         c.compress_overhead = Some(b.compress_overhead);
@@ -261,6 +270,7 @@ fn level_csv(table: &str, r: &LevelRow) -> Vec<Vec<String>> {
         bare.input = Some(r.stored.input);
         bare.compress = Some(b.compress_mbps);
         bare.decompress = Some(b.decompress_mbps);
+        bare.passes = Some(r.passes);
         out.push(c.line());
         out.push(bare.line());
     } else {
@@ -298,16 +308,32 @@ fn times(x: Option<f64>) -> String {
     x.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into())
 }
 
+/// `±2%` after a median of several passes; nothing after a single pass.
+fn plus_minus(passes: usize, spread: f64) -> String {
+    if passes > 1 {
+        format!(" ±{:.0}%", spread * 100.0)
+    } else {
+        String::new()
+    }
+}
+
 fn levels_table(rows: &[LevelRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "| method | ratio | ratio (unrounded) | compress MB/s | decompress MB/s | memory KB | raw extents | bare compress MB/s | bare decompress MB/s | manager overhead (compress / decompress) |");
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
+        let pm = |spread| plus_minus(r.passes, spread);
         let (bc, bd, ov) = match &r.bare {
             Some(b) => (
                 mbps(b.compress_mbps),
                 mbps(b.decompress_mbps),
-                format!("{:.3} / {:.3}", b.compress_overhead, b.decompress_overhead),
+                format!(
+                    "{:.3}{} / {:.3}{}",
+                    b.compress_overhead,
+                    pm(b.compress_overhead_spread),
+                    b.decompress_overhead,
+                    pm(b.decompress_overhead_spread)
+                ),
             ),
             None => ("—".into(), "—".into(), "—".into()),
         };
@@ -317,8 +343,8 @@ fn levels_table(rows: &[LevelRow]) -> String {
             r.spec,
             ratio3(r.ratio),
             ratio3(r.ratio_unrounded),
-            mbps(r.compress_mbps),
-            mbps(r.decompress_mbps),
+            mbps(r.compress_mbps) + &pm(r.compress_spread),
+            mbps(r.decompress_mbps) + &pm(r.decompress_spread),
             r.workspace_kb,
             r.stored.incompressible,
             r.stored.extents,

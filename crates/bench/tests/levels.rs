@@ -4,7 +4,7 @@
 
 mod common;
 
-use wring_bench::levels::{self, parse_range, parse_specs, LevelsConfig};
+use wring_bench::levels::{self, parse_range, parse_specs, LevelsConfig, MAX_PASSES};
 use wring_bench::progress::Progress;
 use wring_engine::{Algorithm, CompressSpec};
 
@@ -52,7 +52,7 @@ fn rows_on_the_tiny_corpus() {
     let corpus = common::corpus();
     let specs = parse_specs(&[], Some("zstd:1,zstd:19,zlib:6,lzo,lz4,lz4hc:9")).unwrap();
     let mut cfg = LevelsConfig::new(specs.clone(), 2);
-    cfg.repeat = 2;
+    cfg.passes = 2;
     let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("levels run");
     assert_eq!(rows.len(), specs.len());
     for (row, spec) in rows.iter().zip(&specs) {
@@ -81,6 +81,16 @@ fn rows_on_the_tiny_corpus() {
         assert!(bare.compress_mbps > 0.0 && bare.decompress_mbps > 0.0);
         assert!(bare.compress_overhead > 0.0 && bare.compress_overhead.is_finite());
         assert!(bare.decompress_overhead > 0.0 && bare.decompress_overhead.is_finite());
+        // Exactly the passes asked for (no budget), and spreads that are figures.
+        assert_eq!(row.passes, 2);
+        for s in [
+            row.compress_spread,
+            row.decompress_spread,
+            bare.compress_overhead_spread,
+            bare.decompress_overhead_spread,
+        ] {
+            assert!(s.is_finite() && s >= 0.0, "{row:?}");
+        }
     }
     let by = |s: &str| rows.iter().find(|r| r.spec == s).expect(s);
     assert!(by("zstd:19").ratio >= by("zstd:1").ratio);
@@ -96,4 +106,16 @@ fn without_bare_timing_there_are_no_bare_figures() {
     let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
     assert!(rows[0].bare.is_none());
     assert_eq!(rows[0].streams, 1);
+}
+
+#[test]
+fn a_pass_budget_gives_fast_levels_more_passes_up_to_the_cap() {
+    let corpus = common::corpus().truncated(256 * 1024);
+    let mut cfg = LevelsConfig::new(vec![CompressSpec::default_for(Algorithm::Lz4)], 1);
+    cfg.passes = 2;
+    // Far more time than 256 KiB of lz4 takes: the cap ends it, not the budget.
+    cfg.pass_budget = 60.0;
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    assert_eq!(rows[0].passes, MAX_PASSES);
+    assert!(rows[0].compress_mbps > 0.0);
 }

@@ -1,7 +1,7 @@
 //! The arithmetic every table rests on; nothing here is timed.
 
 use wring_bench::metrics::{
-    mb_per_s, overhead, quotient, ratio, round_up_block, speedup, Stored, Versus,
+    mb_per_s, median, overhead, quotient, ratio, round_up_block, speedup, spread, Stored, Versus,
 };
 
 #[test]
@@ -65,4 +65,22 @@ fn stored_rounds_each_extent_and_counts_raw_ones_at_their_size() {
     assert_eq!(t.extents, 3);
     assert_eq!(t.stored, s.stored + 4096);
     assert_eq!(t.stored_unrounded, s.stored_unrounded + 100);
+}
+
+#[test]
+fn median_of_odd_even_and_empty() {
+    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    assert!(median(&[]).is_nan());
+}
+
+#[test]
+fn spread_is_half_the_range_over_the_median() {
+    // Median 100, range 96..104: ±4%.
+    assert!((spread(&[104.0, 100.0, 96.0]) - 0.04).abs() < 1e-12);
+    assert_eq!(spread(&[5.0, 5.0, 5.0]), 0.0);
+    // One pass says nothing about spread; nor do nonsense figures.
+    assert_eq!(spread(&[7.0]), 0.0);
+    assert_eq!(spread(&[]), 0.0);
+    assert_eq!(spread(&[0.0, 0.0, 1.0]), 0.0);
 }

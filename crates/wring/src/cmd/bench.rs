@@ -105,10 +105,11 @@ pub struct CommonArgs {
     /// No progress bar (it is also hidden when stdout is not a terminal)
     #[arg(long, short)]
     quiet: bool,
-    /// Time each of wring's phases N times and keep the fastest (other load on the machine
-    /// only ever slows a run down)
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    repeat: usize,
+    /// Time each of wring's phases N times. `levels` and `kernel` report the median and the
+    /// spread (levels: default 3, and fast levels get more passes, up to 2 s each); the others
+    /// keep the fastest (other load on the machine only ever slows a run down; default 1)
+    #[arg(long, value_name = "N")]
+    repeat: Option<usize>,
 }
 
 /// Options of `wring bench levels`.
@@ -344,11 +345,37 @@ struct Setup {
     machine: Machine,
 }
 
+impl CommonArgs {
+    /// `--repeat`, 1 when not given.
+    fn repeat(&self) -> usize {
+        self.repeat.unwrap_or(1).max(1)
+    }
+}
+
 /// The note saying how many timings each figure is the fastest of.
 fn repeat_note(report: &mut Report, repeat: usize) {
     if repeat > 1 {
         report.notes.push(format!(
             "every wring timing is the fastest of {repeat} runs"
+        ));
+    }
+}
+
+/// The note saying what the figures of a levels table are made of.
+fn passes_note(report: &mut Report, cfg: &LevelsConfig) {
+    let fast = if cfg.pass_budget > 0.0 {
+        format!(
+            ", more for fast levels until {} s or {} passes",
+            cfg.pass_budget,
+            levels::MAX_PASSES
+        )
+    } else {
+        String::new()
+    };
+    if cfg.passes > 1 || cfg.pass_budget > 0.0 {
+        report.notes.push(format!(
+            "every wring figure is the median of at least {} passes{fast}; ±: half the range between the slowest and fastest pass, relative to the median; overhead is taken per pass (engine and bare run back to back)",
+            cfg.passes
         ));
     }
 }
@@ -381,10 +408,11 @@ fn run_levels(a: LevelsArgs) -> Result<()> {
     let streams = a.streams.unwrap_or_else(available_parallelism).max(1);
     let mut cfg = LevelsConfig::new(specs, streams);
     cfg.bare = !a.no_bare;
-    cfg.repeat = a.common.repeat.max(1);
+    cfg.passes = a.common.repeat.unwrap_or(levels::DEFAULT_PASSES).max(1);
+    cfg.pass_budget = levels::DEFAULT_PASS_BUDGET;
     let mut report = Report::new("levels", s.machine, s.corpus.info(), streams);
     report.levels = levels::run(&s.corpus, &cfg, &s.progress)?;
-    repeat_note(&mut report, cfg.repeat);
+    passes_note(&mut report, &cfg);
     report.notes.push(
         "memory KB = one workspace for that level (codec state plus its 128 KiB extent buffer); the engine holds at most one per stream".into(),
     );
@@ -406,7 +434,7 @@ fn run_streams(a: StreamsArgs) -> Result<()> {
     if !a.limits.is_empty() {
         cfg.limits = a.limits.iter().map(|&l| l.max(1)).collect();
     }
-    cfg.repeat = a.common.repeat.max(1);
+    cfg.repeat = a.common.repeat();
     let mut report = Report::new("streams", s.machine, s.corpus.info(), p);
     report.streams_rows = streams::run(&s.corpus, &cfg, &s.progress)?;
     repeat_note(&mut report, cfg.repeat);
@@ -434,10 +462,12 @@ fn run_kernel(a: KernelArgs) -> Result<()> {
                 ReadArg::Files => ReadMethod::Files,
             },
             bare: a.bare,
-            repeat: a.common.repeat.max(1),
+            repeat: a.common.repeat(),
         };
         report.btrfs = kernel::run_btrfs(&s.corpus, &cfg, &s.progress)?;
-        repeat_note(&mut report, cfg.repeat);
+        let mut passes = LevelsConfig::new(Vec::new(), streams);
+        passes.passes = cfg.repeat;
+        passes_note(&mut report, &passes);
         report.notes.push("btrfs: the kernel compresses at writeback on its own workers; its write+sync MB/s includes the filesystem and the loop device, its read MB/s the filesystem, decompression and tar".into());
     }
     if !a.no_zram {
@@ -471,7 +501,7 @@ fn run_offload(a: OffloadArgs) -> Result<()> {
     cfg.window = a.window.max(1);
     cfg.batch = a.batch.max(1);
     cfg.device_queue = a.device_queue.max(1);
-    cfg.repeat = a.common.repeat.max(1);
+    cfg.repeat = a.common.repeat();
     let rows = offload::run(&s.corpus, &cfg, &s.progress)?;
     let mut report = OffloadReport::new(s.machine, s.corpus.info(), &cfg, rows);
     if cfg.repeat > 1 {
@@ -525,7 +555,7 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     cfg.nbdkit_sparse = !a.no_nbdkit;
     cfg.zram_force = a.zram_force;
     cfg.work_dir = a.work_dir.clone();
-    cfg.repeat = a.common.repeat.max(1);
+    cfg.repeat = a.common.repeat();
     if !cfg.zram.is_empty() {
         kernel::require_root(
             "wring bench blk",
