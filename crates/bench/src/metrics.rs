@@ -70,7 +70,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// than two values or a median that is not positive.
 pub fn spread(v: &[f64]) -> f64 {
     let m = median(v);
-    if v.len() < 2 || !(m > 0.0) {
+    if v.len() < 2 || m.is_nan() || m <= 0.0 {
         return 0.0;
     }
     let (lo, hi) = v
