@@ -30,6 +30,8 @@ pub mod inode;
 pub mod kmount;
 pub mod ops;
 pub mod options;
+#[cfg(test)]
+mod sim;
 pub mod stat;
 pub mod status;
 pub mod store;

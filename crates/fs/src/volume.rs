@@ -262,8 +262,8 @@ impl Volume {
     /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).
     #[cfg(test)]
     pub(crate) fn open_sim(
-        db: store::sim::SimFile,
-        data: store::sim::SimFile,
+        db: store::simdisk::SimFile,
+        data: store::simdisk::SimFile,
         options: Options,
     ) -> Result<Volume, FsError> {
         Volume::mount(Store::open_sim(db, data)?, options)
@@ -273,9 +273,9 @@ impl Volume {
     /// the files' simulated disk.
     #[cfg(test)]
     pub(crate) fn open_sim_with(
-        db: store::sim::SimFile,
-        data: store::sim::SimFile,
-        reserve: Option<store::sim::SimFile>,
+        db: store::simdisk::SimFile,
+        data: store::simdisk::SimFile,
+        reserve: Option<store::simdisk::SimFile>,
         options: Options,
     ) -> Result<Volume, FsError> {
         Volume::mount(Store::open_sim_with(db, data, reserve)?, options)

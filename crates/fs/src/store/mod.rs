@@ -14,17 +14,13 @@ pub mod backend;
 pub mod compactor;
 pub mod data;
 mod dbfile;
-#[cfg(test)]
-mod faults;
 pub mod handover;
 pub mod medium;
 pub mod objects;
-#[cfg(test)]
-mod power_loss;
 pub mod records;
 mod recovery;
 #[cfg(test)]
-pub mod sim;
+pub mod simdisk;
 pub mod space;
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -324,7 +320,7 @@ impl Store {
 
     /// Make a new store on simulated files.
     #[cfg(test)]
-    pub(crate) fn mkfs_sim(db: &sim::SimFile) -> Result<(), FsError> {
+    pub(crate) fn mkfs_sim(db: &simdisk::SimFile) -> Result<(), FsError> {
         init(
             &Database::builder().create_with_backend(db.clone())?,
             &DataSpec::Local,
@@ -335,7 +331,7 @@ impl Store {
     /// Open the store on simulated files, as [`Store::open`] does for a mount (without a
     /// global reserve; see [`Store::open_sim_with_reserve`]).
     #[cfg(test)]
-    pub(crate) fn open_sim(db: sim::SimFile, data: sim::SimFile) -> Result<Store, FsError> {
+    pub(crate) fn open_sim(db: simdisk::SimFile, data: simdisk::SimFile) -> Result<Store, FsError> {
         Store::open_sim_with(db, data, None)
     }
 
@@ -343,9 +339,9 @@ impl Store {
     /// files' simulated disk.
     #[cfg(test)]
     pub(crate) fn open_sim_with(
-        db: sim::SimFile,
-        data: sim::SimFile,
-        reserve: Option<sim::SimFile>,
+        db: simdisk::SimFile,
+        data: simdisk::SimFile,
+        reserve: Option<simdisk::SimFile>,
     ) -> Result<Store, FsError> {
         let probe = Probe::Sim(db.disk());
         let space = Arc::new(SpaceInfo::new(probe, reserve.map(Medium::Sim), true));

@@ -42,7 +42,7 @@ pub(crate) enum Source {
     File(PathBuf),
     /// A simulated file.
     #[cfg(test)]
-    Sim(super::sim::SimFile),
+    Sim(super::simdisk::SimFile),
     /// Opened once and never again (fsck's overlay, which cannot fail a write).
     Fixed,
 }

@@ -17,12 +17,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::sim::SimDisk;
-use super::ROOT;
 use crate::error::FsError;
 use crate::fsck::{self, FsckReport};
 use crate::inode::{NewInode, SetAttr};
 use crate::store::records::Kind;
+use crate::store::simdisk::{Rng, SimDisk};
+use crate::store::ROOT;
 use crate::{Options, Volume};
 
 /// Extents of 16 KiB, so a file has several, most of them in the data file.
@@ -96,7 +96,7 @@ fn tree(vol: &Volume) -> Result<Tree, FsError> {
 fn fresh() -> (SimDisk, Arc<Volume>) {
     let disk = SimDisk::with_capacity(CAPACITY);
     let (db, data, reserve) = (disk.new_file(), disk.new_file(), disk.new_file());
-    super::Store::mkfs_sim(&db).unwrap();
+    crate::store::Store::mkfs_sim(&db).unwrap();
     let vol = Volume::open_sim_with(db, data, Some(reserve), options()).unwrap();
     let vol = Arc::new(vol);
     vol.watch_rollbacks();
@@ -381,7 +381,7 @@ fn a_disk_filling_up_under_the_store() {
     let d = lookup(&vol, "d");
     let (big, _) = vol.create(d, b"big", NewInode::file(0o644)).unwrap();
     // Random bytes: lzo stores them raw.
-    let mut rng = super::sim::Rng(5);
+    let mut rng = Rng(5);
     let chunk: Vec<u8> = (0..1 << 20).map(|_| rng.bits() as u8).collect();
     let mut at = 0u64;
     let full = loop {

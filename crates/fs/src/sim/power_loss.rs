@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::sim::{Rng, SimDisk};
-use super::{DIRENTS, ROOT};
 use crate::error::FsError;
 use crate::fsck::{self, FsckReport};
 use crate::inode::{NewInode, SetAttr};
+use crate::store::simdisk::{Rng, SimDisk};
+use crate::store::{DIRENTS, ROOT};
 use crate::{Options, Volume};
 
 const SEED: u64 = 0x5eed_f00d;
@@ -350,7 +350,7 @@ fn power_cuts_keep_what_fsync_made_durable() {
     let t = Instant::now();
     let disk = SimDisk::default();
     let (db, data) = (disk.new_file(), disk.new_file());
-    super::Store::mkfs_sim(&db).unwrap();
+    crate::store::Store::mkfs_sim(&db).unwrap();
     let vol = Volume::open_sim(db, data, options()).unwrap();
     let mut run = Run {
         disk,
