@@ -592,7 +592,7 @@ impl Volume {
             Err(e) => return Err(e),
         };
         for (job, value, mark) in values {
-            let delta = self.put_value(txn, ino, job.idx, value)?;
+            let delta = txn.put_value(ino, job.idx, value)?;
             let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
             inode.size = inode.size.max(end);
             if inode.extent_size == 0 {

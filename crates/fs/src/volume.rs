@@ -724,7 +724,7 @@ impl Volume {
                 .map(|r| r.map(|(k, _)| k.value()))
                 .collect::<Result<_, _>>()?;
             for k in keys {
-                freed += self.remove_item(txn, &mut extents, k)?;
+                freed += txn.remove_item(&mut extents, k)?;
             }
         }
         {

@@ -14,6 +14,7 @@ pub mod backend;
 pub mod compactor;
 pub mod data;
 mod dbfile;
+pub mod extents;
 pub mod handover;
 pub mod medium;
 pub mod objects;
