@@ -235,7 +235,7 @@ impl WaitCounts {
     }
 }
 
-/// Delayed inode items (see `crate::delayed`): attribute changes kept in memory instead of a
+/// Delayed inode items (see `crate::volume::delayed`): attribute changes kept in memory instead of a
 /// write transaction each, and how many of them later transactions wrote.
 #[derive(Default)]
 pub struct DelayedCounts {

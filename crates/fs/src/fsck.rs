@@ -322,8 +322,8 @@ fn in_index(entries: &[Entry], addr: Addr, len: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inode::NewInode;
     use crate::store::{Store, DATA_FILE, DB_FILE, ROOT};
+    use crate::volume::NewInode;
     use crate::Options;
     use std::path::PathBuf;
 

@@ -18,11 +18,11 @@ use fuser::{
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::inode::SetAttr;
 use crate::ops::{
     AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
     AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
+use crate::volume::SetAttr;
 
 pub use crate::ops::attr;
 
@@ -41,8 +41,8 @@ impl WringFs {
 }
 
 /// The process a request comes from.
-fn caller(req: &Request) -> crate::inode::Caller {
-    crate::inode::Caller {
+fn caller(req: &Request) -> crate::volume::Caller {
+    crate::volume::Caller {
         uid: req.uid(),
         gid: req.gid(),
         pid: req.pid(),

@@ -12,38 +12,28 @@
 //! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`],
 //! [`stat`] and [`status`].
 
-pub mod acl;
 pub mod bdi;
 pub mod counters;
 pub mod daemon;
-mod decode;
-mod delalloc;
-mod delayed;
-pub mod dir;
-mod encode;
 mod error;
-pub mod extent;
 pub mod fsck;
-pub mod fsflags;
 pub mod fuse;
-pub mod inode;
 pub mod kmount;
 pub mod ops;
 pub mod options;
 #[cfg(test)]
 mod sim;
-pub mod stat;
-pub mod status;
 pub mod store;
 mod sync;
-mod tmpfile;
 pub mod uring;
-pub mod vfs;
 pub mod volume;
 
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options};
+pub use volume::data::extent;
+pub use volume::names::{acl, dir, fsflags, inode};
 pub use volume::Volume;
+pub use volume::{stat, status, vfs};
 
 /// Extended attribute holding the per-file/per-directory compression property (btrfs's name).
 pub const PROP_XATTR: &str = "btrfs.compression";

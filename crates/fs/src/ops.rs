@@ -18,9 +18,10 @@ use fuser::{Errno, FileAttr, FileType, INodeNo};
 
 use crate::counters::Op;
 use crate::error::FsError;
-use crate::inode::{Caller, NewInode, SetAttr};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
+use crate::volume::names::{acl, fsflags};
+use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
 use crate::{OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 
@@ -307,7 +308,7 @@ impl Ops {
                 return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
             }
             n if n == STATUS_XATTR.as_bytes() => {
-                let text = crate::status::status_text(&self.vol) + &self.ring.line();
+                let text = crate::volume::status::status_text(&self.vol) + &self.ring.line();
                 Ok(text.into_bytes())
             }
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
@@ -537,7 +538,7 @@ impl Ops {
         answer_empty(reply, r);
     }
 
-    /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`crate::tmpfile`].
+    /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`Volume::tmpfile`].
     pub fn tmpfile(&self, c: Caller, parent: u64, mode: u32, umask: u32, reply: impl AnswerCreate) {
         let _t = self.vol.ops.count(Op::Tmpfile);
         let new = new_inode(c, Kind::File, mode, 0, None, umask);
@@ -550,7 +551,7 @@ impl Ops {
         }
     }
 
-    /// IOCTL: the inode flags of chattr and lsattr (see [`crate::fsflags`]); any other
+    /// IOCTL: the inode flags of chattr and lsattr (see [`fsflags`]); any other
     /// command is ENOTTY, as for an ioctl the filesystem does not know.
     pub fn ioctl(&self, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
         let _t = self.vol.ops.count(Op::Ioctl);
@@ -561,17 +562,14 @@ impl Ops {
         };
         let r = match cmd {
             FS_IOC_GETFLAGS => self.vol.fs_flags(ino).map(|f| f.to_le_bytes().to_vec()),
-            FS_IOC_FSGETXATTR => self
-                .vol
-                .fs_flags(ino)
-                .map(|f| crate::fsflags::fsxattr(f).to_vec()),
+            FS_IOC_FSGETXATTR => self.vol.fs_flags(ino).map(|f| fsflags::fsxattr(f).to_vec()),
             FS_IOC_SETFLAGS => word(input)
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
             FS_IOC_FSSETXATTR => self
                 .vol
                 .fs_flags(ino)
-                .and_then(|old| crate::fsflags::from_fsxattr(input, old))
+                .and_then(|old| fsflags::from_fsxattr(input, old))
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
             _ => Err(FsError::Errno(libc::ENOTTY)),
@@ -696,7 +694,7 @@ impl Ops {
             self.vol
                 .remount(&String::from_utf8_lossy(value))
                 .map(|o| log::info!("remounted: {o}"))
-        } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
+        } else if name == acl::ACCESS || name == acl::DEFAULT {
             self.vol.set_acl(ino, name, value, flags, c)
         } else if name.starts_with(b"wring.") {
             Err(FsError::Errno(libc::EPERM))

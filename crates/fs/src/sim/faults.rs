@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use crate::error::FsError;
 use crate::fsck::{self, FsckReport};
-use crate::inode::{NewInode, SetAttr};
 use crate::store::records::Kind;
 use crate::store::simdisk::{Rng, SimDisk};
 use crate::store::ROOT;
+use crate::volume::{NewInode, SetAttr};
 use crate::{Options, Volume};
 
 /// Extents of 16 KiB, so a file has several, most of them in the data file.

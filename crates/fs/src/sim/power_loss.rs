@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use crate::error::FsError;
 use crate::fsck::{self, FsckReport};
-use crate::inode::{NewInode, SetAttr};
 use crate::store::simdisk::{Rng, SimDisk};
 use crate::store::{DIRENTS, ROOT};
+use crate::volume::{NewInode, SetAttr};
 use crate::{Options, Volume};
 
 const SEED: u64 = 0x5eed_f00d;

@@ -29,11 +29,11 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType};
 
 use crate::error::FsError;
-use crate::inode::Caller;
 use crate::ops::{
     AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
     AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
+use crate::volume::Caller;
 use wire::{Header, Request};
 
 /// The kernel's switch for FUSE over io_uring.

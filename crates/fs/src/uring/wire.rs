@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{FileAttr, FileType};
 
-use crate::inode::SetAttr;
 use crate::ops::Statfs;
+use crate::volume::SetAttr;
 
 /// FUSE_WRITE, the one request whose payload is large.
 pub const WRITE: u32 = 16;

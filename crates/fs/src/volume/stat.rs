@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
-use crate::acl::{self, Acl};
 use crate::error::FsError;
-use crate::inode::Caller;
 use crate::store::records::{stored, stored_len, Encoding, Inode, Kind, Stored};
 use crate::store::{self, DIRENTS, EXTENTS, INODES, XATTRS};
+use crate::volume::names::acl::{self, Acl};
+use crate::volume::Caller;
 use crate::volume::Volume;
 
 /// Bytes of one row.
@@ -242,7 +242,7 @@ impl Volume {
             if !seen.insert(cur) {
                 continue;
             }
-            // A delayed chmod/chown (see crate::delayed) decides who may look, as it does for
+            // A delayed chmod/chown (see crate::volume::delayed) decides who may look, as it does for
             // every other caller.
             let inode = match delayed.get(&cur) {
                 Some(i) => i.clone(),
@@ -316,10 +316,10 @@ impl Volume {
 #[cfg(test)]
 mod tests {
     use super::{Viewer, MAY_EXEC, MAY_READ};
-    use crate::acl::Acl;
-    use crate::inode::NewInode;
     use crate::store::records::{Inode, Kind};
     use crate::store::{Store, ROOT};
+    use crate::volume::names::acl::Acl;
+    use crate::volume::NewInode;
     use crate::{Options, Volume};
 
     /// An ACL's xattr form from (tag, perm, id) entries.

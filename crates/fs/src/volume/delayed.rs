@@ -410,8 +410,8 @@ impl<B: Backing> DelayedStore<B> {
 
 #[cfg(test)]
 mod tests {
-    use crate::inode::{NewInode, SetAttr};
     use crate::store::{Store, ROOT};
+    use crate::volume::{NewInode, SetAttr};
     use crate::{Options, Volume};
 
     fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
@@ -526,7 +526,8 @@ mod tests {
             acl.extend(perm.to_le_bytes());
             acl.extend(id.to_le_bytes());
         }
-        vol.setxattr(a, crate::acl::ACCESS, &acl, 0).unwrap();
+        vol.setxattr(a, crate::volume::names::acl::ACCESS, &acl, 0)
+            .unwrap();
         vol.setattr(a, &chmod(0o600)).unwrap();
         assert_eq!(
             vol.store.delayed_len(),

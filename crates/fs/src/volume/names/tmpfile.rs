@@ -12,13 +12,13 @@
 
 use redb::ReadableTable;
 
-use crate::dir::dir_inode;
 use crate::error::FsError;
-use crate::fsflags::{guard, Mutation};
-use crate::inode::{inherit_acl, put_inode, NewInode};
 use crate::store::records::{Inode, Kind, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, ORPHANS, XATTRS};
+use crate::volume::names::dir::dir_inode;
+use crate::volume::names::fsflags::{guard, Mutation};
+use crate::volume::names::inode::{inherit_acl, put_inode, NewInode};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 

@@ -15,7 +15,6 @@ use redb::ReadableTable;
 use wring_engine::pool::PageBuf;
 use wring_engine::{CompressSpec, Policy};
 
-use crate::encode::{encode_batch, Compression, Decision};
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
 use crate::store::extents::Extents;
@@ -24,6 +23,8 @@ use crate::store::records::{
 };
 use crate::store::space::extent_cost;
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
+use crate::volume::data::encode::{encode_batch, Compression, Decision};
+use crate::volume::names::fsflags;
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
@@ -109,7 +110,7 @@ struct Item<'v, 'o> {
 }
 /// A read's view: pending writeback, dirty extents (index, bytes), store snapshot.
 type ReadView<'v> = (
-    Option<crate::delalloc::Pending>,
+    Option<super::delalloc::Pending>,
     Vec<(u64, Arc<Vec<u8>>)>,
     store::Snapshot<'v>,
 );
@@ -343,7 +344,7 @@ impl Volume {
         ino: u64,
         offset: u64,
         data: &[u8],
-        kill: Option<crate::inode::Caller>,
+        kill: Option<crate::volume::Caller>,
     ) -> Result<(), FsError> {
         self.writable()?;
         self.check_append(ino, offset, data)?;
@@ -461,7 +462,7 @@ impl Volume {
         &self,
         ino: u64,
         (offset, len, mode): (u64, u64, i32),
-        caller: Option<crate::inode::Caller>,
+        caller: Option<crate::volume::Caller>,
     ) -> Result<(), FsError> {
         let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let punch = mode & libc::FALLOC_FL_PUNCH_HOLE != 0;
@@ -482,7 +483,7 @@ impl Volume {
             _ => return Err(errno(libc::ENODEV)),
         }
         self.writable()?;
-        crate::fsflags::guard(&inode, crate::fsflags::Mutation::Fallocate(mode))?;
+        fsflags::guard(&inode, fsflags::Mutation::Fallocate(mode))?;
         if let Some(caller) = caller {
             self.drop_privs(ino, caller, true)?;
         }
@@ -505,7 +506,7 @@ impl Volume {
             }
         }
         if !keep && end > self.inode(ino)?.size {
-            let set = crate::inode::SetAttr {
+            let set = crate::volume::SetAttr {
                 size: Some(end),
                 ..Default::default()
             };
@@ -625,7 +626,7 @@ impl Volume {
             self.removals.fetch_add(1, Ordering::SeqCst);
             let mut delta = txn.put_extents(ino, encoded)?;
             if let Some((idx, shape, decision, cut, [out])) = cut_value {
-                let value = crate::encode::value(shape, decision, &cut, &out)?;
+                let value = super::encode::value(shape, decision, &cut, &out)?;
                 delta += txn.put_value(ino, idx, value)?;
             }
             inode.disk = inode.disk.saturating_add_signed(delta);

@@ -30,11 +30,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use wring_engine::offload::{Complete, Done, Input, Request, SubmitError};
 
-use crate::encode::{encode_batch, op_for, shape, value, Decision, Shape};
 use crate::error::{errno, FsError};
 use crate::store::records::{Time, FLAG_NOCOMPRESS};
 use crate::store::space::Reservation;
 use crate::store::{self, INODES};
+use crate::volume::data::encode::{encode_batch, op_for, shape, value, Decision, Shape};
 use crate::volume::{lock, Volume};
 
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
@@ -581,7 +581,7 @@ impl Volume {
     /// inode's size and times into `txn`.
     fn put_jobs(
         &self,
-        txn: &crate::delayed::VolTxn<'_>,
+        txn: &crate::volume::delayed::VolTxn<'_>,
         ino: u64,
         values: Vec<(&Job, Option<Value<'_>>, bool)>,
     ) -> Result<(), FsError> {
@@ -714,8 +714,8 @@ impl Volume {
 #[cfg(test)]
 mod tests {
     use crate::error::errno;
-    use crate::inode::{NewInode, SetAttr};
     use crate::store::{Store, ROOT};
+    use crate::volume::{NewInode, SetAttr};
     use crate::{Options, Volume};
 
     /// Let the clock inode times come from (the kernel's coarse one) move on.

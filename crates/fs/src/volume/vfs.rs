@@ -81,9 +81,9 @@ impl Volume {
             .update(ino, |mut i, _| match atime_due(atime, &i, now) {
                 true => {
                     i.atime = now;
-                    Ok(crate::delayed::Change::Put(i))
+                    Ok(crate::volume::delayed::Change::Put(i))
                 }
-                false => Ok(crate::delayed::Change::Unchanged),
+                false => Ok(crate::volume::delayed::Change::Unchanged),
             });
         if let Err(e) = r {
             log::debug!("access time of inode {ino}: {e}");

@@ -9,15 +9,15 @@ use std::time::SystemTime;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use crate::acl::{self, Acl};
-use crate::delayed::Change;
-use crate::dir::{check_name, dir_inode, entry_in, has_entries};
+use super::acl::{self, Acl};
 use crate::error::{errno, FsError};
-use crate::fsflags::{guard, Mutation};
 use crate::options::parse_spec;
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
+use crate::volume::delayed::Change;
+use crate::volume::names::dir::{check_name, dir_inode, entry_in, has_entries};
+use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
@@ -658,7 +658,7 @@ impl Volume {
         Ok(crate::volume::with_pending(self.da.pending(ino), inode))
     }
 
-    /// A setattr without a size as a delayed inode item (see [`crate::delayed`]): no
+    /// A setattr without a size as a delayed inode item (see [`crate::volume::delayed`]): no
     /// transaction, the next one writes it. Not when it must change an xattr too — a chmod of
     /// a file with an access ACL (the ACL follows the mode), a chown of a file with
     /// capabilities (they are dropped) — which `None` leaves to a transaction.
@@ -756,7 +756,7 @@ impl Volume {
 
     /// An access ACL the mode says alone, on a file that has none (what `cp -a` sets on
     /// every file it copies, from the source's mode), changes nothing but the mode: a
-    /// delayed inode item, as a chmod (see [`crate::delayed`]). False when it needs a
+    /// delayed inode item, as a chmod (see [`crate::volume::delayed`]). False when it needs a
     /// transaction (the file has an access ACL, or this one says more than the mode).
     fn delayed_acl(
         &self,
@@ -974,11 +974,11 @@ mod tests {
             (0x10, 5, u32::MAX),
             (0x20, 5, u32::MAX),
         ]);
-        vol.set_acl(d, crate::acl::DEFAULT, &default, 0, Caller::default())
+        vol.set_acl(d, super::acl::DEFAULT, &default, 0, Caller::default())
             .unwrap();
         let (f, _) = vol.create(d, b"f", NewInode::file(0o644)).unwrap();
         assert!(
-            vol.getxattr(f, crate::acl::ACCESS).is_ok(),
+            vol.getxattr(f, super::acl::ACCESS).is_ok(),
             "the inherited ACL"
         );
         done(dir, vol);
@@ -993,7 +993,7 @@ mod tests {
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let writes = txns(&vol, "write");
         let plain = acl_bytes(&[(1, 6, u32::MAX), (4, 0, u32::MAX), (0x20, 0, u32::MAX)]);
-        vol.set_acl(a, crate::acl::ACCESS, &plain, 0, Caller::default())
+        vol.set_acl(a, super::acl::ACCESS, &plain, 0, Caller::default())
             .unwrap();
         assert_eq!(
             txns(&vol, "write"),
@@ -1009,18 +1009,18 @@ mod tests {
             (0x20, 0, u32::MAX),
         ]);
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
-        vol.set_acl(b, crate::acl::ACCESS, &named, 0, Caller::default())
+        vol.set_acl(b, super::acl::ACCESS, &named, 0, Caller::default())
             .unwrap();
         vol.sync().unwrap();
         drop(vol);
         let vol = Volume::open(&dir, Options::default()).unwrap();
         assert_eq!(vol.inode(a).unwrap().perm, 0o600);
         assert_eq!(
-            vol.getxattr(a, crate::acl::ACCESS).map_err(|e| e.errno()),
+            vol.getxattr(a, super::acl::ACCESS).map_err(|e| e.errno()),
             Err(libc::ENODATA)
         );
         assert!(
-            vol.getxattr(b, crate::acl::ACCESS).is_ok(),
+            vol.getxattr(b, super::acl::ACCESS).is_ok(),
             "the named user's ACL"
         );
         assert_eq!(vol.inode(b).unwrap().perm, 0o640);

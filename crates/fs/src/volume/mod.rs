@@ -5,6 +5,15 @@
 //!
 //! Mirrors struct btrfs_fs_info: one per mount.
 
+pub mod data;
+pub(crate) mod delayed;
+pub mod names;
+pub mod stat;
+pub mod status;
+pub mod vfs;
+
+pub use names::inode::{Caller, NewInode, SetAttr};
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -14,12 +23,12 @@ use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::pool::PageBuf;
 use wring_engine::{Engine, EngineConfig};
 
-use crate::delalloc::Pending;
-use crate::delayed::DelayedStore;
 use crate::error::{errno, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode, Kind};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
+use crate::volume::data::delalloc::Pending;
+use crate::volume::delayed::DelayedStore;
 
 const LOCK_STRIPES: usize = 64;
 /// Orphans whose last hold FORGET dropped, deleted together in one transaction.
@@ -40,7 +49,7 @@ pub(crate) struct Cached {
 
 /// One mounted store.
 pub struct Volume {
-    /// The store, with the inode changes not yet written to it (see [`crate::delayed`]).
+    /// The store, with the inode changes not yet written to it (see [`crate::volume::delayed`]).
     pub(crate) store: DelayedStore,
     pub(crate) engine: Arc<Engine>,
     /// The one way this mount compresses and decompresses: the engine's offload API, whose CPU
@@ -52,14 +61,14 @@ pub struct Volume {
     /// readahead requests share their boundary extents) decode it once.
     decode_stripes: Vec<Mutex<()>>,
     pub(crate) open: Mutex<Opens>,
-    pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<crate::dir::DirEntry>>>>,
+    pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<names::dir::DirEntry>>>>,
     pub(crate) next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
     pub(crate) reads: AtomicUsize,
     pub(crate) cache: Mutex<VecDeque<Cached>>,
     /// Buffers for a batched read's stored bytes, kept between reads.
     pub(crate) staging: Mutex<Vec<Vec<u8>>>,
-    pub(crate) da: Arc<crate::delalloc::Delalloc>,
+    pub(crate) da: Arc<data::delalloc::Delalloc>,
     /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
     /// took dirty extents and then a snapshot retries when one came in between, so it never
     /// mixes data from before the removal with a snapshot from after.
@@ -900,8 +909,8 @@ impl Drop for Volume {
 mod tests {
     use std::sync::mpsc;
 
-    use crate::inode::NewInode;
     use crate::store::{Store, ROOT};
+    use crate::volume::NewInode;
     use crate::{Options, Volume};
 
     use super::*;

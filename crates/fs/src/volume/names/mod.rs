@@ -1,0 +1,12 @@
+//! The namespace: inodes and their attributes ([`inode`]), directories ([`dir`]), extended
+//! attributes and POSIX ACLs ([`acl`]), the inode flags of chattr ([`fsflags`]) and
+//! O_TMPFILE ([`tmpfile`]).
+//!
+//! Mirrors fs/btrfs/inode.c's namespace half, dir-item.c, xattr.c, props.c, acl.c and
+//! ioctl.c's fileattr calls.
+
+pub mod acl;
+pub mod dir;
+pub mod fsflags;
+pub mod inode;
+mod tmpfile;
