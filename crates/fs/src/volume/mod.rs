@@ -12,7 +12,8 @@ pub mod stat;
 pub mod status;
 pub mod vfs;
 
-pub use names::inode::{Caller, NewInode, SetAttr};
+pub use names::creds::Caller;
+pub use names::inode::{NewInode, SetAttr};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,33 +21,21 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::ReadableTable;
 use wring_engine::offload::{Offload, OffloadConfig};
-use wring_engine::pool::PageBuf;
 use wring_engine::{Engine, EngineConfig};
 
 use crate::error::{errno, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode, Kind};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
+use crate::volume::data::cache::Cached;
 use crate::volume::data::delalloc::Pending;
 use crate::volume::delayed::DelayedStore;
 
-const LOCK_STRIPES: usize = 64;
+pub(super) const LOCK_STRIPES: usize = 64;
 /// Orphans whose last hold FORGET dropped, deleted together in one transaction.
 const FORGET_BATCH: usize = 256;
 /// Inodes [`Volume::is_bare`] knows at most (8 bytes and the set's overhead each).
 const BARE_MAX: usize = 1 << 18;
-/// Bytes of decompressed extents kept for sequential small reads.
-const CACHE_BYTES: usize = 32 << 20;
-
-/// A decompressed extent in the cache.
-pub(crate) struct Cached {
-    pub ino: u64,
-    pub idx: u64,
-    pub seq: u64,
-    /// The decoded bytes, in page pool pages (given back when the cache drops them).
-    pub data: Arc<PageBuf>,
-}
-
 /// One mounted store.
 pub struct Volume {
     /// The store, with the inode changes not yet written to it (see [`crate::volume::delayed`]).
@@ -403,12 +392,6 @@ impl Volume {
     /// The stripe of `ino`'s lock.
     fn stripe(ino: u64) -> usize {
         (ino as usize) % LOCK_STRIPES
-    }
-
-    /// The decode lock of extent `idx` of `ino`.
-    pub(crate) fn decode_lock(&self, ino: u64, idx: u64) -> MutexGuard<'_, ()> {
-        let h = ino.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ idx;
-        lock(&self.decode_stripes[(h as usize) % LOCK_STRIPES])
     }
 
     /// Make everything durable: all writeback, then a durable commit. A writeback error since
@@ -769,37 +752,6 @@ impl Volume {
             self.purge(&txn, *ino)?;
         }
         self.store.commit(txn, !orphans.is_empty())
-    }
-
-    /// Drop cached extents of `ino` (all of them, or from index `from` on).
-    pub(crate) fn forget_cache(&self, ino: u64, from: Option<u64>) {
-        lock(&self.cache).retain(|c| c.ino != ino || from.is_some_and(|f| c.idx < f));
-    }
-
-    pub(crate) fn cache_get(&self, ino: u64, idx: u64, seq: u64) -> Option<Arc<PageBuf>> {
-        let cache = lock(&self.cache);
-        cache
-            .iter()
-            .find(|c| c.ino == ino && c.idx == idx && c.seq == seq)
-            .map(|c| c.data.clone())
-    }
-
-    pub(crate) fn cache_put(&self, ino: u64, idx: u64, seq: u64, data: Arc<PageBuf>) {
-        let mut cache = lock(&self.cache);
-        cache.retain(|c| !(c.ino == ino && c.idx == idx));
-        cache.push_back(Cached {
-            ino,
-            idx,
-            seq,
-            data,
-        });
-        let mut total: usize = cache.iter().map(|c| c.data.len()).sum();
-        while total > CACHE_BYTES {
-            match cache.pop_front() {
-                Some(c) => total -= c.data.len(),
-                None => break,
-            }
-        }
     }
 
     /// A path for `ino` for log lines (best effort: scans the directory table).

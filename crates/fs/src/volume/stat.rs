@@ -7,6 +7,9 @@
 //!
 //! On a store whose extents are in a bucket, one more line: the bytes these files keep in
 //! segment objects against their size, and what the whole bucket holds (live and dead).
+//!
+//! Also statfs: what `df` shows of the mount (btrfs_statfs), the blocks the extents really
+//! store against what the store's filesystem has left.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -310,6 +313,23 @@ impl Volume {
             });
         }
         Ok(report)
+    }
+}
+
+impl Volume {
+    /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
+    /// store; free is what the store directory's filesystem has left.
+    pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
+        // Files removed and forgotten by the kernel: their space shows at once.
+        self.purge_forgotten();
+        let txn = self.store.read()?;
+        let used = store::counter(&txn, "used")?;
+        let inodes = store::counter(&txn, "inodes")? + 1;
+        // Net of reservations, the global reserve and what the next commit gives back (as
+        // btrfs's df shows free space net of its reservations).
+        let free = self.store.space_report().available;
+        let used_blocks = used.div_ceil(4096);
+        Ok((used_blocks + free / 4096, free / 4096, inodes))
     }
 }
 

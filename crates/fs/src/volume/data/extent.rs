@@ -12,7 +12,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use redb::ReadableTable;
-use wring_engine::pool::PageBuf;
 use wring_engine::{CompressSpec, Policy};
 
 use crate::error::{errno, FsError};
@@ -134,27 +133,6 @@ impl Volume {
             offset,
             reason,
         }
-    }
-
-    /// Decode one extent value (verifying its checksum) into its bytes, through the cache.
-    pub(crate) fn decode_extent(
-        &self,
-        ino: u64,
-        idx: u64,
-        offset: u64,
-        value: &[u8],
-    ) -> Result<Arc<PageBuf>, FsError> {
-        let h = Volume::header(ino, offset, value)?;
-        if let Some(d) = self.cache_get(ino, idx, h.seq) {
-            return Ok(d);
-        }
-        let _g = self.decode_lock(ino, idx);
-        if let Some(d) = self.cache_get(ino, idx, h.seq) {
-            return Ok(d);
-        }
-        let data = Arc::new(self.decode_pages(ino, offset, value)?);
-        self.cache_put(ino, idx, h.seq, data.clone());
-        Ok(data)
     }
 
     /// The decoded length of an extent value of a file cut in `extent_size` extents: more than

@@ -18,7 +18,8 @@ use crate::store::space::META_OP;
 use crate::store::{self, ORPHANS, XATTRS};
 use crate::volume::names::dir::dir_inode;
 use crate::volume::names::fsflags::{guard, Mutation};
-use crate::volume::names::inode::{inherit_acl, put_inode, NewInode};
+use crate::volume::names::inode::{put_inode, NewInode};
+use crate::volume::names::xattr::inherit_acl;
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
