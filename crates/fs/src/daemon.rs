@@ -302,7 +302,7 @@ fn open_session(
 /// and the database would not be closed cleanly. The compactor, whose pass can take longer
 /// than a moment, is stopped first.
 fn close(mut vol: Arc<Volume>) {
-    vol.store.stop_compactor();
+    vol.store().stop_compactor();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Arc::try_unwrap(vol) {

@@ -329,7 +329,7 @@ fn run(step: &Step, fault: Fault, n: u64, trees: &(Tree, Tree), seen: &mut Tally
         "{at}: the tree is neither as before nor as after the operation (it returned {r:?})"
     );
     fsck_clean(&vol, &at);
-    let c = &vol.store.space().counts;
+    let c = &vol.store().space().counts;
     let count = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     seen.runs += 1;
     seen.reopened += count(&c.recoveries);
@@ -396,7 +396,7 @@ fn a_disk_filling_up_under_the_store() {
     };
     assert_eq!(full.errno(), libc::ENOSPC, "{full}");
     assert!(at > CAPACITY / 2, "full after {at} bytes");
-    let report = vol.store.space_report();
+    let report = vol.store().space_report();
     assert!(report.available < 1 << 20, "{report:?}");
     // 4 KiB writes, each at the start of an extent of its own, take what is left; then
     // nothing new fits, not even a name.
@@ -415,7 +415,7 @@ fn a_disk_filling_up_under_the_store() {
     // Deleting works and its space is free at once; then writing works again.
     vol.remove(d, b"big", false).unwrap();
     vol.sync().unwrap();
-    assert!(vol.store.space_report().available > CAPACITY / 2);
+    assert!(vol.store().space_report().available > CAPACITY / 2);
     let (again, _) = vol.create(d, b"again", NewInode::file(0o644)).unwrap();
     vol.write(again, 0, &chunk, None).unwrap();
     vol.fsync(again).unwrap();

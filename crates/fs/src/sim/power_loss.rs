@@ -304,7 +304,7 @@ impl Run {
             report.problems
         );
         assert!(
-            vol.store.check_integrity().unwrap(),
+            vol.check_integrity().unwrap(),
             "{at}: redb's integrity check fails after the power cut"
         );
     }
@@ -316,7 +316,7 @@ fn options() -> Options {
 
 /// Names in the root directory, by inode.
 fn names(vol: &Volume) -> HashMap<u64, Vec<Vec<u8>>> {
-    let txn = vol.store.read().unwrap();
+    let txn = vol.store().read().unwrap();
     let dirents = txn.open_table(DIRENTS).unwrap();
     let mut names: HashMap<u64, Vec<Vec<u8>>> = HashMap::new();
     for r in dirents.range((ROOT, &[][..])..(ROOT + 1, &[][..])).unwrap() {

@@ -38,30 +38,30 @@ const FORGET_BATCH: usize = 256;
 const BARE_MAX: usize = 1 << 18;
 /// One mounted store.
 pub struct Volume {
-    /// The store, with the inode changes not yet written to it (see [`crate::volume::delayed`]).
-    pub(crate) store: DelayedStore,
-    pub(crate) engine: Arc<Engine>,
+    /// The store, with the inode changes not yet written to it (see [`delayed`]).
+    store: DelayedStore,
+    engine: Arc<Engine>,
     /// The one way this mount compresses and decompresses: the engine's offload API, whose CPU
     /// workers (one per stream) are the mount's only compression threads.
-    pub(crate) offload: Offload,
-    pub(crate) options: RwLock<Options>,
+    offload: Offload,
+    options: RwLock<Options>,
     stripes: Vec<Mutex<()>>,
     /// Serialise decoding the same extent for the cache: two readers of one extent (adjacent
     /// readahead requests share their boundary extents) decode it once.
     decode_stripes: Vec<Mutex<()>>,
-    pub(crate) open: Mutex<Opens>,
-    pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<names::dir::DirEntry>>>>,
-    pub(crate) next_fh: AtomicU64,
+    open: Mutex<Opens>,
+    dirs: Mutex<HashMap<u64, Arc<Vec<names::dir::DirEntry>>>>,
+    next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
-    pub(crate) reads: AtomicUsize,
-    pub(crate) cache: Mutex<VecDeque<Cached>>,
+    reads: AtomicUsize,
+    cache: Mutex<VecDeque<Cached>>,
     /// Buffers for a batched read's stored bytes, kept between reads.
-    pub(crate) staging: Mutex<Vec<Vec<u8>>>,
-    pub(crate) da: Arc<data::delalloc::Delalloc>,
+    staging: Mutex<Vec<Vec<u8>>>,
+    da: Arc<data::delalloc::Delalloc>,
     /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
     /// took dirty extents and then a snapshot retries when one came in between, so it never
     /// mixes data from before the removal with a snapshot from after.
-    pub(crate) removals: AtomicU64,
+    removals: AtomicU64,
     /// One remount at a time: it holds the options lock only to swap the options, then applies
     /// them to the engine (a page pool resize allocates up to gigabytes) with this lock alone.
     remounting: Mutex<()>,
@@ -72,16 +72,16 @@ pub struct Volume {
     /// Tells the kernel to drop its copy of an inode's attributes (set once mounted).
     notifier: std::sync::OnceLock<fuser::Notifier>,
     /// FUSE requests by opcode, for `wring status`.
-    pub ops: crate::counters::OpCounts,
+    ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
-    pub(crate) wb_waits: crate::counters::WaitCounts,
+    wb_waits: crate::counters::WaitCounts,
     /// Inodes whose attributes the kernel must drop after the store went back to an older
     /// commit (told by the committer: not from inside the store's recovery).
     stale: Mutex<Vec<u64>>,
     /// Inodes whose cached pages the kernel must drop: a write to them was refused (an
     /// immutable or append-only file), so its pages hold bytes the store does not (told by
     /// the committer: the kernel holds them locked while the write is answered).
-    pub(crate) stale_pages: Mutex<Vec<u64>>,
+    stale_pages: Mutex<Vec<u64>>,
 }
 
 pub(crate) use wring_sync::lock;
@@ -377,6 +377,22 @@ impl Volume {
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The store with its delayed inode items, for what reads it beside the volume (fsck,
+    /// the simulations) and for stopping its compactor at unmount.
+    pub(crate) fn store(&self) -> &DelayedStore {
+        &self.store
+    }
+
+    /// redb's integrity check of the store's database (see [`Store::check_integrity`]).
+    pub(crate) fn check_integrity(&mut self) -> Result<bool, FsError> {
+        self.store.check_integrity()
+    }
+
+    /// FUSE requests by opcode, for `wring status` (the transport counts them).
+    pub(crate) fn op_counts(&self) -> &crate::counters::OpCounts {
+        &self.ops
     }
 
     /// Bytes of dirty extents waiting for (or in) writeback, and how many extents.
