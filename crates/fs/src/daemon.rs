@@ -21,10 +21,10 @@ use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
 use crate::error::FsError;
-use crate::fuse::WringFs;
-use crate::ops::Ops;
 use crate::options::Options;
 use crate::store::Access;
+use crate::transport::fuse::WringFs;
+use crate::transport::ops::Ops;
 use crate::volume::Volume;
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 
@@ -173,8 +173,8 @@ fn mount_and_serve(
     // kernel holds every request until each queue has one.
     let prepared = match opts.uring {
         true => {
-            crate::uring::check_enabled()?;
-            Some(crate::uring::prepare(opts.request_threads())?)
+            crate::transport::uring::check_enabled()?;
+            Some(crate::transport::uring::prepare(opts.request_threads())?)
         }
         false => None,
     };
@@ -232,7 +232,7 @@ fn mount_and_serve(
     };
     vol.set_notifier(session.notifier());
     if let Some(canon) = &canon {
-        crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
+        crate::bdi::set_readahead(canon, crate::transport::READAHEAD_KB);
     }
     if let Some(log) = log {
         let mut out = std::io::stdout();
@@ -262,8 +262,8 @@ fn mount_and_serve(
 fn start_uring(
     session: &fuser::Session<WringFs>,
     ops: &Arc<Ops>,
-    prepared: crate::uring::Prepared,
-) -> Result<crate::uring::Queues, FsError> {
+    prepared: crate::transport::uring::Prepared,
+) -> Result<crate::transport::uring::Queues, FsError> {
     use std::os::fd::AsFd;
     let fd = session
         .as_fd()

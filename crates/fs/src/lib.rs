@@ -17,19 +17,18 @@ pub mod counters;
 pub mod daemon;
 mod error;
 pub mod fsck;
-pub mod fuse;
 pub mod kmount;
-pub mod ops;
 pub mod options;
 #[cfg(test)]
 mod sim;
 pub mod store;
 mod sync;
-pub mod uring;
+pub mod transport;
 pub mod volume;
 
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options};
+pub use transport::{fuse, ops, uring};
 pub use volume::data::extent;
 pub use volume::names::{acl, dir, fsflags, inode};
 pub use volume::Volume;

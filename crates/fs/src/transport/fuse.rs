@@ -2,7 +2,7 @@
 //! each to [`Ops`], whose answers go back through fuser's reply objects. Thin.
 //!
 //! With `uring=1` the same [`Ops`] serve the requests the kernel puts on the io_uring
-//! queues ([`crate::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT,
+//! queues ([`crate::transport::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT,
 //! which the kernel still sends through `/dev/fuse`.
 
 use std::ffi::OsStr;
@@ -18,13 +18,13 @@ use fuser::{
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::ops::{
+use crate::transport::ops::{
     AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
     AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
 use crate::volume::SetAttr;
 
-pub use crate::ops::attr;
+pub use crate::transport::ops::attr;
 
 /// The FUSE face of a volume.
 pub struct WringFs {
@@ -178,10 +178,10 @@ impl fuser::Filesystem for WringFs {
                 .is_err()
         {
             // The daemon checked enable_uring before mounting; the kernel changed its mind.
-            return Err(std::io::Error::other(crate::uring::NOT_OFFERED));
+            return Err(std::io::Error::other(crate::transport::uring::NOT_OFFERED));
         }
-        let _ = config.set_max_write(crate::uring::MAX_WRITE as u32);
-        let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
+        let _ = config.set_max_write(crate::transport::uring::MAX_WRITE as u32);
+        let _ = config.set_max_readahead(crate::transport::READAHEAD_KB << 10);
         let _ = config.set_max_background(64);
         Ok(())
     }

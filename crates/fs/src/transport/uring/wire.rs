@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{FileAttr, FileType};
 
-use crate::ops::Statfs;
+use crate::transport::ops::Statfs;
 use crate::volume::SetAttr;
 
 /// FUSE_WRITE, the one request whose payload is large.

@@ -4,7 +4,7 @@
 //! a `writev` per request and wakes whichever thread reads next.
 //!
 //! Mirrors fs/fuse/dev_uring.c's protocol (Linux 6.14+, `enable_uring` set): FUSE_OVER_IO_URING
-//! at INIT ([`crate::fuse`]), then for every possible CPU a queue of entries, each registered
+//! at INIT ([`crate::transport::fuse`]), then for every possible CPU a queue of entries, each registered
 //! with FUSE_IO_URING_CMD_REGISTER and answered with FUSE_IO_URING_CMD_COMMIT_AND_FETCH
 //! ([`ring`]). The kernel routes requests to the ring once every queue has an entry; FORGET,
 //! INTERRUPT and notifications still go through `/dev/fuse`, where fuser keeps serving.
@@ -29,7 +29,7 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType};
 
 use crate::error::FsError;
-use crate::ops::{
+use crate::transport::ops::{
     AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
     AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
@@ -45,7 +45,7 @@ pub const MAX_WRITE: usize = 1 << 20;
 /// An entry's payload buffer: the kernel refuses one smaller than its largest request or
 /// reply (max_write, or max_pages of readahead).
 const PAYLOAD: usize = {
-    let ra = (crate::bdi::READAHEAD_KB as usize) << 10;
+    let ra = (crate::transport::READAHEAD_KB as usize) << 10;
     if ra > MAX_WRITE {
         ra
     } else {
