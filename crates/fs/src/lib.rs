@@ -12,12 +12,9 @@
 //! `fuser::Filesystem` adapter), [`daemon`] (mount, unmount, the control channel), [`fsck`],
 //! [`stat`] and [`status`].
 
-pub mod bdi;
+pub mod admin;
 pub mod counters;
-pub mod daemon;
 mod error;
-pub mod fsck;
-pub mod kmount;
 pub mod options;
 #[cfg(test)]
 mod sim;
@@ -26,6 +23,7 @@ mod sync;
 pub mod transport;
 pub mod volume;
 
+pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options};
 pub use transport::{fuse, ops, uring};

@@ -17,8 +17,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::admin::fsck::{self, FsckReport};
 use crate::error::FsError;
-use crate::fsck::{self, FsckReport};
 use crate::store::records::Kind;
 use crate::store::simdisk::{Rng, SimDisk};
 use crate::store::ROOT;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::admin::fsck::{self, FsckReport};
 use crate::error::FsError;
-use crate::fsck::{self, FsckReport};
 use crate::store::simdisk::{Rng, SimDisk};
 use crate::store::{DIRENTS, ROOT};
 use crate::volume::{NewInode, SetAttr};

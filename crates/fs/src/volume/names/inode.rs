@@ -772,7 +772,7 @@ mod tests {
         vol.remove(ROOT, b"e", true).unwrap();
         vol.sync().unwrap();
         drop(vol);
-        let r = crate::fsck::fsck(&dir).unwrap();
+        let r = crate::admin::fsck::fsck(&dir).unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         let _ = std::fs::remove_dir_all(&dir);
     }
