@@ -27,7 +27,7 @@ pub struct MountSpec<'a> {
     pub source: &'a str,
     /// Whether users other than the owner may enter (`allow_other`).
     pub allow_other: bool,
-    /// The VFS flags ([`crate::volume::vfs::vfs_flags`]).
+    /// The VFS flags (`vfs_flags` in `volume/vfs.rs`).
     pub flags: MountFlags,
 }
 

@@ -4,9 +4,9 @@
 //!
 //! Mirrors the file extent items of fs/btrfs: inode.c's insert_reserved_file_extent, file.c's
 //! btrfs_drop_extents and file-item.c's checksums. The code that writes items sits here, below
-//! the volume, which decides what the extents hold. Differs in keeping an extent's checksum in its item
-//! (btrfs keeps csums in their own tree) and in small extents' bytes living in the item itself
-//! (btrfs's inline extents are only ever the first).
+//! the volume, which decides what the extents hold. Differs in keeping an extent's checksum in
+//! its item (btrfs keeps csums in their own tree) and in small extents' bytes living in the
+//! item itself (btrfs's inline extents are only ever the first).
 
 use redb::Table;
 

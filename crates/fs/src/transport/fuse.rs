@@ -1,9 +1,10 @@
 //! The `fuser::Filesystem` adapter: fuser reads requests from `/dev/fuse` and this hands
-//! each to [`Ops`], whose answers go back through fuser's reply objects. Thin.
+//! each to `Ops` (`transport/ops.rs`), whose answers go back through fuser's reply objects.
+//! Thin.
 //!
-//! With `uring=1` the same [`Ops`] serve the requests the kernel puts on the io_uring
-//! queues ([`crate::transport::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT,
-//! which the kernel still sends through `/dev/fuse`.
+//! With `uring=1` the same `Ops` serve the requests the kernel puts on the io_uring queues
+//! ([`crate::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT, which the
+//! kernel still sends through `/dev/fuse`.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

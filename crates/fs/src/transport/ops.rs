@@ -1,5 +1,5 @@
 //! What each FUSE request does, once, for both transports: fuser's `/dev/fuse` loop
-//! ([`crate::transport::fuse`]) and FUSE over io_uring ([`crate::transport::uring`]).
+//! ([`crate::fuse`]) and FUSE over io_uring ([`crate::uring`]).
 //!
 //! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
@@ -8,7 +8,7 @@
 //! does for a local filesystem.
 //!
 //! A body answers through one of the small `Answer*` traits below; fuser's reply objects
-//! implement them in [`crate::transport::fuse`], a ring entry's buffers in [`crate::transport::uring`].
+//! implement them in [`crate::fuse`], a ring entry's buffers in [`crate::uring`].
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -245,8 +245,8 @@ impl Volume {
             if !seen.insert(cur) {
                 continue;
             }
-            // A delayed chmod/chown (see crate::volume::delayed) decides who may look, as it does for
-            // every other caller.
+            // A delayed chmod/chown (see crate::volume::delayed) decides who may look, as it does
+            // for every other caller.
             let inode = match delayed.get(&cur) {
                 Some(i) => i.clone(),
                 None => store::get_inode(&inodes, cur)?,

@@ -105,7 +105,7 @@ pub fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
 
 impl Volume {
     /// The daemon's part of a remount that changes VFS flags (the kernel's flags are the
-    /// remounting process's to change, see [`crate::admin::daemon::remount`]): going read-only,
+    /// remounting process's to change, see `admin::daemon::remount`): going read-only,
     /// every writeback and a durable commit, then the store refuses commits; going back to
     /// rw, the store takes them again (refused for a store mounted read-only, which was opened
     /// without writing to its files). `suid` and `dev` are checked as at mount. Nothing

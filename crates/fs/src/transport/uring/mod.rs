@@ -4,11 +4,12 @@
 //! a `writev` per request and wakes whichever thread reads next.
 //!
 //! Mirrors fs/fuse/dev_uring.c's protocol (Linux 6.14+, `enable_uring` set): FUSE_OVER_IO_URING
-//! at INIT ([`crate::transport::fuse`]), then for every possible CPU a queue of entries, each registered
+//! at INIT ([`crate::fuse`]), then for every possible CPU a queue of entries, each registered
 //! with FUSE_IO_URING_CMD_REGISTER and answered with FUSE_IO_URING_CMD_COMMIT_AND_FETCH
 //! ([`ring`]). The kernel routes requests to the ring once every queue has an entry; FORGET,
 //! INTERRUPT and notifications still go through `/dev/fuse`, where fuser keeps serving.
-//! Requests decode in [`wire`] and are answered by the same [`Ops`] fuser's adapter calls.
+//! Requests decode in [`wire`] and are answered by the same `Ops` (`transport/ops.rs`)
+//! fuser's adapter calls.
 //!
 //! Differs from libfuse's io_uring loop in one entry per thread, each with its own ring, so a
 //! request that blocks (fsync, a write waiting for a compression stream) holds up no other.
