@@ -132,3 +132,9 @@ pub fn objects_err(e: wring_objstore::Error) -> FsError {
 pub fn errno(e: i32) -> FsError {
     FsError::Errno(e)
 }
+
+/// An I/O error met while doing `what`, for `map_err`: `.map_err(io("opening the log"))`.
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
+    let what = what.into();
+    move |source| FsError::Io { what, source }
+}

@@ -21,7 +21,7 @@ use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
 use super::{bdi, kmount};
-use crate::error::FsError;
+use crate::error::{io, FsError};
 use crate::options::Options;
 use crate::store::Access;
 use crate::transport::fuse::WringFs;
@@ -35,11 +35,6 @@ use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 pub const NOTIFY_ENV: &str = "WRING_FS_NOTIFY";
 /// Log file of a background daemon, in the store directory.
 pub use crate::store::LOG_FILE;
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
-    let what = what.into();
-    move |source| FsError::Io { what, source }
-}
 
 /// A minimal logger for the bare daemon (`wring-fsd`): info and above to stderr, which a
 /// background daemon has pointed at the store's [`LOG_FILE`]. `wring` installs its own.

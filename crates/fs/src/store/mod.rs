@@ -36,7 +36,7 @@ use redb::{
     TableDefinition, WriteTransaction,
 };
 
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 use backend::Backend;
 use data::{DataFile, Range, ReaderGuard};
 use medium::{Medium, Overlay};
@@ -203,10 +203,6 @@ impl std::ops::Deref for Snapshot<'_> {
     fn deref(&self) -> &ReadTransaction {
         &self.txn
     }
-}
-
-fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
-    move |source| FsError::Io { what, source }
 }
 
 impl Store {
@@ -429,7 +425,7 @@ impl Store {
         let handle = std::thread::Builder::new()
             .name("wring-flush".into())
             .spawn(move || flush_loop(files, flag))
-            .map_err(io("starting the flusher".into()))?;
+            .map_err(io("starting the flusher"))?;
         *wring_sync::lock(&self.flusher) = Some((stop, handle));
         Ok(())
     }

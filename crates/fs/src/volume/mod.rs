@@ -23,7 +23,7 @@ use redb::ReadableTable;
 use wring_engine::offload::{Offload, OffloadConfig};
 use wring_engine::{Engine, EngineConfig};
 
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode, Kind};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
@@ -218,10 +218,7 @@ impl Volume {
                     vol.pages_changed(ino);
                 }
             })
-            .map_err(|source| FsError::Io {
-                what: "starting the committer".into(),
-                source,
-            })?;
+            .map_err(io("starting the committer"))?;
         Ok(())
     }
 

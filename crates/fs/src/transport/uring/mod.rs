@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use fuser::{Errno, FileAttr, FileType};
 
-use crate::error::FsError;
+use crate::error::{io, FsError};
 use crate::transport::ops::{
     AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
     AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
@@ -97,10 +97,7 @@ pub fn count_cpus(list: &str) -> Option<usize> {
 /// The kernel makes a queue per possible CPU (num_possible_cpus()).
 fn queues() -> Result<usize, FsError> {
     let path = "/sys/devices/system/cpu/possible";
-    let text = std::fs::read_to_string(path).map_err(|source| FsError::Io {
-        what: format!("reading {path}"),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path).map_err(io(format!("reading {path}")))?;
     count_cpus(&text)
         .filter(|&n| n > 0 && n <= usize::from(u16::MAX))
         .ok_or_else(|| FsError::Refused {
@@ -162,10 +159,7 @@ impl Prepared {
             let h = std::thread::Builder::new()
                 .name(format!("wring-uring-{}.{k}", entry.qid()))
                 .spawn(move || serve(entry, fd, &ops))
-                .map_err(|source| FsError::Io {
-                    what: "starting an io_uring thread".into(),
-                    source,
-                })?;
+                .map_err(io("starting an io_uring thread"))?;
             handles.push(h);
         }
         log::info!(
