@@ -128,6 +128,22 @@ pub fn objects_err(e: wring_objstore::Error) -> FsError {
     }
 }
 
+/// `e` for a log line: its message, then each cause's that the message does not already
+/// hold (an I/O error's, a library's), so nothing is lost where an error is reduced to an
+/// errno for the kernel.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// Shorthand for an errno error.
 pub fn errno(e: i32) -> FsError {
     FsError::Errno(e)

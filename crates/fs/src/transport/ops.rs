@@ -17,7 +17,7 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
 use crate::counters::Op;
-use crate::error::FsError;
+use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
 use crate::volume::names::{acl, fsflags};
@@ -217,7 +217,7 @@ fn privileged(c: Caller) -> bool {
 
 fn err(e: FsError) -> Errno {
     if !matches!(e, FsError::Errno(_)) {
-        log::warn!("{e}");
+        log::warn!("{}", chain(&e));
     }
     Errno::from_i32(e.errno())
 }

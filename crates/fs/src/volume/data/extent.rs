@@ -590,13 +590,14 @@ impl Volume {
                             data.read_at(0, &mut cut);
                             let decision = same_encoding(h);
                             let mut out = [Vec::new()];
-                            let [shape] =
-                                &encode_batch(&self.offload, &[(&cut, decision)], &mut out)[..]
-                            else {
+                            let shapes = encode_batch(&self.offload, &[(&cut, decision)], &mut out);
+                            let Ok([shape]) = <[_; 1]>::try_from(shapes) else {
                                 return Err(errno(libc::EIO));
                             };
-                            let shape = shape.as_ref().map_err(|e| errno(e.errno()))?;
-                            cut_value = Some((idx, *shape, decision, cut, out));
+                            // Whole, for the log line where it is reduced to an errno for
+                            // the kernel.
+                            let shape = shape?;
+                            cut_value = Some((idx, shape, decision, cut, out));
                         }
                     }
                 }
