@@ -2,6 +2,7 @@
 
 /// Why a filesystem operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// A POSIX error for the caller (ENOENT, EEXIST, ENOTEMPTY, …).
     #[error("{}", std::io::Error::from_raw_os_error(*.0))]

@@ -83,6 +83,7 @@ static READY_SENT: AtomicBool = AtomicBool::new(false);
 
 /// Why a background mount did not become ready.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The daemon could not be started at all.
     #[error("could not start {exe}: {source}")]

@@ -52,6 +52,7 @@ const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
 
 /// Why a request could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireError {
     /// Fewer bytes than the layout needs.
     #[error("FUSE request opcode {opcode}: {what} needs {need} bytes, has {got}")]
