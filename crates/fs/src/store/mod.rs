@@ -1,7 +1,11 @@
 //! The crash-safe store: a redb database file (`DIR/wring.redb`) holding every table, and a
 //! data backend holding the stored bytes of extents too large to keep inline: the data file
 //! (`DIR/wring.data`), or segment objects in an S3 bucket (`mkfs --data s3://…`, see
-//! [`objects`], [`handover`] and [`compactor`]).
+//! [`objects`], [`handover`] and [`compactor`]). A write transaction writes extent items with
+//! their stored bytes ([`extents`]).
+//!
+//! The bottom layer: it knows tables, records and bytes, never the volume, the transport or
+//! the admin code above it.
 //!
 //! Mirrors btrfs's trees: inodes (fs tree INODE_ITEM), directory entries (DIR_ITEM), xattrs
 //! (XATTR_ITEM), file extents with their checksums (EXTENT_DATA + csum tree) and orphan items.

@@ -4,6 +4,16 @@
 //! reserves them, and evicting an extent gives its pages back).
 //!
 //! Mirrors struct btrfs_fs_info: one per mount.
+//!
+//! The volume layer, between the transport above and the store below. [`Volume`]'s fields
+//! are private to this folder; each file under it adds the methods of one part, as fs/btrfs
+//! declares each file's functions in its own header: the namespace in [`names`] (inodes,
+//! directories, xattrs, ACLs, who asks, chattr's flags, O_TMPFILE), file data in [`data`]
+//! (extents, delalloc, the encoder, decoding, the cache of decoded extents), and here the
+//! delayed inode items ([`delayed`]), the mount flags and access times ([`vfs`]) and the
+//! reports the control attributes answer ([`stat`], [`status`]). This file keeps the mount's
+//! life (open, the committer, remount, sync) and who holds which inode (opens, orphans,
+//! FORGET, deletion).
 
 pub mod data;
 pub(crate) mod delayed;
