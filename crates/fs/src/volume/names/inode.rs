@@ -12,7 +12,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::acl;
 use super::creds::Caller;
-use super::xattr::{chmod_acl, inherit_acl};
+use super::xattr::{chmod_acl, inherit_acl, inherit_property};
 use crate::error::{errno, FsError};
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
@@ -21,7 +21,6 @@ use crate::volume::delayed::Change;
 use crate::volume::names::dir::{check_name, dir_inode, entry_in, has_entries};
 use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
-use crate::PROP_XATTR;
 
 /// What setattr changes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -307,13 +306,7 @@ impl Volume {
         }
         touch_dir(&txn, parent, if new.kind == Kind::Dir { 1 } else { 0 })?;
         if matches!(new.kind, Kind::File | Kind::Dir) {
-            let mut xattrs = txn.open_table(XATTRS)?;
-            let prop = xattrs
-                .get((parent, PROP_XATTR.as_bytes()))?
-                .map(|v| v.value().to_vec());
-            if let Some(p) = prop {
-                xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
-            }
+            inherit_property(&txn, parent, ino)?;
         }
         store::add_counter(&txn, "inodes", 1)?;
         // Before the commit: nobody can set an xattr on the inode before its name is there.

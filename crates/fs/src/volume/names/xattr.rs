@@ -51,6 +51,40 @@ pub(super) fn inherit_acl(
     Ok(())
 }
 
+/// A new inode's `compression` property from its directory (props.c's inheritance).
+pub(super) fn inherit_property(
+    txn: &WriteTransaction,
+    parent: u64,
+    ino: u64,
+) -> Result<(), FsError> {
+    let mut xattrs = txn.open_table(XATTRS)?;
+    let prop = xattrs
+        .get((parent, PROP_XATTR.as_bytes()))?
+        .map(|v| v.value().to_vec());
+    if let Some(p) = prop {
+        xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
+    }
+    Ok(())
+}
+
+/// The setxattr flags against what is there: XATTR_CREATE of an attribute that exists is
+/// EEXIST, XATTR_REPLACE of one that does not ENODATA.
+fn check_set_flags(
+    xattrs: &impl ReadableTable<(u64, &'static [u8]), &'static [u8]>,
+    ino: u64,
+    name: &[u8],
+    flags: i32,
+) -> Result<(), FsError> {
+    let exists = xattrs.get((ino, name))?.is_some();
+    if flags & libc::XATTR_CREATE != 0 && exists {
+        return Err(errno(libc::EEXIST));
+    }
+    if flags & libc::XATTR_REPLACE != 0 && !exists {
+        return Err(errno(libc::ENODATA));
+    }
+    Ok(())
+}
+
 /// The access ACL follows a chmod (posix_acl_chmod).
 pub(super) fn chmod_acl(txn: &WriteTransaction, ino: u64, mode: u32) -> Result<(), FsError> {
     let mut xattrs = txn.open_table(XATTRS)?;
@@ -106,13 +140,7 @@ impl Volume {
         let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
         {
             let mut xattrs = txn.open_table(XATTRS)?;
-            let exists = xattrs.get((ino, name))?.is_some();
-            if flags & libc::XATTR_CREATE != 0 && exists {
-                return Err(errno(libc::EEXIST));
-            }
-            if flags & libc::XATTR_REPLACE != 0 && !exists {
-                return Err(errno(libc::ENODATA));
-            }
+            check_set_flags(&xattrs, ino, name, flags)?;
             if name == acl::DEFAULT {
                 if inode.kind != Kind::Dir {
                     return Err(errno(libc::EACCES));
@@ -208,13 +236,7 @@ impl Volume {
         update(&txn, ino, |i| touch_for_xattr(i, name))?;
         {
             let mut xattrs = txn.open_table(XATTRS)?;
-            let exists = xattrs.get((ino, name))?.is_some();
-            if flags & libc::XATTR_CREATE != 0 && exists {
-                return Err(errno(libc::EEXIST));
-            }
-            if flags & libc::XATTR_REPLACE != 0 && !exists {
-                return Err(errno(libc::ENODATA));
-            }
+            check_set_flags(&xattrs, ino, name, flags)?;
             xattrs.insert((ino, name), value.as_slice())?;
         }
         self.store.commit(txn, false)
