@@ -129,6 +129,7 @@ impl OpCounts {
     }
 
     /// Count `n` of one request (a batch of forgets).
+    #[cfg(test)]
     pub fn add(&self, op: Op, n: u64) {
         self.counts[op as usize].fetch_add(n, Ordering::Relaxed);
     }
@@ -235,7 +236,7 @@ impl WaitCounts {
     }
 }
 
-/// Delayed inode items (see `crate::delayed`): attribute changes kept in memory instead of a
+/// Delayed inode items (see `volume/delayed.rs`): attribute changes kept in memory instead of a
 /// write transaction each, and how many of them later transactions wrote.
 #[derive(Default)]
 pub struct DelayedCounts {

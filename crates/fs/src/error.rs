@@ -2,6 +2,7 @@
 
 /// Why a filesystem operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// A POSIX error for the caller (ENOENT, EEXIST, ENOTEMPTY, …).
     #[error("{}", std::io::Error::from_raw_os_error(*.0))]
@@ -128,7 +129,29 @@ pub fn objects_err(e: wring_objstore::Error) -> FsError {
     }
 }
 
+/// `e` for a log line: its message, then each cause's that the message does not already
+/// hold (an I/O error's, a library's), so nothing is lost where an error is reduced to an
+/// errno for the kernel.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// Shorthand for an errno error.
 pub fn errno(e: i32) -> FsError {
     FsError::Errno(e)
+}
+
+/// An I/O error met while doing `what`, for `map_err`: `.map_err(io("opening the log"))`.
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
+    let what = what.into();
+    move |source| FsError::Io { what, source }
 }

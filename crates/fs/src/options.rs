@@ -54,6 +54,7 @@ pub enum Compress {
 
 /// Why option text was rejected.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OptionError {
     /// An option wring does not know.
     #[error("unknown option '{0}': accepted are {ACCEPTED}")]

@@ -8,8 +8,7 @@ use common::Rng;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use wring_fs::inode::{NewInode, SetAttr};
-use wring_fs::{Options, Volume};
+use wring_fs::{NewInode, Options, SetAttr, Volume};
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("wring-delalloc-{name}-{}", std::process::id()));

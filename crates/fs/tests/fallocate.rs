@@ -4,9 +4,8 @@
 mod common;
 use common::{text, Rng};
 
-use wring_fs::inode::NewInode;
 use wring_fs::store::{Store, ROOT};
-use wring_fs::{Options, Volume};
+use wring_fs::{NewInode, Options, Volume};
 
 const E: u64 = 128 * 1024;
 const FAR: u64 = 1 << 40;

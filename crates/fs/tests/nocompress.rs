@@ -9,10 +9,9 @@ use common::{text, Rng};
 
 use std::sync::Arc;
 
-use wring_fs::inode::{NewInode, SetAttr};
 use wring_fs::store::records::FLAG_NOCOMPRESS;
 use wring_fs::store::{Store, ROOT};
-use wring_fs::{Options, Volume, PROP_XATTR};
+use wring_fs::{NewInode, Options, SetAttr, Volume, PROP_XATTR};
 
 const E: u64 = 128 * 1024;
 

@@ -12,9 +12,8 @@ use common::{text, Rng};
 
 use wring_testing::alloc::{Counting, Counts};
 
-use wring_fs::inode::NewInode;
 use wring_fs::store::{Store, ROOT};
-use wring_fs::{Options, Volume};
+use wring_fs::{NewInode, Options, Volume};
 
 #[global_allocator]
 static ALLOC: Counting = Counting::new();

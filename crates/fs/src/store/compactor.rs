@@ -28,7 +28,7 @@ use wring_objstore::{Addr, ObjStore, SegmentUsage};
 use super::objects::Objects;
 use super::records::{self, Stored};
 use super::{lock, Store, EXTENTS};
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 
 /// How often the compactor looks at the bucket.
 pub const INTERVAL: Duration = Duration::from_secs(1);
@@ -154,10 +154,7 @@ impl Compaction {
                     next = Instant::now() + backoff;
                 }
             })
-            .map_err(|source| FsError::Io {
-                what: "starting the compactor".into(),
-                source,
-            })?;
+            .map_err(io("starting the compactor"))?;
         *lock(&self.thread) = Some(handle);
         Ok(())
     }

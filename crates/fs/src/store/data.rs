@@ -21,7 +21,7 @@ use std::fs::File;
 use std::sync::Mutex;
 
 use super::medium::Medium;
-use crate::error::FsError;
+use crate::error::{io, FsError};
 
 /// Allocation unit: every extent starts on a multiple of it (a small price against slivers).
 pub const UNIT: u64 = 256;
@@ -278,10 +278,8 @@ impl DataFile {
     }
 
     fn len_of(file: &Medium) -> Result<u64, FsError> {
-        file.size().map_err(|source| FsError::Io {
-            what: "reading the length of the data file".into(),
-            source,
-        })
+        file.size()
+            .map_err(io("reading the length of the data file"))
     }
 
     /// Start again from the extent items `used` of a commit the store went back to (after a
@@ -322,10 +320,9 @@ impl DataFile {
 
     /// Cut the file after the used part: nothing past `end` is referenced by any commit.
     fn set_len(&self, space: &mut Space) -> Result<(), FsError> {
-        self.file.set_len(space.end).map_err(|source| FsError::Io {
-            what: "cutting the data file".into(),
-            source,
-        })?;
+        self.file
+            .set_len(space.end)
+            .map_err(io("cutting the data file"))?;
         space.high = space.end;
         Ok(())
     }
@@ -412,10 +409,7 @@ impl DataFile {
 
     /// Make every write so far durable (before a durable commit refers to it).
     pub fn sync(&self) -> Result<(), FsError> {
-        self.file.sync_data().map_err(|source| FsError::Io {
-            what: "syncing the data file".into(),
-            source,
-        })
+        self.file.sync_data().map_err(io("syncing the data file"))
     }
 
     /// The real file, for the flusher (none on a simulated disk).

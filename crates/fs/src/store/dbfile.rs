@@ -123,7 +123,7 @@ impl<B: StorageBackend> StorageBackend for DbFile<B> {
 #[cfg(test)]
 mod tests {
     use super::super::medium::Medium;
-    use super::super::sim::SimDisk;
+    use super::super::simdisk::SimDisk;
     use super::super::space::Probe;
     use super::*;
 

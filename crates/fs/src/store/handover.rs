@@ -24,17 +24,13 @@ use super::objects::{
     Access, DataSpec, Ids, Objects, ObjectsSpec, CONFIG, HEAD, MAX_SNAPSHOT,
 };
 use super::{external_ranges, make_dir, set_mode, Store, DB_FILE, DIR_MODE, FILE_MODE, META};
-use crate::error::FsError;
+use crate::error::{io, FsError};
 
 /// The META counter of the newest metadata snapshot this copy made or fetched.
 pub const SNAP_GEN: &str = "snap_gen";
 
 fn refused(why: String, errno: i32) -> FsError {
     FsError::Refused { why, errno }
-}
-
-fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
-    move |source| FsError::Io { what, source }
 }
 
 /// The object naming the filesystem a prefix holds (its id, as btrfs's fsid in the

@@ -1,6 +1,6 @@
 //! What the store's two files live on, mirroring the block device under btrfs: the real file,
 //! a copy-on-write overlay that lets fsck open a store without writing to it, and (in tests) a
-//! simulated disk that keeps only what was synced when the power goes ([`super::sim`]).
+//! simulated disk that keeps only what was synced when the power goes ([`super::simdisk`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -19,7 +19,7 @@ pub enum Medium {
     File(File),
     /// A file on a simulated disk.
     #[cfg(test)]
-    Sim(super::sim::SimFile),
+    Sim(super::simdisk::SimFile),
 }
 
 impl Medium {

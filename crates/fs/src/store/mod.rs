@@ -1,7 +1,11 @@
 //! The crash-safe store: a redb database file (`DIR/wring.redb`) holding every table, and a
 //! data backend holding the stored bytes of extents too large to keep inline: the data file
 //! (`DIR/wring.data`), or segment objects in an S3 bucket (`mkfs --data s3://…`, see
-//! [`objects`], [`handover`] and [`compactor`]).
+//! [`objects`], [`handover`] and [`compactor`]). A write transaction writes extent items with
+//! their stored bytes ([`extents`]).
+//!
+//! The bottom layer: it knows tables, records and bytes, never the volume, the transport or
+//! the admin code above it.
 //!
 //! Mirrors btrfs's trees: inodes (fs tree INODE_ITEM), directory entries (DIR_ITEM), xattrs
 //! (XATTR_ITEM), file extents with their checksums (EXTENT_DATA + csum tree) and orphan items.
@@ -14,17 +18,14 @@ pub mod backend;
 pub mod compactor;
 pub mod data;
 mod dbfile;
-#[cfg(test)]
-mod faults;
+pub mod extents;
 pub mod handover;
 pub mod medium;
 pub mod objects;
-#[cfg(test)]
-mod power_loss;
 pub mod records;
 mod recovery;
 #[cfg(test)]
-pub mod sim;
+pub mod simdisk;
 pub mod space;
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -39,7 +40,7 @@ use redb::{
     TableDefinition, WriteTransaction,
 };
 
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 use backend::Backend;
 use data::{DataFile, Range, ReaderGuard};
 use medium::{Medium, Overlay};
@@ -208,10 +209,6 @@ impl std::ops::Deref for Snapshot<'_> {
     }
 }
 
-fn io(what: String) -> impl FnOnce(std::io::Error) -> FsError {
-    move |source| FsError::Io { what, source }
-}
-
 impl Store {
     /// Create a new store in `dir` (created if missing; must not hold one already). The
     /// directory is made [`DIR_MODE`] and its files [`FILE_MODE`] whatever the umask: they
@@ -324,7 +321,7 @@ impl Store {
 
     /// Make a new store on simulated files.
     #[cfg(test)]
-    pub(crate) fn mkfs_sim(db: &sim::SimFile) -> Result<(), FsError> {
+    pub(crate) fn mkfs_sim(db: &simdisk::SimFile) -> Result<(), FsError> {
         init(
             &Database::builder().create_with_backend(db.clone())?,
             &DataSpec::Local,
@@ -335,7 +332,7 @@ impl Store {
     /// Open the store on simulated files, as [`Store::open`] does for a mount (without a
     /// global reserve; see [`Store::open_sim_with_reserve`]).
     #[cfg(test)]
-    pub(crate) fn open_sim(db: sim::SimFile, data: sim::SimFile) -> Result<Store, FsError> {
+    pub(crate) fn open_sim(db: simdisk::SimFile, data: simdisk::SimFile) -> Result<Store, FsError> {
         Store::open_sim_with(db, data, None)
     }
 
@@ -343,9 +340,9 @@ impl Store {
     /// files' simulated disk.
     #[cfg(test)]
     pub(crate) fn open_sim_with(
-        db: sim::SimFile,
-        data: sim::SimFile,
-        reserve: Option<sim::SimFile>,
+        db: simdisk::SimFile,
+        data: simdisk::SimFile,
+        reserve: Option<simdisk::SimFile>,
     ) -> Result<Store, FsError> {
         let probe = Probe::Sim(db.disk());
         let space = Arc::new(SpaceInfo::new(probe, reserve.map(Medium::Sim), true));
@@ -432,7 +429,7 @@ impl Store {
         let handle = std::thread::Builder::new()
             .name("wring-flush".into())
             .spawn(move || flush_loop(files, flag))
-            .map_err(io("starting the flusher".into()))?;
+            .map_err(io("starting the flusher"))?;
         *wring_sync::lock(&self.flusher) = Some((stop, handle));
         Ok(())
     }

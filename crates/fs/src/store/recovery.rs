@@ -30,7 +30,7 @@ use redb::{Database, Durability, ReadableTable};
 use super::dbfile::DbFile;
 use super::space::SpaceInfo;
 use super::{builder, external_ranges, lock, Store, META};
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 
 /// How long a recovery waits for the transactions still holding the failed database (a
 /// request's read snapshot) before it gives up for this time.
@@ -42,7 +42,7 @@ pub(crate) enum Source {
     File(PathBuf),
     /// A simulated file.
     #[cfg(test)]
-    Sim(super::sim::SimFile),
+    Sim(super::simdisk::SimFile),
     /// Opened once and never again (fsck's overlay, which cannot fail a write).
     Fixed,
 }
@@ -60,7 +60,7 @@ impl Source {
                     .read(true)
                     .write(true)
                     .open(path)
-                    .map_err(super::io(format!("opening {}", path.display())))?;
+                    .map_err(io(format!("opening {}", path.display())))?;
                 let empty = file.metadata().map(|m| m.len() == 0).unwrap_or(false);
                 if empty {
                     // create_with_backend would make a new, empty database in it.

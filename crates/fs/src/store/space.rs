@@ -61,7 +61,7 @@ pub enum Probe {
     Dir(std::ffi::CString),
     /// A simulated disk.
     #[cfg(test)]
-    Sim(super::sim::SimDisk),
+    Sim(super::simdisk::SimDisk),
     /// No limit known (a store opened for fsck, which writes nothing).
     Unlimited,
 }
@@ -514,7 +514,7 @@ pub fn extent_cost(len: usize, local_data: bool) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::sim::SimDisk;
+    use super::super::simdisk::SimDisk;
     use super::*;
 
     fn space(capacity: u64) -> (SimDisk, Arc<SpaceInfo>) {

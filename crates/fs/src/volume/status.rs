@@ -15,8 +15,8 @@ use wring_engine::workspace::ManagerStats;
 use wring_engine::EngineStats;
 use wring_objstore::Stats;
 
-use crate::stat::human;
 use crate::store::space::{SpaceCounts, SpaceReport};
+use crate::volume::stat::human;
 use crate::volume::Volume;
 
 /// The whole report of a live mount.

@@ -11,19 +11,19 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use redb::{ReadableTable, Table};
-use wring_engine::pool::PageBuf;
+use redb::ReadableTable;
 use wring_engine::{CompressSpec, Policy};
 
-use crate::encode::{encode_batch, Compression, Decision};
 use crate::error::{errno, FsError};
 use crate::options::{Compress, Options};
+use crate::store::extents::Extents;
 use crate::store::records::{
-    external_item_of, stored, Encoding, ExtentHeader, Inode, Kind, Time, FLAG_NOCOMPRESS,
-    INLINE_MAX, MAX_FILE_SIZE,
+    Encoding, ExtentHeader, Inode, Kind, Time, FLAG_NOCOMPRESS, MAX_FILE_SIZE,
 };
 use crate::store::space::extent_cost;
 use crate::store::{self, Txn, EXTENTS, INODES, XATTRS};
+use crate::volume::data::encode::{encode_batch, Compression, Decision};
+use crate::volume::names::fsflags;
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 
@@ -88,9 +88,6 @@ enum Room {
     Free,
 }
 
-/// The extents table of a write transaction.
-type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
-
 /// Where a read finds an extent's bytes.
 enum Source<'v> {
     /// Dirty, not yet written back.
@@ -110,11 +107,9 @@ struct Item<'v, 'o> {
     src: Source<'v>,
     dst: &'o mut [u8],
 }
-/// Encoded extents ready to insert: `None` is a hole. The flag says to mark NOCOMPRESS.
-type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 /// A read's view: pending writeback, dirty extents (index, bytes), store snapshot.
 type ReadView<'v> = (
-    Option<crate::delalloc::Pending>,
+    Option<super::delalloc::Pending>,
     Vec<(u64, Arc<Vec<u8>>)>,
     store::Snapshot<'v>,
 );
@@ -125,88 +120,6 @@ impl Volume {
             0 => self.options().max_extent as u64,
             n => n as u64,
         }
-    }
-
-    /// Insert encoded extents, replacing what was there; returns the change in stored bytes.
-    pub(crate) fn put_extents(
-        &self,
-        txn: &Txn<'_>,
-        ino: u64,
-        encoded: Extents,
-    ) -> Result<i64, FsError> {
-        let mut delta = 0i64;
-        let mut seq = txn.next_counter("seq")?;
-        let mut extents = txn.open_table(EXTENTS)?;
-        for (idx, enc) in encoded {
-            delta -= self.remove_item(txn, &mut extents, (ino, idx))?;
-            if let Some((mut h, data)) = enc {
-                seq += 1;
-                h.seq = seq;
-                delta += data.len() as i64;
-                self.insert_item(txn, &mut extents, (ino, idx), &h, &data)?;
-            }
-        }
-        drop(extents);
-        txn.set_counter("seq", seq + 1)?;
-        store::add_counter(txn, "used", delta)?;
-        Ok(delta)
-    }
-
-    /// Insert one extent value — its header and stored bytes, `None` for a hole — replacing
-    /// what was there, with a new sequence number; returns the change in stored bytes.
-    pub(crate) fn put_value(
-        &self,
-        txn: &Txn<'_>,
-        ino: u64,
-        idx: u64,
-        value: Option<(ExtentHeader, &[u8])>,
-    ) -> Result<i64, FsError> {
-        let mut extents = txn.open_table(EXTENTS)?;
-        let mut delta = -self.remove_item(txn, &mut extents, (ino, idx))?;
-        if let Some((mut h, stored)) = value {
-            h.seq = txn.next_counter("seq")?;
-            delta += stored.len() as i64;
-            self.insert_item(txn, &mut extents, (ino, idx), &h, stored)?;
-        }
-        drop(extents);
-        store::add_counter(txn, "used", delta)?;
-        Ok(delta)
-    }
-
-    /// Insert the item for header `h` and its stored bytes; stored bytes larger than
-    /// [`INLINE_MAX`] go to the data file and the item points at them.
-    fn insert_item(
-        &self,
-        txn: &Txn<'_>,
-        extents: &mut ExtentTable<'_>,
-        key: (u64, u64),
-        h: &ExtentHeader,
-        stored: &[u8],
-    ) -> Result<(), FsError> {
-        if stored.len() <= INLINE_MAX {
-            extents.insert(key, h.encode(stored).as_slice())?;
-        } else {
-            let offset = txn.put_stored(stored)?;
-            extents.insert(key, external_item_of(h, stored.len(), offset).as_slice())?;
-        }
-        Ok(())
-    }
-
-    /// Remove the item at `key`, giving up its stored bytes; returns how many there were.
-    pub(crate) fn remove_item(
-        &self,
-        txn: &Txn<'_>,
-        extents: &mut ExtentTable<'_>,
-        key: (u64, u64),
-    ) -> Result<i64, FsError> {
-        let Some(old) = extents.remove(key)? else {
-            return Ok(0);
-        };
-        let Some(s) = stored(old.value()) else {
-            return Ok(0);
-        };
-        txn.free_stored(s);
-        Ok(s.len() as i64)
     }
 
     /// The error for a corrupt extent, with its log line naming the file and offset.
@@ -220,27 +133,6 @@ impl Volume {
             offset,
             reason,
         }
-    }
-
-    /// Decode one extent value (verifying its checksum) into its bytes, through the cache.
-    pub(crate) fn decode_extent(
-        &self,
-        ino: u64,
-        idx: u64,
-        offset: u64,
-        value: &[u8],
-    ) -> Result<Arc<PageBuf>, FsError> {
-        let h = Volume::header(ino, offset, value)?;
-        if let Some(d) = self.cache_get(ino, idx, h.seq) {
-            return Ok(d);
-        }
-        let _g = self.decode_lock(ino, idx);
-        if let Some(d) = self.cache_get(ino, idx, h.seq) {
-            return Ok(d);
-        }
-        let data = Arc::new(self.decode_pages(ino, offset, value)?);
-        self.cache_put(ino, idx, h.seq, data.clone());
-        Ok(data)
     }
 
     /// The decoded length of an extent value of a file cut in `extent_size` extents: more than
@@ -430,7 +322,7 @@ impl Volume {
         ino: u64,
         offset: u64,
         data: &[u8],
-        kill: Option<crate::inode::Caller>,
+        kill: Option<crate::volume::Caller>,
     ) -> Result<(), FsError> {
         self.writable()?;
         self.check_append(ino, offset, data)?;
@@ -548,7 +440,7 @@ impl Volume {
         &self,
         ino: u64,
         (offset, len, mode): (u64, u64, i32),
-        caller: Option<crate::inode::Caller>,
+        caller: Option<crate::volume::Caller>,
     ) -> Result<(), FsError> {
         let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
         let punch = mode & libc::FALLOC_FL_PUNCH_HOLE != 0;
@@ -569,7 +461,7 @@ impl Volume {
             _ => return Err(errno(libc::ENODEV)),
         }
         self.writable()?;
-        crate::fsflags::guard(&inode, crate::fsflags::Mutation::Fallocate(mode))?;
+        fsflags::guard(&inode, fsflags::Mutation::Fallocate(mode))?;
         if let Some(caller) = caller {
             self.drop_privs(ino, caller, true)?;
         }
@@ -592,7 +484,7 @@ impl Volume {
             }
         }
         if !keep && end > self.inode(ino)?.size {
-            let set = crate::inode::SetAttr {
+            let set = crate::volume::SetAttr {
                 size: Some(end),
                 ..Default::default()
             };
@@ -635,7 +527,7 @@ impl Volume {
         };
         if !holes.is_empty() {
             self.removals.fetch_add(1, Ordering::SeqCst);
-            let delta = self.put_extents(&txn, ino, holes)?;
+            let delta = txn.put_extents(ino, holes)?;
             inode.disk = inode.disk.saturating_add_signed(delta);
             self.forget_cache(ino, Some(first));
         }
@@ -698,22 +590,23 @@ impl Volume {
                             data.read_at(0, &mut cut);
                             let decision = same_encoding(h);
                             let mut out = [Vec::new()];
-                            let [shape] =
-                                &encode_batch(&self.offload, &[(&cut, decision)], &mut out)[..]
-                            else {
+                            let shapes = encode_batch(&self.offload, &[(&cut, decision)], &mut out);
+                            let Ok([shape]) = <[_; 1]>::try_from(shapes) else {
                                 return Err(errno(libc::EIO));
                             };
-                            let shape = shape.as_ref().map_err(|e| errno(e.errno()))?;
-                            cut_value = Some((idx, *shape, decision, cut, out));
+                            // Whole, for the log line where it is reduced to an errno for
+                            // the kernel.
+                            let shape = shape?;
+                            cut_value = Some((idx, shape, decision, cut, out));
                         }
                     }
                 }
             }
             self.removals.fetch_add(1, Ordering::SeqCst);
-            let mut delta = self.put_extents(txn, ino, encoded)?;
+            let mut delta = txn.put_extents(ino, encoded)?;
             if let Some((idx, shape, decision, cut, [out])) = cut_value {
-                let value = crate::encode::value(shape, decision, &cut, &out)?;
-                delta += self.put_value(txn, ino, idx, value)?;
+                let value = super::encode::value(shape, decision, &cut, &out)?;
+                delta += txn.put_value(ino, idx, value)?;
             }
             inode.disk = inode.disk.saturating_add_signed(delta);
             self.forget_cache(ino, Some(keep.saturating_sub(1)));

@@ -22,12 +22,12 @@
 use redb::ReadableTable;
 
 use crate::error::{errno, FsError};
-use crate::inode::SetAttr;
 use crate::store::records::{
     Inode, Kind, FLAG_APPEND, FLAG_DIRSYNC, FLAG_IMMUTABLE, FLAG_NOATIME, FLAG_NOCOMPRESS,
     FLAG_NOCOW, FLAG_NODUMP, FLAG_SYNC,
 };
 use crate::store::{self, INODES, XATTRS};
+use crate::volume::SetAttr;
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 

@@ -29,7 +29,7 @@
 //! number is below the mark (the commit has not landed), else the committed record. Without
 //! this a reader could see a size, then an older one (the shuttle model below found it).
 //!
-//! The protocol is generic over what it sits on ([`Backing`]): the redb [`Store`], or in the
+//! The protocol is generic over what it sits on ([`InodeStore`]): the redb [`Store`], or in the
 //! shuttle model (`cargo test -p wring-fs --features shuttle --lib model`) a toy store.
 
 use std::collections::HashMap;
@@ -47,7 +47,7 @@ pub const MAX_ITEMS: usize = 4096;
 
 /// What the delayed items are written to: transactions that commit, snapshots of the last
 /// commit, and inode records in both.
-pub trait Backing {
+pub trait InodeStore {
     /// A write transaction.
     type Txn<'s>
     where
@@ -74,7 +74,7 @@ pub trait Backing {
     fn commit_if_due(&self) -> Result<bool, FsError>;
 }
 
-impl Backing for Store {
+impl InodeStore for Store {
     type Txn<'s> = store::Txn<'s>;
     type Snap<'s> = store::Snapshot<'s>;
 
@@ -149,7 +149,7 @@ struct Items {
 
 /// The store with its delayed inode items. Derefs to the store; `write`, `commit`, `sync`
 /// and `commit_if_due` here take the items into account.
-pub struct DelayedStore<B: Backing = Store> {
+pub struct DelayedStore<B: InodeStore = Store> {
     store: B,
     /// Held for the life of every write transaction and by every delayed update.
     writer: Mutex<()>,
@@ -160,14 +160,14 @@ pub struct DelayedStore<B: Backing = Store> {
 
 /// A write transaction of the volume: the delayed items were written into it when it began;
 /// they leave the map when it commits.
-pub struct VolTxn<'s, B: Backing + 's = Store> {
+pub struct VolTxn<'s, B: InodeStore + 's = Store> {
     txn: B::Txn<'s>,
     /// (inode, generation) of each delayed item written into this transaction.
     applied: Vec<(u64, u64)>,
     _writer: MutexGuard<'s, ()>,
 }
 
-impl<'s, B: Backing + 's> std::ops::Deref for VolTxn<'s, B> {
+impl<'s, B: InodeStore + 's> std::ops::Deref for VolTxn<'s, B> {
     type Target = B::Txn<'s>;
 
     fn deref(&self) -> &B::Txn<'s> {
@@ -175,7 +175,7 @@ impl<'s, B: Backing + 's> std::ops::Deref for VolTxn<'s, B> {
     }
 }
 
-impl<B: Backing> std::ops::Deref for DelayedStore<B> {
+impl<B: InodeStore> std::ops::Deref for DelayedStore<B> {
     type Target = B;
 
     fn deref(&self) -> &B {
@@ -183,19 +183,19 @@ impl<B: Backing> std::ops::Deref for DelayedStore<B> {
     }
 }
 
-impl<B: Backing> std::ops::DerefMut for DelayedStore<B> {
+impl<B: InodeStore> std::ops::DerefMut for DelayedStore<B> {
     fn deref_mut(&mut self) -> &mut B {
         &mut self.store
     }
 }
 
 /// A snapshot of the last commit taken when first asked for ([`DelayedStore::update`]).
-pub struct LazySnap<'s, B: Backing + 's> {
+pub struct LazySnap<'s, B: InodeStore + 's> {
     store: &'s B,
     snap: std::cell::OnceCell<B::Snap<'s>>,
 }
 
-impl<'s, B: Backing + 's> LazySnap<'s, B> {
+impl<'s, B: InodeStore + 's> LazySnap<'s, B> {
     /// The snapshot (taken now if not yet).
     pub fn get(&self) -> Result<&B::Snap<'s>, FsError> {
         if let Some(s) = self.snap.get() {
@@ -216,7 +216,7 @@ pub enum Change {
     Unchanged,
 }
 
-impl<B: Backing> DelayedStore<B> {
+impl<B: InodeStore> DelayedStore<B> {
     /// The store, with no delayed items yet; transactions are numbered on from the store's
     /// last number.
     pub fn new(store: B) -> Result<DelayedStore<B>, FsError> {
@@ -410,8 +410,8 @@ impl<B: Backing> DelayedStore<B> {
 
 #[cfg(test)]
 mod tests {
-    use crate::inode::{NewInode, SetAttr};
     use crate::store::{Store, ROOT};
+    use crate::volume::{NewInode, SetAttr};
     use crate::{Options, Volume};
 
     fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
@@ -526,7 +526,8 @@ mod tests {
             acl.extend(perm.to_le_bytes());
             acl.extend(id.to_le_bytes());
         }
-        vol.setxattr(a, crate::acl::ACCESS, &acl, 0).unwrap();
+        vol.setxattr(a, crate::volume::names::acl::ACCESS, &acl, 0)
+            .unwrap();
         vol.setattr(a, &chmod(0o600)).unwrap();
         assert_eq!(
             vol.store.delayed_len(),
@@ -662,7 +663,7 @@ mod model {
     use shuttle::sync::Arc;
     use shuttle::thread;
 
-    use super::{Backing, Change, DelayedStore};
+    use super::{Change, DelayedStore, InodeStore};
     use crate::error::{errno, FsError};
     use crate::store::records::{Inode, Kind};
     use crate::sync::{lock, Mutex, MutexGuard};
@@ -707,7 +708,7 @@ mod model {
         }
     }
 
-    impl Backing for Toy {
+    impl InodeStore for Toy {
         type Txn<'s> = ToyTxn<'s>;
         type Snap<'s> = ToySnap;
 

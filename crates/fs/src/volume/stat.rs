@@ -7,15 +7,18 @@
 //!
 //! On a store whose extents are in a bucket, one more line: the bytes these files keep in
 //! segment objects against their size, and what the whole bucket holds (live and dead).
+//!
+//! Also statfs: what `df` shows of the mount (btrfs_statfs), the blocks the extents really
+//! store against what the store's filesystem has left.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
-use crate::acl::{self, Acl};
 use crate::error::FsError;
-use crate::inode::Caller;
 use crate::store::records::{stored, stored_len, Encoding, Inode, Kind, Stored};
 use crate::store::{self, DIRENTS, EXTENTS, INODES, XATTRS};
+use crate::volume::names::acl::{self, Acl};
+use crate::volume::Caller;
 use crate::volume::Volume;
 
 /// Bytes of one row.
@@ -242,8 +245,8 @@ impl Volume {
             if !seen.insert(cur) {
                 continue;
             }
-            // A delayed chmod/chown (see crate::delayed) decides who may look, as it does for
-            // every other caller.
+            // A delayed chmod/chown (see crate::volume::delayed) decides who may look, as it does
+            // for every other caller.
             let inode = match delayed.get(&cur) {
                 Some(i) => i.clone(),
                 None => store::get_inode(&inodes, cur)?,
@@ -313,13 +316,30 @@ impl Volume {
     }
 }
 
+impl Volume {
+    /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
+    /// store; free is what the store directory's filesystem has left.
+    pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
+        // Files removed and forgotten by the kernel: their space shows at once.
+        self.purge_forgotten();
+        let txn = self.store.read()?;
+        let used = store::counter(&txn, "used")?;
+        let inodes = store::counter(&txn, "inodes")? + 1;
+        // Net of reservations, the global reserve and what the next commit gives back (as
+        // btrfs's df shows free space net of its reservations).
+        let free = self.store.space_report().available;
+        let used_blocks = used.div_ceil(4096);
+        Ok((used_blocks + free / 4096, free / 4096, inodes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Viewer, MAY_EXEC, MAY_READ};
-    use crate::acl::Acl;
-    use crate::inode::NewInode;
     use crate::store::records::{Inode, Kind};
     use crate::store::{Store, ROOT};
+    use crate::volume::names::acl::Acl;
+    use crate::volume::NewInode;
     use crate::{Options, Volume};
 
     /// An ACL's xattr form from (tag, perm, id) entries.

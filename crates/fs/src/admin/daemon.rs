@@ -20,11 +20,14 @@ use fuser::{Config, MountOption, SessionACL};
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
-use crate::error::FsError;
-use crate::fuse::WringFs;
-use crate::ops::Ops;
+use super::{bdi, kmount};
+use crate::error::{io, FsError};
 use crate::options::Options;
 use crate::store::Access;
+use crate::transport::fuse::WringFs;
+use crate::transport::ops::Ops;
+use crate::transport::uring;
+use crate::volume::vfs::{check_dev_suid, vfs_flags};
 use crate::volume::Volume;
 use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 
@@ -32,11 +35,6 @@ use crate::{OPTIONS_XATTR, PID_XATTR, STATUS_XATTR, SYNC_XATTR};
 pub const NOTIFY_ENV: &str = "WRING_FS_NOTIFY";
 /// Log file of a background daemon, in the store directory.
 pub use crate::store::LOG_FILE;
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> FsError {
-    let what = what.into();
-    move |source| FsError::Io { what, source }
-}
 
 /// A minimal logger for the bare daemon (`wring-fsd`): info and above to stderr, which a
 /// background daemon has pointed at the store's [`LOG_FILE`]. `wring` installs its own.
@@ -85,6 +83,7 @@ static READY_SENT: AtomicBool = AtomicBool::new(false);
 
 /// Why a background mount did not become ready.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The daemon could not be started at all.
     #[error("could not start {exe}: {source}")]
@@ -173,8 +172,8 @@ fn mount_and_serve(
     // kernel holds every request until each queue has one.
     let prepared = match opts.uring {
         true => {
-            crate::uring::check_enabled()?;
-            Some(crate::uring::prepare(opts.request_threads())?)
+            uring::check_enabled()?;
+            Some(uring::prepare(opts.request_threads())?)
         }
         false => None,
     };
@@ -183,7 +182,7 @@ fn mount_and_serve(
     let n_threads = opts.request_threads();
     let uring = opts.uring;
     let mount_options = fuser_options(&opts);
-    let flags = crate::kmount::vfs_flags(&opts);
+    let flags = vfs_flags(&opts);
     let vol = Arc::new(Volume::open_with(dir, opts, access)?);
     vol.start_writeback();
     vol.watch_rollbacks();
@@ -221,7 +220,7 @@ fn mount_and_serve(
             // Requests would wait for queues that never come: give the mount up.
             drop(session);
             if own_mount {
-                crate::kmount::detach(mountpoint);
+                kmount::detach(mountpoint);
             }
             drop(ops);
             close(vol);
@@ -232,7 +231,7 @@ fn mount_and_serve(
     };
     vol.set_notifier(session.notifier());
     if let Some(canon) = &canon {
-        crate::bdi::set_readahead(canon, crate::bdi::READAHEAD_KB);
+        bdi::set_readahead(canon, crate::transport::READAHEAD_KB);
     }
     if let Some(log) = log {
         let mut out = std::io::stdout();
@@ -248,7 +247,7 @@ fn mount_and_serve(
     }
     let r = session.run().map_err(io("serving the mount"));
     if r.is_err() && own_mount {
-        crate::kmount::detach(mountpoint);
+        kmount::detach(mountpoint);
     }
     if let Some(q) = queues {
         q.join();
@@ -262,8 +261,8 @@ fn mount_and_serve(
 fn start_uring(
     session: &fuser::Session<WringFs>,
     ops: &Arc<Ops>,
-    prepared: crate::uring::Prepared,
-) -> Result<crate::uring::Queues, FsError> {
+    prepared: uring::Prepared,
+) -> Result<uring::Queues, FsError> {
     use std::os::fd::AsFd;
     let fd = session
         .as_fd()
@@ -272,7 +271,7 @@ fn start_uring(
     prepared.start(fd, ops.clone())
 }
 
-/// Mount with the kernel type `fuse.wring` ([`crate::kmount`]) and serve that descriptor, or,
+/// Mount with the kernel type `fuse.wring` ([`kmount`]) and serve that descriptor, or,
 /// where this process may not call mount(2), let fuser mount through fusermount3. The flag
 /// says whether the mount is this process's own to detach.
 fn open_session(
@@ -281,17 +280,17 @@ fn open_session(
     (source, flags): (&str, rustix::mount::MountFlags),
     config: Config,
 ) -> std::io::Result<(fuser::Session<WringFs>, bool)> {
-    let spec = crate::kmount::MountSpec {
+    let spec = kmount::MountSpec {
         source,
         allow_other: config.acl == SessionACL::All,
         flags,
     };
-    match crate::kmount::mount(mountpoint, &spec)? {
+    match kmount::mount(mountpoint, &spec)? {
         Some(fd) => {
             let acl = config.acl;
             fuser::Session::from_fd(fs, fd, acl, config)
                 .map(|s| (s, true))
-                .inspect_err(|_| crate::kmount::detach(mountpoint))
+                .inspect_err(|_| kmount::detach(mountpoint))
         }
         None => fuser::Session::new(fs, mountpoint, &config).map(|s| (s, false)),
     }
@@ -302,7 +301,7 @@ fn open_session(
 /// and the database would not be closed cleanly. The compactor, whose pass can take longer
 /// than a moment, is stopped first.
 fn close(mut vol: Arc<Volume>) {
-    vol.store.stop_compactor();
+    vol.store().stop_compactor();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Arc::try_unwrap(vol) {
@@ -349,48 +348,6 @@ fn fuser_options(o: &Options) -> Vec<MountOption> {
     v
 }
 
-/// `suid` and `dev` only for root mounting a store root owns: a store another user can
-/// write (or a mount another user makes) is a way to plant a set-user-ID root binary or a
-/// device node of the disk. Refused otherwise, saying why.
-pub fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
-    let asked: Vec<&str> = [(o.suid, "suid"), (o.dev, "dev")]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-    if asked.is_empty() {
-        return Ok(());
-    }
-    let what = asked.join(" and ");
-    let refuse = |why: String| {
-        Err(FsError::Refused {
-            why: format!("{what} refused: {why}; mount with nosuid,nodev (the default)"),
-            errno: libc::EPERM,
-        })
-    };
-    if !rustix::process::geteuid().is_root() {
-        return refuse("only root may mount with them, as for any FUSE filesystem".into());
-    }
-    use std::os::unix::fs::MetadataExt;
-    for path in [
-        dir.to_path_buf(),
-        dir.join(crate::store::DB_FILE),
-        dir.join(crate::store::DATA_FILE),
-    ] {
-        match std::fs::metadata(&path) {
-            Ok(m) if m.uid() != 0 => {
-                return refuse(format!(
-                    "{} belongs to uid {}, and a store another user can write is a way to \
-                     plant a set-user-ID root binary or a device node",
-                    path.display(),
-                    m.uid()
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 /// The store directory a mount source names: `wring:DIR` (as findmnt and /proc/mounts show
 /// it) or DIR.
 pub fn store_dir(source: &Path) -> PathBuf {
@@ -406,7 +363,7 @@ fn check_not_mounted(dir: &Path) -> Result<(), FsError> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let source = format!("wring:{}", dir.display());
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match crate::kmount::mounted_at(&info, &source) {
+    match kmount::mounted_at(&info, &source) {
         Some(at) => Err(FsError::Refused {
             why: format!("{} is already mounted on {at}", dir.display()),
             errno: libc::EBUSY,
@@ -528,11 +485,11 @@ pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
     let live = String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned();
     let old = Options::parse(&live)?;
     let new = old.apply(options)?;
-    let flags = crate::kmount::vfs_flags(&new);
+    let flags = vfs_flags(&new);
     let rdonly = rustix::mount::MountFlags::RDONLY;
     let may = rustix::process::geteuid().is_root();
     let kernel = |f| {
-        crate::kmount::remount(mountpoint, f).map_err(|e| FsError::Refused {
+        kmount::remount(mountpoint, f).map_err(|e| FsError::Refused {
             why: format!("remounting {}: {e}", mountpoint.display()),
             errno: e.raw_os_error().unwrap_or(libc::EIO),
         })
@@ -549,7 +506,7 @@ pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
     let applied = set_xattr(mountpoint, OPTIONS_XATTR, text.as_bytes());
     if let Err(e) = applied {
         if old.read_only && may {
-            let _ = kernel(crate::kmount::vfs_flags(&old));
+            let _ = kernel(vfs_flags(&old));
         }
         if old.read_only && !new.read_only && e.errno() == libc::EROFS {
             return Err(FsError::Refused {
@@ -586,7 +543,7 @@ pub fn umount(mountpoint: &Path) -> Result<(), FsError> {
     let what = format!("unmounting {}", mountpoint.display());
     let canon = canonical_mountpoint(mountpoint);
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match crate::bdi::fs_of(&info, &canon) {
+    match bdi::fs_of(&info, &canon) {
         Some((t, src)) if t.starts_with("fuse") && src.starts_with("wring:") => {}
         Some((t, src)) => {
             let why = format!("{what}: it is a {t} mount of {src}, not wring's");

@@ -46,12 +46,12 @@ pub fn fsck(dir: &Path) -> Result<FsckReport, FsError> {
 pub fn fsck_with(dir: &Path, access: &Access) -> Result<FsckReport, FsError> {
     let mut report = FsckReport::default();
     let mut vol = Volume::open_for_check_with(dir, access)?;
-    if vol.store.repaired() {
+    if vol.store().repaired() {
         report
             .notes
             .push("the store was not closed cleanly: checked what the next mount recovers".into());
     }
-    if !vol.store.check_integrity()? {
+    if !vol.check_integrity()? {
         report
             .problems
             .push("database pages failed redb's integrity check".into());
@@ -62,7 +62,7 @@ pub fn fsck_with(dir: &Path, access: &Access) -> Result<FsckReport, FsError> {
 
 /// Check the cross-references of an open volume, adding to `report`.
 pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError> {
-    let txn = vol.store.read()?;
+    let txn = vol.store().read()?;
     let inodes_t = txn.open_table(INODES)?;
     let mut inodes: HashMap<u64, Inode> = HashMap::new();
     for r in inodes_t.iter()? {
@@ -217,8 +217,8 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
         }
     }
     placed.sort_unstable();
-    if let Some(objects) = vol.store.objects() {
-        let url = match vol.store.data_spec() {
+    if let Some(objects) = vol.store().objects() {
+        let url = match vol.store().data_spec() {
             DataSpec::Objects(o) => o.url.clone(),
             DataSpec::Local => String::new(),
         };
@@ -322,8 +322,8 @@ fn in_index(entries: &[Entry], addr: Addr, len: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inode::NewInode;
     use crate::store::{Store, DATA_FILE, DB_FILE, ROOT};
+    use crate::volume::NewInode;
     use crate::Options;
     use std::path::PathBuf;
 
@@ -402,12 +402,12 @@ mod tests {
         Store::mkfs(&dir).unwrap();
         let vol = Volume::open(&dir, Options::default()).unwrap();
         write_file(&vol, "a", 10);
-        let txn = vol.store.write().unwrap();
+        let txn = vol.store().write().unwrap();
         txn.open_table(store::META)
             .unwrap()
             .remove("next_ino")
             .unwrap();
-        vol.store.commit(txn, true).unwrap();
+        vol.store().commit(txn, true).unwrap();
         let new = NewInode::file(0o644);
         let e = vol.create(ROOT, b"b", new).unwrap_err();
         assert_eq!(e.errno(), libc::EUCLEAN);

@@ -10,17 +10,15 @@
 //! itself; fuser, which reads /dev/fuse, does not know the opcode and answers ENOSYS, which
 //! the kernel turns into EOPNOTSUPP for O_TMPFILE on a mount with `uring=0`.
 
-use redb::ReadableTable;
-
-use crate::dir::dir_inode;
 use crate::error::FsError;
-use crate::fsflags::{guard, Mutation};
-use crate::inode::{inherit_acl, put_inode, NewInode};
 use crate::store::records::{Inode, Kind, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
-use crate::store::{self, ORPHANS, XATTRS};
+use crate::store::{self, ORPHANS};
+use crate::volume::names::dir::dir_inode;
+use crate::volume::names::fsflags::{guard, Mutation};
+use crate::volume::names::inode::{put_inode, NewInode};
+use crate::volume::names::xattr::{inherit_acl, inherit_property};
 use crate::volume::Volume;
-use crate::PROP_XATTR;
 
 impl Volume {
     /// FUSE_TMPFILE: a regular file with no name in `parent`, held once for the reference
@@ -41,15 +39,7 @@ impl Volume {
         inherit_acl(&txn, parent, ino, &mut inode, new.umask)?;
         put_inode(&txn, ino, &inode)?;
         txn.open_table(ORPHANS)?.insert(ino, ())?;
-        {
-            let mut xattrs = txn.open_table(XATTRS)?;
-            let prop = xattrs
-                .get((parent, PROP_XATTR.as_bytes()))?
-                .map(|v| v.value().to_vec());
-            if let Some(p) = prop {
-                xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
-            }
-        }
+        inherit_property(&txn, parent, ino)?;
         store::add_counter(&txn, "inodes", 1)?;
         // Held and an orphan before the commit: its FORGET may come right after the reply.
         self.opened(ino);

@@ -17,10 +17,11 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
 use crate::counters::Op;
-use crate::error::FsError;
-use crate::inode::{Caller, NewInode, SetAttr};
+use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
+use crate::volume::names::{acl, fsflags};
+use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
 use crate::{OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
 
@@ -216,7 +217,7 @@ fn privileged(c: Caller) -> bool {
 
 fn err(e: FsError) -> Errno {
     if !matches!(e, FsError::Errno(_)) {
-        log::warn!("{e}");
+        log::warn!("{}", chain(&e));
     }
     Errno::from_i32(e.errno())
 }
@@ -307,7 +308,7 @@ impl Ops {
                 return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
             }
             n if n == STATUS_XATTR.as_bytes() => {
-                let text = crate::status::status_text(&self.vol) + &self.ring.line();
+                let text = crate::volume::status::status_text(&self.vol) + &self.ring.line();
                 Ok(text.into_bytes())
             }
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
@@ -337,25 +338,25 @@ impl Ops {
     /// The kernel's references to an inode (one per entry reply) keep it as an orphan after
     /// its last name goes.
     pub fn forget(&self, ino: u64, nlookup: u64) {
-        let _t = self.vol.ops.count(Op::Forget);
+        let _t = self.vol.op_counts().count(Op::Forget);
         self.vol.forget(ino, nlookup);
     }
 
     /// LOOKUP.
     pub fn lookup(&self, parent: u64, name: &[u8], reply: impl AnswerEntry) {
-        let _t = self.vol.ops.count(Op::Lookup);
+        let _t = self.vol.op_counts().count(Op::Lookup);
         self.entry(reply, self.vol.lookup_held(parent, name));
     }
 
     /// GETATTR.
     pub fn getattr(&self, ino: u64, reply: impl AnswerAttr) {
-        let _t = self.vol.ops.count(Op::Getattr);
+        let _t = self.vol.op_counts().count(Op::Getattr);
         self.attr_reply(reply, ino, self.vol.inode(ino));
     }
 
     /// SETATTR: `set` as the kernel sent it, made by `c`.
     pub fn setattr(&self, c: Caller, ino: u64, set: SetAttr, reply: impl AnswerAttr) {
-        let _t = self.vol.ops.count(Op::Setattr);
+        let _t = self.vol.op_counts().count(Op::Setattr);
         let set = SetAttr {
             caller: Some(c),
             ..set
@@ -365,7 +366,7 @@ impl Ops {
 
     /// READLINK.
     pub fn readlink(&self, ino: u64, reply: impl AnswerData) {
-        let _t = self.vol.ops.count(Op::Readlink);
+        let _t = self.vol.op_counts().count(Op::Readlink);
         match self.vol.readlink(ino) {
             Ok(t) => reply.send_data(&t),
             Err(e) => reply.fail(err(e)),
@@ -385,7 +386,7 @@ impl Ops {
         rdev: u32,
         reply: impl AnswerEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Mknod);
+        let _t = self.vol.op_counts().count(Op::Mknod);
         match Kind::from_mode(mode) {
             Some(k) if k != Kind::Dir && k != Kind::Symlink => {
                 let new = new_inode(c, k, mode, rdev, None, umask);
@@ -405,14 +406,17 @@ impl Ops {
         umask: u32,
         reply: impl AnswerEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Mkdir);
+        let _t = self.vol.op_counts().count(Op::Mkdir);
         let new = new_inode(c, Kind::Dir, mode, 0, None, umask);
         self.entry(reply, self.vol.create_held(parent, name, new, 1));
     }
 
     /// UNLINK and RMDIR.
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool, reply: impl AnswerEmpty) {
-        let _t = self.vol.ops.count(if dir { Op::Rmdir } else { Op::Unlink });
+        let _t = self
+            .vol
+            .op_counts()
+            .count(if dir { Op::Rmdir } else { Op::Unlink });
         answer_empty(reply, self.vol.remove(parent, name, dir));
     }
 
@@ -425,7 +429,7 @@ impl Ops {
         target: &[u8],
         reply: impl AnswerEntry,
     ) {
-        let _t = self.vol.ops.count(Op::Symlink);
+        let _t = self.vol.op_counts().count(Op::Symlink);
         let new = new_inode(c, Kind::Symlink, 0o777, 0, Some(target), 0);
         self.entry(reply, self.vol.create_held(parent, name, new, 1));
     }
@@ -440,7 +444,7 @@ impl Ops {
         flags: u32,
         reply: impl AnswerEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Rename);
+        let _t = self.vol.op_counts().count(Op::Rename);
         answer_empty(
             reply,
             self.vol.rename(parent, name, newparent, newname, flags),
@@ -449,7 +453,7 @@ impl Ops {
 
     /// LINK.
     pub fn link(&self, ino: u64, newparent: u64, newname: &[u8], reply: impl AnswerEntry) {
-        let _t = self.vol.ops.count(Op::Link);
+        let _t = self.vol.op_counts().count(Op::Link);
         let r = self.vol.link_held(ino, newparent, newname);
         self.entry(reply, r.map(|i| (ino, i)));
     }
@@ -461,13 +465,13 @@ impl Ops {
     /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
     /// to a file's data goes through the kernel).
     pub fn open(&self, reply: impl Fail) {
-        let _t = self.vol.ops.count(Op::Open);
+        let _t = self.vol.op_counts().count(Op::Open);
         reply.fail(Errno::ENOSYS);
     }
 
     /// READ.
     pub fn read(&self, ino: u64, offset: u64, size: u32, reply: impl AnswerData) {
-        let _t = self.vol.ops.count(Op::Read);
+        let _t = self.vol.op_counts().count(Op::Read);
         thread_local! {
             /// The reply buffer of this request thread, kept between reads.
             static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -489,7 +493,7 @@ impl Ops {
         kill_suidgid: bool,
         reply: impl AnswerWrite,
     ) {
-        let _t = self.vol.ops.count(Op::Write);
+        let _t = self.vol.op_counts().count(Op::Write);
         let kill = kill_suidgid.then_some(c);
         match self.vol.write(ino, offset, data, kill) {
             Ok(()) => reply.send_written(data.len() as u32),
@@ -503,7 +507,7 @@ impl Ops {
     /// not at close. ENOSYS tells the kernel so (`fc->no_flush`): it sends no FLUSH again,
     /// a round trip less on every close.
     pub fn flush(&self, reply: impl Fail) {
-        let _t = self.vol.ops.count(Op::Flush);
+        let _t = self.vol.op_counts().count(Op::Flush);
         reply.fail(Errno::ENOSYS);
     }
 
@@ -511,7 +515,7 @@ impl Ops {
     /// nothing (see [`Ops::open`]): nothing to do, the daemon keeps nothing per open file and
     /// the kernel's reference (until FORGET) holds the inode.
     pub fn release(&self, reply: impl AnswerEmpty) {
-        let _t = self.vol.ops.count(Op::Release);
+        let _t = self.vol.op_counts().count(Op::Release);
         reply.send_ok();
     }
 
@@ -519,7 +523,7 @@ impl Ops {
     pub fn fsync(&self, ino: u64, dir: bool, reply: impl AnswerEmpty) {
         let _t = self
             .vol
-            .ops
+            .op_counts()
             .count(if dir { Op::Fsyncdir } else { Op::Fsync });
         answer_empty(reply, self.vol.fsync(ino));
     }
@@ -532,14 +536,14 @@ impl Ops {
         (offset, length, mode): (u64, u64, i32),
         reply: impl AnswerEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Fallocate);
+        let _t = self.vol.op_counts().count(Op::Fallocate);
         let r = self.vol.fallocate(ino, (offset, length, mode), Some(c));
         answer_empty(reply, r);
     }
 
-    /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`crate::tmpfile`].
+    /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`Volume::tmpfile`].
     pub fn tmpfile(&self, c: Caller, parent: u64, mode: u32, umask: u32, reply: impl AnswerCreate) {
-        let _t = self.vol.ops.count(Op::Tmpfile);
+        let _t = self.vol.op_counts().count(Op::Tmpfile);
         let new = new_inode(c, Kind::File, mode, 0, None, umask);
         match self.vol.tmpfile(parent, new) {
             Ok((ino, i)) => {
@@ -550,10 +554,10 @@ impl Ops {
         }
     }
 
-    /// IOCTL: the inode flags of chattr and lsattr (see [`crate::fsflags`]); any other
+    /// IOCTL: the inode flags of chattr and lsattr (see [`fsflags`]); any other
     /// command is ENOTTY, as for an ioctl the filesystem does not know.
     pub fn ioctl(&self, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
-        let _t = self.vol.ops.count(Op::Ioctl);
+        let _t = self.vol.op_counts().count(Op::Ioctl);
         let word = |b: &[u8]| {
             b.get(..4)
                 .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
@@ -561,17 +565,14 @@ impl Ops {
         };
         let r = match cmd {
             FS_IOC_GETFLAGS => self.vol.fs_flags(ino).map(|f| f.to_le_bytes().to_vec()),
-            FS_IOC_FSGETXATTR => self
-                .vol
-                .fs_flags(ino)
-                .map(|f| crate::fsflags::fsxattr(f).to_vec()),
+            FS_IOC_FSGETXATTR => self.vol.fs_flags(ino).map(|f| fsflags::fsxattr(f).to_vec()),
             FS_IOC_SETFLAGS => word(input)
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
             FS_IOC_FSSETXATTR => self
                 .vol
                 .fs_flags(ino)
-                .and_then(|old| crate::fsflags::from_fsxattr(input, old))
+                .and_then(|old| fsflags::from_fsxattr(input, old))
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
             _ => Err(FsError::Errno(libc::ENOTTY)),
@@ -584,7 +585,7 @@ impl Ops {
 
     /// OPENDIR.
     pub fn opendir(&self, ino: u64, reply: impl AnswerOpen) {
-        let _t = self.vol.ops.count(Op::Opendir);
+        let _t = self.vol.op_counts().count(Op::Opendir);
         match self.vol.opendir(ino) {
             Ok(fh) => reply.send_opened(fh),
             Err(e) => reply.fail(err(e)),
@@ -593,7 +594,7 @@ impl Ops {
 
     /// READDIR.
     pub fn readdir<R: AnswerDir>(&self, ino: u64, fh: u64, offset: u64, mut reply: R) {
-        let _t = self.vol.ops.count(Op::Readdir);
+        let _t = self.vol.op_counts().count(Op::Readdir);
         match self.vol.readdir(ino, fh, offset) {
             Ok(list) => {
                 let from = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -614,7 +615,7 @@ impl Ops {
     /// dropped again for the entries that do not fit the reply. An entry removed since the
     /// listing was taken is left out.
     pub fn readdirplus<R: AnswerDirPlus>(&self, ino: u64, fh: u64, offset: u64, mut reply: R) {
-        let _t = self.vol.ops.count(Op::Readdirplus);
+        let _t = self.vol.op_counts().count(Op::Readdirplus);
         let list = match self.vol.readdir(ino, fh, offset) {
             Ok(list) => list,
             Err(e) => return reply.fail(err(e)),
@@ -655,13 +656,13 @@ impl Ops {
 
     /// RELEASEDIR.
     pub fn releasedir(&self, ino: u64, fh: u64, reply: impl AnswerEmpty) {
-        let _t = self.vol.ops.count(Op::Releasedir);
+        let _t = self.vol.op_counts().count(Op::Releasedir);
         answer_empty(reply, self.vol.releasedir(ino, fh));
     }
 
     /// STATFS.
     pub fn statfs(&self, reply: impl AnswerStatfs) {
-        let _t = self.vol.ops.count(Op::Statfs);
+        let _t = self.vol.op_counts().count(Op::Statfs);
         match self.vol.statfs() {
             Ok((blocks, free, files)) => reply.send_statfs(&Statfs {
                 blocks,
@@ -687,7 +688,7 @@ impl Ops {
         flags: i32,
         reply: impl AnswerEmpty,
     ) {
-        let _t = self.vol.ops.count(Op::Setxattr);
+        let _t = self.vol.op_counts().count(Op::Setxattr);
         let r = if ino == ROOT && name == OPTIONS_XATTR.as_bytes() {
             if !privileged(c) {
                 return reply.fail(Errno::EPERM);
@@ -696,7 +697,7 @@ impl Ops {
             self.vol
                 .remount(&String::from_utf8_lossy(value))
                 .map(|o| log::info!("remounted: {o}"))
-        } else if name == crate::acl::ACCESS || name == crate::acl::DEFAULT {
+        } else if name == acl::ACCESS || name == acl::DEFAULT {
             self.vol.set_acl(ino, name, value, flags, c)
         } else if name.starts_with(b"wring.") {
             Err(FsError::Errno(libc::EPERM))
@@ -708,7 +709,7 @@ impl Ops {
 
     /// GETXATTR, and the control names (`wring.status`, `wring.stat`, `wring.sync`, …).
     pub fn getxattr(&self, c: Caller, ino: u64, name: &[u8], size: u32, reply: impl AnswerXattr) {
-        let _t = self.vol.ops.count(Op::Getxattr);
+        let _t = self.vol.op_counts().count(Op::Getxattr);
         let r = match self.control_get(c, ino, name) {
             Some(r) => r,
             None => self.vol.getxattr(ino, name),
@@ -721,7 +722,7 @@ impl Ops {
 
     /// LISTXATTR.
     pub fn listxattr(&self, ino: u64, size: u32, reply: impl AnswerXattr) {
-        let _t = self.vol.ops.count(Op::Listxattr);
+        let _t = self.vol.op_counts().count(Op::Listxattr);
         match self.vol.listxattr(ino) {
             Ok(names) => {
                 let mut buf = Vec::new();
@@ -737,13 +738,13 @@ impl Ops {
 
     /// REMOVEXATTR.
     pub fn removexattr(&self, ino: u64, name: &[u8], reply: impl AnswerEmpty) {
-        let _t = self.vol.ops.count(Op::Removexattr);
+        let _t = self.vol.op_counts().count(Op::Removexattr);
         answer_empty(reply, self.vol.removexattr(ino, name));
     }
 
     /// ACCESS: `default_permissions` has the kernel check; only `access(2)` itself asks.
     pub fn access(&self, reply: impl AnswerEmpty) {
-        let _t = self.vol.ops.count(Op::Access);
+        let _t = self.vol.op_counts().count(Op::Access);
         reply.send_ok();
     }
 
@@ -753,7 +754,7 @@ impl Ops {
     /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
     /// makes the file either way (see [`Ops::mknod`]).
     pub fn create(&self, reply: impl Fail) {
-        let _t = self.vol.ops.count(Op::Create);
+        let _t = self.vol.op_counts().count(Op::Create);
         reply.fail(Errno::ENOSYS);
     }
 }

@@ -1,9 +1,10 @@
 //! The `fuser::Filesystem` adapter: fuser reads requests from `/dev/fuse` and this hands
-//! each to [`Ops`], whose answers go back through fuser's reply objects. Thin.
+//! each to `Ops` (`transport/ops.rs`), whose answers go back through fuser's reply objects.
+//! Thin.
 //!
-//! With `uring=1` the same [`Ops`] serve the requests the kernel puts on the io_uring
-//! queues ([`crate::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT,
-//! which the kernel still sends through `/dev/fuse`.
+//! With `uring=1` the same `Ops` serve the requests the kernel puts on the io_uring queues
+//! ([`crate::uring`]); fuser's threads then see only INIT, FORGET and INTERRUPT, which the
+//! kernel still sends through `/dev/fuse`.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -18,13 +19,13 @@ use fuser::{
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::inode::SetAttr;
-use crate::ops::{
+use crate::transport::ops::{
     AnswerAttr, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry, AnswerIoctl,
     AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
+use crate::volume::SetAttr;
 
-pub use crate::ops::attr;
+pub use crate::transport::ops::attr;
 
 /// The FUSE face of a volume.
 pub struct WringFs {
@@ -41,8 +42,8 @@ impl WringFs {
 }
 
 /// The process a request comes from.
-fn caller(req: &Request) -> crate::inode::Caller {
-    crate::inode::Caller {
+fn caller(req: &Request) -> crate::volume::Caller {
+    crate::volume::Caller {
         uid: req.uid(),
         gid: req.gid(),
         pid: req.pid(),
@@ -178,10 +179,10 @@ impl fuser::Filesystem for WringFs {
                 .is_err()
         {
             // The daemon checked enable_uring before mounting; the kernel changed its mind.
-            return Err(std::io::Error::other(crate::uring::NOT_OFFERED));
+            return Err(std::io::Error::other(crate::transport::uring::NOT_OFFERED));
         }
-        let _ = config.set_max_write(crate::uring::MAX_WRITE as u32);
-        let _ = config.set_max_readahead(crate::bdi::READAHEAD_KB << 10);
+        let _ = config.set_max_write(crate::transport::uring::MAX_WRITE as u32);
+        let _ = config.set_max_readahead(crate::transport::READAHEAD_KB << 10);
         let _ = config.set_max_background(64);
         Ok(())
     }

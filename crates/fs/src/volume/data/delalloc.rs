@@ -30,11 +30,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use wring_engine::offload::{Complete, Done, Input, Request, SubmitError};
 
-use crate::encode::{encode_batch, op_for, shape, value, Decision, Shape};
-use crate::error::{errno, FsError};
+use crate::error::{chain, errno, FsError};
 use crate::store::records::{Time, FLAG_NOCOMPRESS};
 use crate::store::space::Reservation;
 use crate::store::{self, INODES};
+use crate::volume::data::encode::{encode_batch, op_for, shape, value, Decision, Shape};
 use crate::volume::{lock, Volume};
 
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
@@ -135,6 +135,25 @@ pub(crate) struct Delalloc {
     done: Condvar,
     /// The completion handler once the mount runs writeback asynchronously.
     handler: OnceLock<Arc<dyn Complete>>,
+}
+
+/// A job's writeback error: the job's position in its group, the error whole (with its
+/// causes) for the log line, and what its inode's next fsync reports.
+struct Failed {
+    at: usize,
+    logged: String,
+    error: FsError,
+}
+
+impl Failed {
+    /// `error`, logged and reported as it is.
+    fn new(at: usize, error: FsError) -> Failed {
+        Failed {
+            at,
+            logged: chain(&error),
+            error,
+        }
+    }
 }
 
 /// The writeback's completion handler: the acomp callback that commits.
@@ -467,7 +486,7 @@ impl Volume {
     /// Commit the finished jobs of `batch` (one group per inode, each inode's lock held) in
     /// one transaction; when that fails, each group alone, as before batching, so one
     /// inode's error (a damaged item) fails only its own jobs. The errors met, per group.
-    fn commit_batch(&self, batch: &[Vec<Ready>]) -> Vec<Vec<(usize, FsError)>> {
+    fn commit_batch(&self, batch: &[Vec<Ready>]) -> Vec<Vec<Failed>> {
         if batch.len() > 1 {
             let shared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.commit_shared(batch)
@@ -490,18 +509,18 @@ impl Volume {
                             self.store.commit(txn, false)
                         });
                         if let Err(e) = r {
-                            errors.push((0, e));
+                            errors.push(Failed::new(0, e));
                         }
                     }
                     errors
                 })
-                .unwrap_or_else(|| vec![(0, errno(libc::EIO))])
+                .unwrap_or_else(|| vec![Failed::new(0, errno(libc::EIO))])
             })
             .collect()
     }
 
     /// [`Volume::commit_batch`]'s one transaction for every group.
-    fn commit_shared(&self, batch: &[Vec<Ready>]) -> Result<Vec<Vec<(usize, FsError)>>, FsError> {
+    fn commit_shared(&self, batch: &[Vec<Ready>]) -> Result<Vec<Vec<Failed>>, FsError> {
         let txn = self.store.write()?;
         let mut all = Vec::with_capacity(batch.len());
         for group in batch {
@@ -516,19 +535,21 @@ impl Volume {
     }
 
     /// Finish the jobs of each group with its first error (what the inode's next fsync
-    /// reports), logging every error, and tell the kernel the inodes' attributes changed.
-    fn finish_groups(&self, batch: Vec<Vec<Ready>>, errors: Vec<Vec<(usize, FsError)>>) {
+    /// reports), logging every error whole, and tell the kernel the inodes' attributes
+    /// changed.
+    fn finish_groups(&self, batch: Vec<Vec<Ready>>, errors: Vec<Vec<Failed>>) {
         for (group, errors) in batch.into_iter().zip(errors) {
             let ino = group[0].job.ino;
-            for (i, e) in &errors {
-                let job = &group[*i].job;
+            for f in &errors {
+                let job = &group[f.at].job;
                 log::error!(
-                    "writeback of {} offset {} failed: {e}",
+                    "writeback of {} offset {} failed: {}",
                     self.path_of(ino),
-                    job.idx * job.extent_size as u64
+                    job.idx * job.extent_size as u64,
+                    f.logged
                 );
             }
-            let mut err = errors.into_iter().map(|e| e.1).next();
+            let mut err = errors.into_iter().map(|f| f.error).next();
             for r in group {
                 self.da.finish(&r.job, err.take(), r.out);
             }
@@ -549,29 +570,34 @@ impl Volume {
     }
 
     /// The extent values of the jobs of `group` that are still current, and the errors met
-    /// by position in the group.
+    /// by position in the group. A compression error stays in its job (its `Ready`, which
+    /// [`Volume::commit_batch`] may look at twice): its inode's fsync gets its errno, the log
+    /// line the whole error.
     #[allow(clippy::type_complexity)]
     fn values_of<'g>(
         &self,
         group: &'g [Ready],
-    ) -> (
-        Vec<(usize, FsError)>,
-        Vec<(&'g Job, Option<Value<'g>>, bool)>,
-    ) {
+    ) -> (Vec<Failed>, Vec<(&'g Job, Option<Value<'g>>, bool)>) {
         let mut errors = Vec::new();
         let mut values = Vec::new();
         for (i, r) in group.iter().enumerate() {
-            let v = r
-                .shape
-                .as_ref()
-                .map_err(|e| errno(e.errno()))
-                .and_then(|s| Ok((*s, value(*s, r.job.decision, &r.job.data, &r.out)?)));
-            match v {
-                Ok((s, v)) if self.da.is_current(&r.job) => {
+            let s = match &r.shape {
+                Ok(s) => *s,
+                Err(e) => {
+                    errors.push(Failed {
+                        at: i,
+                        logged: chain(e),
+                        error: errno(e.errno()),
+                    });
+                    continue;
+                }
+            };
+            match value(s, r.job.decision, &r.job.data, &r.out) {
+                Ok(v) if self.da.is_current(&r.job) => {
                     values.push((&r.job, v, matches!(s, Shape::Raw { mark: true })));
                 }
                 Ok(_) => {}
-                Err(e) => errors.push((i, e)),
+                Err(e) => errors.push(Failed::new(i, e)),
             }
         }
         (errors, values)
@@ -581,7 +607,7 @@ impl Volume {
     /// inode's size and times into `txn`.
     fn put_jobs(
         &self,
-        txn: &crate::delayed::VolTxn<'_>,
+        txn: &crate::volume::delayed::VolTxn<'_>,
         ino: u64,
         values: Vec<(&Job, Option<Value<'_>>, bool)>,
     ) -> Result<(), FsError> {
@@ -592,7 +618,7 @@ impl Volume {
             Err(e) => return Err(e),
         };
         for (job, value, mark) in values {
-            let delta = self.put_value(txn, ino, job.idx, value)?;
+            let delta = txn.put_value(ino, job.idx, value)?;
             let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
             inode.size = inode.size.max(end);
             if inode.extent_size == 0 {
@@ -714,8 +740,8 @@ impl Volume {
 #[cfg(test)]
 mod tests {
     use crate::error::errno;
-    use crate::inode::{NewInode, SetAttr};
     use crate::store::{Store, ROOT};
+    use crate::volume::{NewInode, SetAttr};
     use crate::{Options, Volume};
 
     /// Let the clock inode times come from (the kernel's coarse one) move on.

@@ -17,12 +17,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::sim::SimDisk;
-use super::ROOT;
+use crate::admin::fsck::{self, FsckReport};
 use crate::error::FsError;
-use crate::fsck::{self, FsckReport};
-use crate::inode::{NewInode, SetAttr};
 use crate::store::records::Kind;
+use crate::store::simdisk::{Rng, SimDisk};
+use crate::store::ROOT;
+use crate::volume::{NewInode, SetAttr};
 use crate::{Options, Volume};
 
 /// Extents of 16 KiB, so a file has several, most of them in the data file.
@@ -96,7 +96,7 @@ fn tree(vol: &Volume) -> Result<Tree, FsError> {
 fn fresh() -> (SimDisk, Arc<Volume>) {
     let disk = SimDisk::with_capacity(CAPACITY);
     let (db, data, reserve) = (disk.new_file(), disk.new_file(), disk.new_file());
-    super::Store::mkfs_sim(&db).unwrap();
+    crate::store::Store::mkfs_sim(&db).unwrap();
     let vol = Volume::open_sim_with(db, data, Some(reserve), options()).unwrap();
     let vol = Arc::new(vol);
     vol.watch_rollbacks();
@@ -329,7 +329,7 @@ fn run(step: &Step, fault: Fault, n: u64, trees: &(Tree, Tree), seen: &mut Tally
         "{at}: the tree is neither as before nor as after the operation (it returned {r:?})"
     );
     fsck_clean(&vol, &at);
-    let c = &vol.store.space().counts;
+    let c = &vol.store().space().counts;
     let count = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     seen.runs += 1;
     seen.reopened += count(&c.recoveries);
@@ -381,7 +381,7 @@ fn a_disk_filling_up_under_the_store() {
     let d = lookup(&vol, "d");
     let (big, _) = vol.create(d, b"big", NewInode::file(0o644)).unwrap();
     // Random bytes: lzo stores them raw.
-    let mut rng = super::sim::Rng(5);
+    let mut rng = Rng(5);
     let chunk: Vec<u8> = (0..1 << 20).map(|_| rng.bits() as u8).collect();
     let mut at = 0u64;
     let full = loop {
@@ -396,7 +396,7 @@ fn a_disk_filling_up_under_the_store() {
     };
     assert_eq!(full.errno(), libc::ENOSPC, "{full}");
     assert!(at > CAPACITY / 2, "full after {at} bytes");
-    let report = vol.store.space_report();
+    let report = vol.store().space_report();
     assert!(report.available < 1 << 20, "{report:?}");
     // 4 KiB writes, each at the start of an extent of its own, take what is left; then
     // nothing new fits, not even a name.
@@ -415,7 +415,7 @@ fn a_disk_filling_up_under_the_store() {
     // Deleting works and its space is free at once; then writing works again.
     vol.remove(d, b"big", false).unwrap();
     vol.sync().unwrap();
-    assert!(vol.store.space_report().available > CAPACITY / 2);
+    assert!(vol.store().space_report().available > CAPACITY / 2);
     let (again, _) = vol.create(d, b"again", NewInode::file(0o644)).unwrap();
     vol.write(again, 0, &chunk, None).unwrap();
     vol.fsync(again).unwrap();

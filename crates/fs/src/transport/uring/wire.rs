@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{FileAttr, FileType};
 
-use crate::inode::SetAttr;
-use crate::ops::Statfs;
+use crate::transport::ops::Statfs;
+use crate::volume::SetAttr;
 
 /// FUSE_WRITE, the one request whose payload is large.
 pub const WRITE: u32 = 16;
@@ -52,6 +52,7 @@ const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
 
 /// Why a request could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireError {
     /// Fewer bytes than the layout needs.
     #[error("FUSE request opcode {opcode}: {what} needs {need} bytes, has {got}")]

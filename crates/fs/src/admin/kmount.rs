@@ -27,29 +27,8 @@ pub struct MountSpec<'a> {
     pub source: &'a str,
     /// Whether users other than the owner may enter (`allow_other`).
     pub allow_other: bool,
-    /// The VFS flags ([`vfs_flags`]).
+    /// The VFS flags (`vfs_flags` in `volume/vfs.rs`).
     pub flags: MountFlags,
-}
-
-/// The VFS flags of `o` (ro, nosuid, nodev, noexec, the atime options), as mount(8) turns
-/// the same words into mount(2) flags.
-pub fn vfs_flags(o: &crate::Options) -> MountFlags {
-    let mut f = MountFlags::empty();
-    let set = [
-        (o.read_only, MountFlags::RDONLY),
-        (!o.suid, MountFlags::NOSUID),
-        (!o.dev, MountFlags::NODEV),
-        (!o.exec, MountFlags::NOEXEC),
-        (o.atime == crate::Atime::No, MountFlags::NOATIME),
-        (o.atime == crate::Atime::Strict, MountFlags::STRICTATIME),
-        (o.lazytime, MountFlags::LAZYTIME),
-    ];
-    for (on, flag) in set {
-        if on {
-            f |= flag;
-        }
-    }
-    f
 }
 
 /// Change a mount's VFS flags (`mount -o remount,…`): the kernel flushes and, for `ro`,

@@ -9,9 +9,6 @@
 
 use std::path::Path;
 
-/// Readahead of a wring mount, as btrfs's: 4 MiB.
-pub const READAHEAD_KB: u32 = 4096;
-
 /// Undo the octal escapes /proc/self/mountinfo uses for blanks and backslashes.
 fn unescape(field: &str) -> Vec<u8> {
     let b = field.as_bytes();

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::sim::{Rng, SimDisk};
-use super::{DIRENTS, ROOT};
+use crate::admin::fsck::{self, FsckReport};
 use crate::error::FsError;
-use crate::fsck::{self, FsckReport};
-use crate::inode::{NewInode, SetAttr};
+use crate::store::simdisk::{Rng, SimDisk};
+use crate::store::{DIRENTS, ROOT};
+use crate::volume::{NewInode, SetAttr};
 use crate::{Options, Volume};
 
 const SEED: u64 = 0x5eed_f00d;
@@ -304,7 +304,7 @@ impl Run {
             report.problems
         );
         assert!(
-            vol.store.check_integrity().unwrap(),
+            vol.check_integrity().unwrap(),
             "{at}: redb's integrity check fails after the power cut"
         );
     }
@@ -316,7 +316,7 @@ fn options() -> Options {
 
 /// Names in the root directory, by inode.
 fn names(vol: &Volume) -> HashMap<u64, Vec<Vec<u8>>> {
-    let txn = vol.store.read().unwrap();
+    let txn = vol.store().read().unwrap();
     let dirents = txn.open_table(DIRENTS).unwrap();
     let mut names: HashMap<u64, Vec<Vec<u8>>> = HashMap::new();
     for r in dirents.range((ROOT, &[][..])..(ROOT + 1, &[][..])).unwrap() {
@@ -350,7 +350,7 @@ fn power_cuts_keep_what_fsync_made_durable() {
     let t = Instant::now();
     let disk = SimDisk::default();
     let (db, data) = (disk.new_file(), disk.new_file());
-    super::Store::mkfs_sim(&db).unwrap();
+    crate::store::Store::mkfs_sim(&db).unwrap();
     let vol = Volume::open_sim(db, data, options()).unwrap();
     let mut run = Run {
         disk,

@@ -8,7 +8,8 @@
 //! with FUSE_IO_URING_CMD_REGISTER and answered with FUSE_IO_URING_CMD_COMMIT_AND_FETCH
 //! ([`ring`]). The kernel routes requests to the ring once every queue has an entry; FORGET,
 //! INTERRUPT and notifications still go through `/dev/fuse`, where fuser keeps serving.
-//! Requests decode in [`wire`] and are answered by the same [`Ops`] fuser's adapter calls.
+//! Requests decode in [`wire`] and are answered by the same `Ops` (`transport/ops.rs`)
+//! fuser's adapter calls.
 //!
 //! Differs from libfuse's io_uring loop in one entry per thread, each with its own ring, so a
 //! request that blocks (fsync, a write waiting for a compression stream) holds up no other.
@@ -28,12 +29,12 @@ use std::time::Duration;
 
 use fuser::{Errno, FileAttr, FileType};
 
-use crate::error::FsError;
-use crate::inode::Caller;
-use crate::ops::{
+use crate::error::{io, FsError};
+use crate::transport::ops::{
     AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
     AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
 };
+use crate::volume::Caller;
 use wire::{Header, Request};
 
 /// The kernel's switch for FUSE over io_uring.
@@ -45,7 +46,7 @@ pub const MAX_WRITE: usize = 1 << 20;
 /// An entry's payload buffer: the kernel refuses one smaller than its largest request or
 /// reply (max_write, or max_pages of readahead).
 const PAYLOAD: usize = {
-    let ra = (crate::bdi::READAHEAD_KB as usize) << 10;
+    let ra = (crate::transport::READAHEAD_KB as usize) << 10;
     if ra > MAX_WRITE {
         ra
     } else {
@@ -96,10 +97,7 @@ pub fn count_cpus(list: &str) -> Option<usize> {
 /// The kernel makes a queue per possible CPU (num_possible_cpus()).
 fn queues() -> Result<usize, FsError> {
     let path = "/sys/devices/system/cpu/possible";
-    let text = std::fs::read_to_string(path).map_err(|source| FsError::Io {
-        what: format!("reading {path}"),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path).map_err(io(format!("reading {path}")))?;
     count_cpus(&text)
         .filter(|&n| n > 0 && n <= usize::from(u16::MAX))
         .ok_or_else(|| FsError::Refused {
@@ -161,10 +159,7 @@ impl Prepared {
             let h = std::thread::Builder::new()
                 .name(format!("wring-uring-{}.{k}", entry.qid()))
                 .spawn(move || serve(entry, fd, &ops))
-                .map_err(|source| FsError::Io {
-                    what: "starting an io_uring thread".into(),
-                    source,
-                })?;
+                .map_err(io("starting an io_uring thread"))?;
             handles.push(h);
         }
         log::info!(

@@ -1,6 +1,8 @@
 //! mount(8)'s flags on a live mount: `ro`/`rw` (at mount and by remount), `suid`, `dev`,
 //! `exec`, and the access time options (`relatime`, btrfs's default, `strictatime`,
-//! `noatime`, `lazytime`).
+//! `noatime`, `lazytime`). [`vfs_flags`] spells the options as mount(2) flags and
+//! [`check_dev_suid`] says who may have `suid` and `dev`, for the mount the daemon makes
+//! (`admin/`) and for a remount here.
 //!
 //! Mirrors the VFS's side of btrfs's mount and remount (fs/namespace.c do_remount,
 //! fs/super.c reconfigure_super, btrfs_remount's ro/rw transitions) and of its reads
@@ -10,6 +12,10 @@
 //! read-only, and updates access times itself when a read reaches it — FUSE sends the server
 //! no access time, so a read the kernel serves from its page cache updates the access time in
 //! the kernel's memory only.
+
+use std::path::Path;
+
+use rustix::mount::MountFlags;
 
 use crate::error::FsError;
 use crate::options::{Atime, Options};
@@ -34,18 +40,81 @@ pub fn atime_due(atime: Atime, inode: &Inode, now: Time) -> bool {
     }
 }
 
+/// The VFS flags of `o` (ro, nosuid, nodev, noexec, the atime options), as mount(8) turns
+/// the same words into mount(2) flags.
+pub fn vfs_flags(o: &Options) -> MountFlags {
+    let mut f = MountFlags::empty();
+    let set = [
+        (o.read_only, MountFlags::RDONLY),
+        (!o.suid, MountFlags::NOSUID),
+        (!o.dev, MountFlags::NODEV),
+        (!o.exec, MountFlags::NOEXEC),
+        (o.atime == Atime::No, MountFlags::NOATIME),
+        (o.atime == Atime::Strict, MountFlags::STRICTATIME),
+        (o.lazytime, MountFlags::LAZYTIME),
+    ];
+    for (on, flag) in set {
+        if on {
+            f |= flag;
+        }
+    }
+    f
+}
+
+/// `suid` and `dev` only for root mounting a store root owns: a store another user can
+/// write (or a mount another user makes) is a way to plant a set-user-ID root binary or a
+/// device node of the disk. Refused otherwise, saying why.
+pub fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
+    let asked: Vec<&str> = [(o.suid, "suid"), (o.dev, "dev")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let what = asked.join(" and ");
+    let refuse = |why: String| {
+        Err(FsError::Refused {
+            why: format!("{what} refused: {why}; mount with nosuid,nodev (the default)"),
+            errno: libc::EPERM,
+        })
+    };
+    if !rustix::process::geteuid().is_root() {
+        return refuse("only root may mount with them, as for any FUSE filesystem".into());
+    }
+    use std::os::unix::fs::MetadataExt;
+    for path in [
+        dir.to_path_buf(),
+        dir.join(crate::store::DB_FILE),
+        dir.join(crate::store::DATA_FILE),
+    ] {
+        match std::fs::metadata(&path) {
+            Ok(m) if m.uid() != 0 => {
+                return refuse(format!(
+                    "{} belongs to uid {}, and a store another user can write is a way to \
+                     plant a set-user-ID root binary or a device node",
+                    path.display(),
+                    m.uid()
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 impl Volume {
     /// The daemon's part of a remount that changes VFS flags (the kernel's flags are the
-    /// remounting process's to change, see [`crate::daemon::remount`]): going read-only,
+    /// remounting process's to change, see `admin::daemon::remount`): going read-only,
     /// every writeback and a durable commit, then the store refuses commits; going back to
     /// rw, the store takes them again (refused for a store mounted read-only, which was opened
     /// without writing to its files). `suid` and `dev` are checked as at mount. Nothing
     /// changes on error.
     pub(crate) fn change_vfs(&self, old: &Options, new: &Options) -> Result<(), FsError> {
-        if crate::kmount::vfs_flags(old) == crate::kmount::vfs_flags(new) {
+        if vfs_flags(old) == vfs_flags(new) {
             return Ok(());
         }
-        crate::daemon::check_dev_suid(new, self.store.dir())?;
+        check_dev_suid(new, self.store.dir())?;
         if old.read_only && !new.read_only {
             self.store.set_read_only(false)?;
         }
@@ -81,9 +150,9 @@ impl Volume {
             .update(ino, |mut i, _| match atime_due(atime, &i, now) {
                 true => {
                     i.atime = now;
-                    Ok(crate::delayed::Change::Put(i))
+                    Ok(crate::volume::delayed::Change::Put(i))
                 }
-                false => Ok(crate::delayed::Change::Unchanged),
+                false => Ok(crate::volume::delayed::Change::Unchanged),
             });
         if let Err(e) = r {
             log::debug!("access time of inode {ino}: {e}");

@@ -4,6 +4,26 @@
 //! reserves them, and evicting an extent gives its pages back).
 //!
 //! Mirrors struct btrfs_fs_info: one per mount.
+//!
+//! The volume layer, between the transport above and the store below. [`Volume`]'s fields
+//! are private to this folder; each file under it adds the methods of one part, as fs/btrfs
+//! declares each file's functions in its own header: the namespace in [`names`] (inodes,
+//! directories, xattrs, ACLs, who asks, chattr's flags, O_TMPFILE), file data in [`data`]
+//! (extents, delalloc, the encoder, decoding, the cache of decoded extents), and here the
+//! delayed inode items ([`delayed`]), the mount flags and access times ([`vfs`]) and the
+//! reports the control attributes answer ([`stat`], [`status`]). This file keeps the mount's
+//! life (open, the committer, remount, sync) and who holds which inode (opens, orphans,
+//! FORGET, deletion).
+
+pub mod data;
+pub(crate) mod delayed;
+pub mod names;
+pub mod stat;
+pub mod status;
+pub mod vfs;
+
+pub use names::creds::Caller;
+pub use names::inode::{NewInode, SetAttr};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -11,59 +31,47 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::ReadableTable;
 use wring_engine::offload::{Offload, OffloadConfig};
-use wring_engine::pool::PageBuf;
 use wring_engine::{Engine, EngineConfig};
 
-use crate::delalloc::Pending;
-use crate::delayed::DelayedStore;
-use crate::error::{errno, FsError};
+use crate::error::{errno, io, FsError};
 use crate::options::{Options, MAX_MAX_EXTENT};
 use crate::store::records::{ExtentHeader, Inode, Kind};
 use crate::store::{self, Store, Txn, EXTENTS, INODES, ORPHANS, SYMLINKS, XATTRS};
+use crate::volume::data::cache::Cached;
+use crate::volume::data::delalloc::Pending;
+use crate::volume::delayed::DelayedStore;
 
-const LOCK_STRIPES: usize = 64;
+pub(super) const LOCK_STRIPES: usize = 64;
 /// Orphans whose last hold FORGET dropped, deleted together in one transaction.
 const FORGET_BATCH: usize = 256;
 /// Inodes [`Volume::is_bare`] knows at most (8 bytes and the set's overhead each).
 const BARE_MAX: usize = 1 << 18;
-/// Bytes of decompressed extents kept for sequential small reads.
-const CACHE_BYTES: usize = 32 << 20;
-
-/// A decompressed extent in the cache.
-pub(crate) struct Cached {
-    pub ino: u64,
-    pub idx: u64,
-    pub seq: u64,
-    /// The decoded bytes, in page pool pages (given back when the cache drops them).
-    pub data: Arc<PageBuf>,
-}
-
 /// One mounted store.
 pub struct Volume {
-    /// The store, with the inode changes not yet written to it (see [`crate::delayed`]).
-    pub(crate) store: DelayedStore,
-    pub(crate) engine: Arc<Engine>,
+    /// The store, with the inode changes not yet written to it (see [`delayed`]).
+    store: DelayedStore,
+    engine: Arc<Engine>,
     /// The one way this mount compresses and decompresses: the engine's offload API, whose CPU
     /// workers (one per stream) are the mount's only compression threads.
-    pub(crate) offload: Offload,
-    pub(crate) options: RwLock<Options>,
+    offload: Offload,
+    options: RwLock<Options>,
     stripes: Vec<Mutex<()>>,
     /// Serialise decoding the same extent for the cache: two readers of one extent (adjacent
     /// readahead requests share their boundary extents) decode it once.
     decode_stripes: Vec<Mutex<()>>,
-    pub(crate) open: Mutex<Opens>,
-    pub(crate) dirs: Mutex<HashMap<u64, Arc<Vec<crate::dir::DirEntry>>>>,
-    pub(crate) next_fh: AtomicU64,
+    open: Mutex<Opens>,
+    dirs: Mutex<HashMap<u64, Arc<Vec<names::dir::DirEntry>>>>,
+    next_fh: AtomicU64,
     /// Reads in progress: one alone spreads its extents over the streams, several share them.
-    pub(crate) reads: AtomicUsize,
-    pub(crate) cache: Mutex<VecDeque<Cached>>,
+    reads: AtomicUsize,
+    cache: Mutex<VecDeque<Cached>>,
     /// Buffers for a batched read's stored bytes, kept between reads.
-    pub(crate) staging: Mutex<Vec<Vec<u8>>>,
-    pub(crate) da: Arc<crate::delalloc::Delalloc>,
+    staging: Mutex<Vec<Vec<u8>>>,
+    da: Arc<data::delalloc::Delalloc>,
     /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
     /// took dirty extents and then a snapshot retries when one came in between, so it never
     /// mixes data from before the removal with a snapshot from after.
-    pub(crate) removals: AtomicU64,
+    removals: AtomicU64,
     /// One remount at a time: it holds the options lock only to swap the options, then applies
     /// them to the engine (a page pool resize allocates up to gigabytes) with this lock alone.
     remounting: Mutex<()>,
@@ -74,16 +82,16 @@ pub struct Volume {
     /// Tells the kernel to drop its copy of an inode's attributes (set once mounted).
     notifier: std::sync::OnceLock<fuser::Notifier>,
     /// FUSE requests by opcode, for `wring status`.
-    pub ops: crate::counters::OpCounts,
+    ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
-    pub(crate) wb_waits: crate::counters::WaitCounts,
+    wb_waits: crate::counters::WaitCounts,
     /// Inodes whose attributes the kernel must drop after the store went back to an older
     /// commit (told by the committer: not from inside the store's recovery).
     stale: Mutex<Vec<u64>>,
     /// Inodes whose cached pages the kernel must drop: a write to them was refused (an
     /// immutable or append-only file), so its pages hold bytes the store does not (told by
     /// the committer: the kernel holds them locked while the write is answered).
-    pub(crate) stale_pages: Mutex<Vec<u64>>,
+    stale_pages: Mutex<Vec<u64>>,
 }
 
 pub(crate) use wring_sync::lock;
@@ -220,10 +228,7 @@ impl Volume {
                     vol.pages_changed(ino);
                 }
             })
-            .map_err(|source| FsError::Io {
-                what: "starting the committer".into(),
-                source,
-            })?;
+            .map_err(io("starting the committer"))?;
         Ok(())
     }
 
@@ -262,8 +267,8 @@ impl Volume {
     /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).
     #[cfg(test)]
     pub(crate) fn open_sim(
-        db: store::sim::SimFile,
-        data: store::sim::SimFile,
+        db: store::simdisk::SimFile,
+        data: store::simdisk::SimFile,
         options: Options,
     ) -> Result<Volume, FsError> {
         Volume::mount(Store::open_sim(db, data)?, options)
@@ -273,9 +278,9 @@ impl Volume {
     /// the files' simulated disk.
     #[cfg(test)]
     pub(crate) fn open_sim_with(
-        db: store::sim::SimFile,
-        data: store::sim::SimFile,
-        reserve: Option<store::sim::SimFile>,
+        db: store::simdisk::SimFile,
+        data: store::simdisk::SimFile,
+        reserve: Option<store::simdisk::SimFile>,
         options: Options,
     ) -> Result<Volume, FsError> {
         Volume::mount(Store::open_sim_with(db, data, reserve)?, options)
@@ -381,6 +386,22 @@ impl Volume {
         &self.engine
     }
 
+    /// The store with its delayed inode items, for what reads it beside the volume (fsck,
+    /// the simulations) and for stopping its compactor at unmount.
+    pub(crate) fn store(&self) -> &DelayedStore {
+        &self.store
+    }
+
+    /// redb's integrity check of the store's database (see [`Store::check_integrity`]).
+    pub(crate) fn check_integrity(&mut self) -> Result<bool, FsError> {
+        self.store.check_integrity()
+    }
+
+    /// FUSE requests by opcode, for `wring status` (the transport counts them).
+    pub(crate) fn op_counts(&self) -> &crate::counters::OpCounts {
+        &self.ops
+    }
+
     /// Bytes of dirty extents waiting for (or in) writeback, and how many extents.
     pub fn delalloc_totals(&self) -> (usize, usize) {
         self.da.totals()
@@ -394,12 +415,6 @@ impl Volume {
     /// The stripe of `ino`'s lock.
     fn stripe(ino: u64) -> usize {
         (ino as usize) % LOCK_STRIPES
-    }
-
-    /// The decode lock of extent `idx` of `ino`.
-    pub(crate) fn decode_lock(&self, ino: u64, idx: u64) -> MutexGuard<'_, ()> {
-        let h = ino.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ idx;
-        lock(&self.decode_stripes[(h as usize) % LOCK_STRIPES])
     }
 
     /// Make everything durable: all writeback, then a durable commit. A writeback error since
@@ -724,7 +739,7 @@ impl Volume {
                 .map(|r| r.map(|(k, _)| k.value()))
                 .collect::<Result<_, _>>()?;
             for k in keys {
-                freed += self.remove_item(txn, &mut extents, k)?;
+                freed += txn.remove_item(&mut extents, k)?;
             }
         }
         {
@@ -760,37 +775,6 @@ impl Volume {
             self.purge(&txn, *ino)?;
         }
         self.store.commit(txn, !orphans.is_empty())
-    }
-
-    /// Drop cached extents of `ino` (all of them, or from index `from` on).
-    pub(crate) fn forget_cache(&self, ino: u64, from: Option<u64>) {
-        lock(&self.cache).retain(|c| c.ino != ino || from.is_some_and(|f| c.idx < f));
-    }
-
-    pub(crate) fn cache_get(&self, ino: u64, idx: u64, seq: u64) -> Option<Arc<PageBuf>> {
-        let cache = lock(&self.cache);
-        cache
-            .iter()
-            .find(|c| c.ino == ino && c.idx == idx && c.seq == seq)
-            .map(|c| c.data.clone())
-    }
-
-    pub(crate) fn cache_put(&self, ino: u64, idx: u64, seq: u64, data: Arc<PageBuf>) {
-        let mut cache = lock(&self.cache);
-        cache.retain(|c| !(c.ino == ino && c.idx == idx));
-        cache.push_back(Cached {
-            ino,
-            idx,
-            seq,
-            data,
-        });
-        let mut total: usize = cache.iter().map(|c| c.data.len()).sum();
-        while total > CACHE_BYTES {
-            match cache.pop_front() {
-                Some(c) => total -= c.data.len(),
-                None => break,
-            }
-        }
     }
 
     /// A path for `ino` for log lines (best effort: scans the directory table).
@@ -900,8 +884,8 @@ impl Drop for Volume {
 mod tests {
     use std::sync::mpsc;
 
-    use crate::inode::NewInode;
     use crate::store::{Store, ROOT};
+    use crate::volume::NewInode;
     use crate::{Options, Volume};
 
     use super::*;

@@ -1,25 +1,26 @@
-//! Inodes and the namespace: attributes, create, link, unlink, rename, symlinks, xattrs (with
-//! the `compression` property), statfs.
+//! Inodes and the namespace: attributes (setattr, with the privileges a write, truncate or
+//! chown drops), create, link, unlink, rename, symlinks. A new inode inherits its directory's
+//! default ACL ([`super::xattr`]) and `compression` property.
 //!
 //! Mirrors fs/btrfs/inode.c (btrfs_create, btrfs_link, btrfs_unlink, btrfs_rename,
-//! btrfs_setattr), xattr.c and props.c (the `btrfs.compression` property, inherited by new
-//! files from their directory). Differs from btrfs in honouring the property's level.
+//! btrfs_setattr) and props.c's inheritance of the `btrfs.compression` property by new files
+//! from their directory.
 
 use std::time::SystemTime;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use crate::acl::{self, Acl};
-use crate::delayed::Change;
-use crate::dir::{check_name, dir_inode, entry_in, has_entries};
+use super::acl;
+use super::creds::Caller;
+use super::xattr::{chmod_acl, inherit_acl, inherit_property};
 use crate::error::{errno, FsError};
-use crate::fsflags::{guard, Mutation};
-use crate::options::parse_spec;
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
+use crate::volume::delayed::Change;
+use crate::volume::names::dir::{check_name, dir_inode, entry_in, has_entries};
+use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
-use crate::PROP_XATTR;
 
 /// What setattr changes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -42,70 +43,6 @@ pub struct SetAttr {
     /// Who asks; a size change by a process without CAP_FSETID drops the set-ID bits.
     pub caller: Option<Caller>,
 }
-
-/// Who asked for an operation, as a FUSE request says: user, primary group and process.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caller {
-    /// User id.
-    pub uid: u32,
-    /// Primary group id.
-    pub gid: u32,
-    /// Process (thread) id, for the supplementary groups; 0 when unknown.
-    pub pid: u32,
-}
-
-impl Caller {
-    /// in_group_p(): the primary group, or one of the supplementary groups the process has
-    /// now (`Groups:` in /proc/PID/status; none when the process is gone).
-    pub fn in_group(&self, gid: u32) -> bool {
-        self.gid == gid || (self.pid != 0 && supplementary_groups(self.pid).contains(&gid))
-    }
-
-    /// Every group the process is in: the primary one and the supplementary ones.
-    pub fn groups(&self) -> Vec<u32> {
-        let mut groups = match self.pid {
-            0 => Vec::new(),
-            pid => supplementary_groups(pid),
-        };
-        groups.push(self.gid);
-        groups
-    }
-
-    /// capable(CAP_FSETID): the capability is in the process's effective set (`CapEff:` in
-    /// /proc/PID/status). When the process is unknown or gone: whether it is root.
-    pub fn has_fsetid(&self) -> bool {
-        let status = match self.pid {
-            0 => None,
-            pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok(),
-        };
-        let eff = status.as_deref().and_then(|s| {
-            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(hex.trim(), 16).ok()
-        });
-        match eff {
-            Some(caps) => caps & (1 << CAP_FSETID) != 0,
-            None => self.uid == 0,
-        }
-    }
-}
-
-fn supplementary_groups(pid: u32) -> Vec<u32> {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return Vec::new();
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Groups:"))
-        .map(|g| {
-            g.split_whitespace()
-                .filter_map(|n| n.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The capability number of CAP_FSETID (linux/capability.h).
-const CAP_FSETID: u32 = 4;
 
 /// The security.capability attribute, dropped when a file's privileges are killed.
 const CAPS_XATTR: &[u8] = b"security.capability";
@@ -218,59 +155,17 @@ fn set_fields(inode: &mut Inode, set: &SetAttr, now: Time) {
     inode.ctime = set.ctime.map_or(now, Time::from_system);
 }
 
-/// A new inode's ACLs from its directory's default ACL (posix_acl_create): the access ACL is
-/// the default one narrowed by the mode (kept only if the mode cannot say it alone), and a
-/// directory inherits the default ACL itself. Without one, the umask applies.
-pub(crate) fn inherit_acl(
-    txn: &WriteTransaction,
-    parent: u64,
-    ino: u64,
-    inode: &mut Inode,
-    umask: u32,
-) -> Result<(), FsError> {
-    let mut xattrs = txn.open_table(XATTRS)?;
-    let default = xattrs
-        .get((parent, acl::DEFAULT))?
-        .map(|v| v.value().to_vec());
-    let Some(default) = default else {
-        inode.perm &= !(umask & 0o777);
-        return Ok(());
-    };
-    let mut access = Acl::parse(&default).map_err(|_| damaged_acl(parent))?;
-    if access.create_masq(&mut inode.perm) {
-        xattrs.insert((ino, acl::ACCESS), access.to_bytes().as_slice())?;
-    }
-    if inode.kind == Kind::Dir {
-        xattrs.insert((ino, acl::DEFAULT), default.as_slice())?;
-    }
-    Ok(())
-}
-
-/// The access ACL follows a chmod (posix_acl_chmod).
-fn chmod_acl(txn: &WriteTransaction, ino: u64, mode: u32) -> Result<(), FsError> {
-    let mut xattrs = txn.open_table(XATTRS)?;
-    let access = xattrs.get((ino, acl::ACCESS))?.map(|v| v.value().to_vec());
-    if let Some(access) = access {
-        let mut a = Acl::parse(&access).map_err(|_| damaged_acl(ino))?;
-        a.chmod(mode);
-        xattrs.insert((ino, acl::ACCESS), a.to_bytes().as_slice())?;
-    }
-    Ok(())
-}
-
-/// A stored ACL that does not parse.
-fn damaged_acl(ino: u64) -> FsError {
-    log::error!("inode {ino}: stored ACL is damaged");
-    FsError::Errno(libc::EIO)
-}
-
 pub(crate) fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
     txn.open_table(INODES)?
         .insert(ino, inode.to_bytes().as_slice())?;
     Ok(())
 }
 
-fn update(txn: &WriteTransaction, ino: u64, f: impl FnOnce(&mut Inode)) -> Result<Inode, FsError> {
+pub(super) fn update(
+    txn: &WriteTransaction,
+    ino: u64,
+    f: impl FnOnce(&mut Inode),
+) -> Result<Inode, FsError> {
     let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
     f(&mut inode);
     put_inode(txn, ino, &inode)?;
@@ -411,13 +306,7 @@ impl Volume {
         }
         touch_dir(&txn, parent, if new.kind == Kind::Dir { 1 } else { 0 })?;
         if matches!(new.kind, Kind::File | Kind::Dir) {
-            let mut xattrs = txn.open_table(XATTRS)?;
-            let prop = xattrs
-                .get((parent, PROP_XATTR.as_bytes()))?
-                .map(|v| v.value().to_vec());
-            if let Some(p) = prop {
-                xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
-            }
+            inherit_property(&txn, parent, ino)?;
         }
         store::add_counter(&txn, "inodes", 1)?;
         // Before the commit: nobody can set an xattr on the inode before its name is there.
@@ -658,7 +547,7 @@ impl Volume {
         Ok(crate::volume::with_pending(self.da.pending(ino), inode))
     }
 
-    /// A setattr without a size as a delayed inode item (see [`crate::delayed`]): no
+    /// A setattr without a size as a delayed inode item (see [`crate::volume::delayed`]): no
     /// transaction, the next one writes it. Not when it must change an xattr too — a chmod of
     /// a file with an access ACL (the ACL follows the mode), a chown of a file with
     /// capabilities (they are dropped) — which `None` leaves to a transaction.
@@ -687,211 +576,6 @@ impl Volume {
             set_fields(&mut inode, set, Time::now());
             Ok(Change::Put(inode))
         })
-    }
-
-    /// An extended attribute's value. An inode known to have none (see [`Volume::is_bare`])
-    /// is answered without a snapshot: the kernel asks for `security.capability` before
-    /// every write(2) to a file, and `cp -a` for each ACL of every file it copies.
-    pub fn getxattr(&self, ino: u64, name: &[u8]) -> Result<Vec<u8>, FsError> {
-        if self.is_bare(ino) {
-            return Err(errno(libc::ENODATA));
-        }
-        let txn = self.store.read()?;
-        store::get_inode(&txn.open_table(INODES)?, ino)?;
-        let xattrs = txn.open_table(XATTRS)?;
-        let v = xattrs.get((ino, name))?.map(|v| v.value().to_vec());
-        v.ok_or(errno(libc::ENODATA))
-    }
-
-    /// Set a POSIX ACL attribute for `caller` (setfacl): an access ACL the mode can say alone
-    /// is not kept, and the mode follows the ACL, losing set-group-ID when the caller is
-    /// neither root nor in the file's group (posix_acl_update_mode).
-    pub fn set_acl(
-        &self,
-        ino: u64,
-        name: &[u8],
-        value: &[u8],
-        flags: i32,
-        caller: Caller,
-    ) -> Result<(), FsError> {
-        let acl = Acl::parse(value)?;
-        self.writable()?;
-        guard(&self.store.inode(ino)?, Mutation::Xattr)?;
-        if name == acl::ACCESS && self.delayed_acl(ino, &acl, flags, caller)? {
-            return Ok(());
-        }
-        self.not_bare(ino);
-        let txn = self.store.write()?;
-        let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
-        {
-            let mut xattrs = txn.open_table(XATTRS)?;
-            let exists = xattrs.get((ino, name))?.is_some();
-            if flags & libc::XATTR_CREATE != 0 && exists {
-                return Err(errno(libc::EEXIST));
-            }
-            if flags & libc::XATTR_REPLACE != 0 && !exists {
-                return Err(errno(libc::ENODATA));
-            }
-            if name == acl::DEFAULT {
-                if inode.kind != Kind::Dir {
-                    return Err(errno(libc::EACCES));
-                }
-                xattrs.insert((ino, name), value)?;
-            } else {
-                let (mode, more) = acl.equiv_mode(inode.perm);
-                inode.perm = mode;
-                if caller.uid != 0 && !caller.in_group(inode.gid) {
-                    inode.perm &= !libc::S_ISGID;
-                }
-                match more {
-                    true => xattrs.insert((ino, name), value)?,
-                    false => xattrs.remove((ino, name))?,
-                };
-            }
-        }
-        inode.ctime = Time::now();
-        put_inode(&txn, ino, &inode)?;
-        self.store.commit(txn, false)
-    }
-
-    /// An access ACL the mode says alone, on a file that has none (what `cp -a` sets on
-    /// every file it copies, from the source's mode), changes nothing but the mode: a
-    /// delayed inode item, as a chmod (see [`crate::delayed`]). False when it needs a
-    /// transaction (the file has an access ACL, or this one says more than the mode).
-    fn delayed_acl(
-        &self,
-        ino: u64,
-        acl: &Acl,
-        flags: i32,
-        caller: Caller,
-    ) -> Result<bool, FsError> {
-        let kept = self.store.update(ino, |mut inode, snap| {
-            if snap
-                .get()?
-                .open_table(XATTRS)?
-                .get((ino, acl::ACCESS))?
-                .is_some()
-            {
-                return Ok(Change::NeedsTxn);
-            }
-            if flags & libc::XATTR_REPLACE != 0 {
-                return Err(errno(libc::ENODATA));
-            }
-            let (mode, more) = acl.equiv_mode(inode.perm);
-            if more {
-                return Ok(Change::NeedsTxn);
-            }
-            inode.perm = mode;
-            if caller.uid != 0 && !caller.in_group(inode.gid) {
-                inode.perm &= !libc::S_ISGID;
-            }
-            inode.ctime = Time::now();
-            Ok(Change::Put(inode))
-        })?;
-        Ok(kept.is_some())
-    }
-
-    /// Set an extended attribute; `btrfs.compression` must be a valid spec ("" removes it).
-    pub fn setxattr(&self, ino: u64, name: &[u8], value: &[u8], flags: i32) -> Result<(), FsError> {
-        if name.is_empty() || name.len() > 255 {
-            return Err(errno(libc::ERANGE));
-        }
-        if value.len() > 64 * 1024 {
-            return Err(errno(libc::E2BIG));
-        }
-        let mut value = value.to_vec();
-        if name == PROP_XATTR.as_bytes() {
-            let text = String::from_utf8_lossy(&value)
-                .trim()
-                .trim_end_matches('\0')
-                .to_string();
-            if text.is_empty() {
-                // btrfs: an empty value removes the property; XATTR_REPLACE still wants one.
-                return match self.removexattr(ino, name) {
-                    Err(FsError::Errno(libc::ENODATA)) if flags & libc::XATTR_REPLACE == 0 => {
-                        Ok(())
-                    }
-                    r => r,
-                };
-            }
-            let spec = parse_spec("compression", &text)?;
-            value = match spec.algorithm {
-                None => b"none".to_vec(),
-                Some(_) => spec.to_string().into_bytes(),
-            };
-        }
-        self.store.check_room(META_OP + value.len() as u64)?;
-        guard(&self.store.inode(ino)?, Mutation::Xattr)?;
-        self.not_bare(ino);
-        let txn = self.store.write()?;
-        update(&txn, ino, |i| touch_for_xattr(i, name))?;
-        {
-            let mut xattrs = txn.open_table(XATTRS)?;
-            let exists = xattrs.get((ino, name))?.is_some();
-            if flags & libc::XATTR_CREATE != 0 && exists {
-                return Err(errno(libc::EEXIST));
-            }
-            if flags & libc::XATTR_REPLACE != 0 && !exists {
-                return Err(errno(libc::ENODATA));
-            }
-            xattrs.insert((ino, name), value.as_slice())?;
-        }
-        self.store.commit(txn, false)
-    }
-
-    /// Names of the extended attributes (none, without a snapshot, for an inode known to
-    /// have none: `cp -a` lists them on the source and on the copy of every file).
-    pub fn listxattr(&self, ino: u64) -> Result<Vec<Vec<u8>>, FsError> {
-        if self.is_bare(ino) {
-            return Ok(Vec::new());
-        }
-        let txn = self.store.read()?;
-        store::get_inode(&txn.open_table(INODES)?, ino)?;
-        let xattrs = txn.open_table(XATTRS)?;
-        let mut names = Vec::new();
-        for r in xattrs.range((ino, &[][..])..(ino + 1, &[][..]))? {
-            names.push(r?.0.value().1.to_vec());
-        }
-        Ok(names)
-    }
-
-    /// Remove an extended attribute.
-    pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<(), FsError> {
-        let txn = self.store.write()?;
-        guard(
-            &store::get_inode(&txn.open_table(INODES)?, ino)?,
-            Mutation::Xattr,
-        )?;
-        let existed = txn.open_table(XATTRS)?.remove((ino, name))?.is_some();
-        if !existed {
-            return Err(errno(libc::ENODATA));
-        }
-        update(&txn, ino, |i| touch_for_xattr(i, name))?;
-        self.store.commit(txn, false)
-    }
-
-    /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
-    /// store; free is what the store directory's filesystem has left.
-    pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
-        // Files removed and forgotten by the kernel: their space shows at once.
-        self.purge_forgotten();
-        let txn = self.store.read()?;
-        let used = store::counter(&txn, "used")?;
-        let inodes = store::counter(&txn, "inodes")? + 1;
-        // Net of reservations, the global reserve and what the next commit gives back (as
-        // btrfs's df shows free space net of its reservations).
-        let free = self.store.space_report().available;
-        let used_blocks = used.div_ceil(4096);
-        Ok((used_blocks + free / 4096, free / 4096, inodes))
-    }
-}
-
-/// An xattr changed: a new ctime, and a change of the `compression` property clears the
-/// NOCOMPRESS mark, as btrfs's prop_compression_apply does (the property now decides).
-fn touch_for_xattr(inode: &mut Inode, name: &[u8]) {
-    inode.ctime = Time::now();
-    if name == PROP_XATTR.as_bytes() {
-        inode.flags &= !FLAG_NOCOMPRESS;
     }
 }
 
@@ -974,11 +658,11 @@ mod tests {
             (0x10, 5, u32::MAX),
             (0x20, 5, u32::MAX),
         ]);
-        vol.set_acl(d, crate::acl::DEFAULT, &default, 0, Caller::default())
+        vol.set_acl(d, super::acl::DEFAULT, &default, 0, Caller::default())
             .unwrap();
         let (f, _) = vol.create(d, b"f", NewInode::file(0o644)).unwrap();
         assert!(
-            vol.getxattr(f, crate::acl::ACCESS).is_ok(),
+            vol.getxattr(f, super::acl::ACCESS).is_ok(),
             "the inherited ACL"
         );
         done(dir, vol);
@@ -993,7 +677,7 @@ mod tests {
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
         let writes = txns(&vol, "write");
         let plain = acl_bytes(&[(1, 6, u32::MAX), (4, 0, u32::MAX), (0x20, 0, u32::MAX)]);
-        vol.set_acl(a, crate::acl::ACCESS, &plain, 0, Caller::default())
+        vol.set_acl(a, super::acl::ACCESS, &plain, 0, Caller::default())
             .unwrap();
         assert_eq!(
             txns(&vol, "write"),
@@ -1009,18 +693,18 @@ mod tests {
             (0x20, 0, u32::MAX),
         ]);
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
-        vol.set_acl(b, crate::acl::ACCESS, &named, 0, Caller::default())
+        vol.set_acl(b, super::acl::ACCESS, &named, 0, Caller::default())
             .unwrap();
         vol.sync().unwrap();
         drop(vol);
         let vol = Volume::open(&dir, Options::default()).unwrap();
         assert_eq!(vol.inode(a).unwrap().perm, 0o600);
         assert_eq!(
-            vol.getxattr(a, crate::acl::ACCESS).map_err(|e| e.errno()),
+            vol.getxattr(a, super::acl::ACCESS).map_err(|e| e.errno()),
             Err(libc::ENODATA)
         );
         assert!(
-            vol.getxattr(b, crate::acl::ACCESS).is_ok(),
+            vol.getxattr(b, super::acl::ACCESS).is_ok(),
             "the named user's ACL"
         );
         assert_eq!(vol.inode(b).unwrap().perm, 0o640);
@@ -1081,7 +765,7 @@ mod tests {
         vol.remove(ROOT, b"e", true).unwrap();
         vol.sync().unwrap();
         drop(vol);
-        let r = crate::fsck::fsck(&dir).unwrap();
+        let r = crate::admin::fsck::fsck(&dir).unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,0 +1,98 @@
+//! The extent items of a write transaction: inserting an extent's item with its stored bytes
+//! (in the item, or in the data backend that the item then points at), replacing or removing
+//! one and giving up the bytes it stored, and counting the stored bytes as they change.
+//!
+//! Mirrors the file extent items of fs/btrfs: inode.c's insert_reserved_file_extent, file.c's
+//! btrfs_drop_extents and file-item.c's checksums. The code that writes items sits here, below
+//! the volume, which decides what the extents hold. Differs in keeping an extent's checksum in
+//! its item (btrfs keeps csums in their own tree) and in small extents' bytes living in the
+//! item itself (btrfs's inline extents are only ever the first).
+
+use redb::Table;
+
+use super::records::{external_item_of, stored, ExtentHeader, INLINE_MAX};
+use super::{add_counter, Txn, EXTENTS};
+use crate::error::FsError;
+
+/// The extents table of a write transaction.
+pub type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
+
+/// Encoded extents to put, by extent index: a header and the stored bytes, `None` for a hole.
+pub type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
+
+impl Txn<'_> {
+    /// Insert encoded extents of `ino`, replacing what was there, each with a new sequence
+    /// number; returns the change in stored bytes.
+    pub fn put_extents(&self, ino: u64, encoded: Extents) -> Result<i64, FsError> {
+        let mut delta = 0i64;
+        let mut seq = self.next_counter("seq")?;
+        let mut extents = self.open_table(EXTENTS)?;
+        for (idx, enc) in encoded {
+            delta -= self.remove_item(&mut extents, (ino, idx))?;
+            if let Some((mut h, data)) = enc {
+                seq += 1;
+                h.seq = seq;
+                delta += data.len() as i64;
+                self.insert_item(&mut extents, (ino, idx), &h, &data)?;
+            }
+        }
+        drop(extents);
+        self.set_counter("seq", seq + 1)?;
+        add_counter(self, "used", delta)?;
+        Ok(delta)
+    }
+
+    /// Insert one extent value — its header and stored bytes, `None` for a hole — replacing
+    /// what was there, with a new sequence number; returns the change in stored bytes.
+    pub fn put_value(
+        &self,
+        ino: u64,
+        idx: u64,
+        value: Option<(ExtentHeader, &[u8])>,
+    ) -> Result<i64, FsError> {
+        let mut extents = self.open_table(EXTENTS)?;
+        let mut delta = -self.remove_item(&mut extents, (ino, idx))?;
+        if let Some((mut h, stored)) = value {
+            h.seq = self.next_counter("seq")?;
+            delta += stored.len() as i64;
+            self.insert_item(&mut extents, (ino, idx), &h, stored)?;
+        }
+        drop(extents);
+        add_counter(self, "used", delta)?;
+        Ok(delta)
+    }
+
+    /// Insert the item for header `h` and its stored bytes; stored bytes larger than
+    /// [`INLINE_MAX`] go to the data backend and the item points at them.
+    fn insert_item(
+        &self,
+        extents: &mut ExtentTable<'_>,
+        key: (u64, u64),
+        h: &ExtentHeader,
+        stored: &[u8],
+    ) -> Result<(), FsError> {
+        if stored.len() <= INLINE_MAX {
+            extents.insert(key, h.encode(stored).as_slice())?;
+        } else {
+            let offset = self.put_stored(stored)?;
+            extents.insert(key, external_item_of(h, stored.len(), offset).as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Remove the item at `key`, giving up its stored bytes; returns how many there were.
+    pub fn remove_item(
+        &self,
+        extents: &mut ExtentTable<'_>,
+        key: (u64, u64),
+    ) -> Result<i64, FsError> {
+        let Some(old) = extents.remove(key)? else {
+            return Ok(0);
+        };
+        let Some(s) = stored(old.value()) else {
+            return Ok(0);
+        };
+        self.free_stored(s);
+        Ok(s.len() as i64)
+    }
+}

@@ -1,0 +1,14 @@
+//! The namespace: inodes and their attributes ([`inode`]), directories ([`dir`]), extended
+//! attributes ([`xattr`]) and POSIX ACLs ([`acl`]), who asks ([`creds`]), the inode flags of
+//! chattr ([`fsflags`]) and O_TMPFILE ([`tmpfile`]).
+//!
+//! Mirrors fs/btrfs/inode.c's namespace half, dir-item.c, xattr.c, props.c, acl.c and
+//! ioctl.c's fileattr calls.
+
+pub mod acl;
+pub mod creds;
+pub mod dir;
+pub mod fsflags;
+pub mod inode;
+mod tmpfile;
+mod xattr;
