@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
 use crate::codec::codec_for;
+use crate::dict::Dictionary;
 use crate::error::Error;
 use crate::heuristic::{heuristic, HeuristicWorkspace};
 use crate::pool::{PageBuf, PagePool, PoolStats};
 use crate::spec::{Algorithm, CompressSpec};
 use crate::sync::{lock, Arc, Mutex};
-use crate::workspace::{default_streams, Manager, ManagerConfig, ManagerStats, DEFAULT_RECLAIM};
+use crate::workspace::{
+    default_streams, Manager, ManagerConfig, ManagerStats, Workspace, DEFAULT_RECLAIM,
+};
 use crate::{BLOCK_SIZE, MAX_EXTENT};
 
 /// How the engine decides whether to try compressing an extent at all.
@@ -96,7 +99,7 @@ pub struct EngineStats {
 pub struct Engine {
     max_extent: usize,
     config: Mutex<EngineConfig>,
-    managers: [OnceLock<Manager>; 5],
+    managers: [OnceLock<Manager>; Algorithm::ALL.len()],
     pool: std::sync::Arc<PagePool>,
     heuristics: Mutex<Vec<HeuristicWorkspace>>,
 }
@@ -116,6 +119,8 @@ fn slot(algorithm: Algorithm) -> usize {
         Algorithm::Zstd => 2,
         Algorithm::Lz4 => 3,
         Algorithm::Lz4hc => 4,
+        Algorithm::LzoRle => 5,
+        Algorithm::Deflate => 6,
     }
 }
 
@@ -208,6 +213,19 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Outcome, Error> {
+        self.compress_with_dict(spec, policy, None, src, dst)
+    }
+
+    /// As [`Engine::compress_with`], with `dictionary` when one is given (zstd only). The
+    /// policy's probes (the heuristic, early abort's lz4 and zstd:1) run without it.
+    pub fn compress_with_dict(
+        &self,
+        spec: CompressSpec,
+        policy: Policy,
+        dictionary: Option<&Dictionary>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Outcome, Error> {
         self.check_len(src.len())?;
         let Some(algorithm) = spec.algorithm else {
             return Ok(Outcome::Skipped);
@@ -226,7 +244,7 @@ impl Engine {
             return Ok(Outcome::Skipped);
         }
         let mut ws = self.manager(algorithm).lease(spec.level);
-        match ws.compress(spec.level, src, &mut dst[..limit])? {
+        match compress_in(&mut ws, spec, dictionary, src, &mut dst[..limit])? {
             Some(n) => Ok(Outcome::Compressed(n)),
             None => Ok(Outcome::Incompressible),
         }
@@ -240,13 +258,24 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Option<usize>, Error> {
+        self.compress_into_dict(spec, None, src, dst)
+    }
+
+    /// As [`Engine::compress_into`], with `dictionary` when one is given (zstd only; any
+    /// other algorithm refuses it with [`Error::NoDictionary`]).
+    pub fn compress_into_dict(
+        &self,
+        spec: CompressSpec,
+        dictionary: Option<&Dictionary>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
         self.check_len(src.len())?;
         let Some(algorithm) = spec.algorithm else {
             return Ok(None);
         };
-        self.manager(algorithm)
-            .lease(spec.level)
-            .compress(spec.level, src, dst)
+        let mut ws = self.manager(algorithm).lease(spec.level);
+        compress_in(&mut ws, spec, dictionary, src, dst)
     }
 
     fn worth_trying(&self, spec: CompressSpec, policy: Policy, src: &[u8]) -> Result<bool, Error> {
@@ -296,7 +325,24 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<usize, Error> {
-        let n = self.manager(algorithm).lease(0).decompress(src, dst)?;
+        self.decompress_dict(algorithm, None, src, dst)
+    }
+
+    /// As [`Engine::decompress`], with the dictionary the extent was compressed with.
+    pub fn decompress_dict(
+        &self,
+        algorithm: Algorithm,
+        dictionary: Option<&Dictionary>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, Error> {
+        let mut ws = self.manager(algorithm).lease(0);
+        let n = match dictionary {
+            None => ws.decompress(src, dst)?,
+            Some(d) => ws
+                .decompress_dict(d, src, dst)
+                .unwrap_or(Err(Error::NoDictionary(algorithm)))?,
+        };
         dst[n..].fill(0);
         Ok(n)
     }
@@ -365,6 +411,22 @@ impl Engine {
     }
 }
 
+/// Compress in a borrowed workspace, with the dictionary if one is given.
+fn compress_in(
+    ws: &mut Workspace,
+    spec: CompressSpec,
+    dictionary: Option<&Dictionary>,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<Option<usize>, Error> {
+    match (dictionary, spec.algorithm) {
+        (None, _) | (_, None) => ws.compress(spec.level, src, dst),
+        (Some(d), Some(algorithm)) => ws
+            .compress_dict(spec.level, d, src, dst)
+            .unwrap_or(Err(Error::NoDictionary(algorithm))),
+    }
+}
+
 /// Most bytes a compressed extent of `len` input bytes may take and still save a block:
 /// btrfs requires round_up(compressed) + blocksize <= round_up(input).
 pub fn compressed_limit(len: usize) -> usize {
@@ -372,11 +434,11 @@ pub fn compressed_limit(len: usize) -> usize {
 }
 
 /// Levels worth an early-abort probe: those several times slower than the lz4 probe — zstd
-/// from 5 (greedy and up), zlib from 5, lz4hc from its default 9. Measured: at zstd:3 the probe
+/// from 5 (greedy and up), zlib and raw deflate from 5, lz4hc from its default 9. Measured: at zstd:3 the probe
 /// costs about as much as the compression itself (compress MB/s halves), at zstd:9 about 7%.
 fn is_expensive(spec: CompressSpec) -> bool {
     match spec.algorithm {
-        Some(Algorithm::Zstd | Algorithm::Zlib) => spec.level >= 5,
+        Some(Algorithm::Zstd | Algorithm::Zlib | Algorithm::Deflate) => spec.level >= 5,
         Some(Algorithm::Lz4hc) => spec.level >= 9,
         _ => false,
     }

@@ -4,10 +4,12 @@ use crate::spec::Algorithm;
 
 /// A compression spec (`zstd:3`) that cannot be understood.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SpecError {
     /// The algorithm name is not one wring knows.
     #[error(
-        "unknown compression algorithm '{0}': accepted are zlib, lzo, zstd, lz4, lz4hc, no, none"
+        "unknown compression algorithm '{0}': accepted are {names}, no, none",
+        names = Algorithm::names()
     )]
     UnknownAlgorithm(String),
     /// The text after the colon is not an integer.
@@ -31,6 +33,7 @@ pub enum SpecError {
 
 /// Why an extent could not be compressed or decompressed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The compressed data is damaged or not of this algorithm.
     #[error("corrupt {algorithm} extent: {reason}")]
@@ -72,6 +75,12 @@ pub enum Error {
         /// Its message.
         reason: String,
     },
+    /// A dictionary was given to an algorithm that takes none (only zstd does).
+    #[error("{0} takes no dictionary; only zstd does")]
+    NoDictionary(Algorithm),
+    /// A dictionary could not be made or trained.
+    #[error("zstd dictionary: {0}")]
+    Dictionary(String),
     /// The offload API is shutting down and takes no more requests.
     #[error("the engine's offload queue is shut down")]
     ShutDown,

@@ -4,7 +4,10 @@
 //! The unit is an *extent*: at most [`MAX_EXTENT`] bytes of input compressed alone, in the
 //! format btrfs stores on disk. The public face is small:
 //!
-//! * [`CompressSpec`] parses btrfs's option text (`zstd:3`, `zlib:9`, `lzo`, `no`).
+//! * [`CompressSpec`] parses btrfs's option text (`zstd:3`, `zlib:9`, `lzo`, `no`) and zram's
+//!   names for what btrfs lacks (`lz4`, `lzo-rle`, `deflate:6`); [`Algorithm`] is the one
+//!   codec table every front end compresses through.
+//! * [`dict::Dictionary`] is a zstd dictionary a request can carry.
 //! * [`Engine::compress`] / [`Engine::decompress`] work on one extent through the workspace
 //!   managers; [`stream::compress_batch`] compresses many on the engine's streams.
 //! * [`offload::Offload`] is the one asynchronous way front ends compress: requests submitted
@@ -13,10 +16,12 @@
 //! * [`size`] parses and formats sizes (`128K`, `1M`) for every crate's options.
 //!
 //! Mirrors fs/btrfs/compression.c (with zlib.c, lzo.c, zstd.c), zram's zcomp streams and
-//! EROFS's global page pool; it differs in adding lz4/lz4hc and zstd levels 16–22 for userspace.
+//! EROFS's global page pool; it differs in adding zram's lz4, lz4hc, lzo-rle and raw deflate,
+//! zstd with a dictionary, and zstd levels 16–22 for userspace.
 
 pub mod clock;
 pub mod codec;
+pub mod dict;
 mod engine;
 mod error;
 pub mod heuristic;

@@ -1,15 +1,22 @@
-//! Compression specs as btrfs spells them: `zlib`, `zlib:9`, `lzo`, `zstd:-5`, `lz4hc:9`, `no`.
+//! Compression specs as btrfs spells them: `zlib`, `zlib:9`, `lzo`, `zstd:-5`, `lz4hc:9`, `no`,
+//! and zram's algorithm names for the ones btrfs lacks: `lz4`, `lz4hc`, `lzo-rle`, `deflate:6`.
 //!
 //! Mirrors btrfs_compress_str2level()/btrfs_compress_set_level() in fs/btrfs/compression.c:
 //! level 0 means the type's default and an out-of-range level is clamped (with a warning).
 //! Differs in rejecting an unparsable level instead of silently using the default.
+//!
+//! [`Algorithm`] is the engine's codec table (zram's `backends[]` in
+//! drivers/block/zram/zcomp.c, btrfs's `btrfs_compress_op[]`): every algorithm any front end
+//! uses is one entry, with its name, its levels and whether btrfs has a type for it
+//! ([`CompressSpec::btrfs_option`] is the one place that answers that).
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::error::SpecError;
 
-/// A compression algorithm wring can write (btrfs's three plus zram's lz4 family).
+/// A compression algorithm wring can write: btrfs's three, plus zram's lz4, lz4hc, lzo-rle and
+/// deflate, which btrfs has no type for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Algorithm {
     /// zlib (deflate with a zlib header), btrfs type 1.
@@ -22,16 +29,24 @@ pub enum Algorithm {
     Lz4,
     /// LZ4 high compression, same block format as lz4.
     Lz4hc,
+    /// `lzo-rle`, zram's default: one raw LZO1X-1 stream with the kernel's run-length coding
+    /// of zeros (lib/lzo/lzo1x_compress.c's `lzorle1x_1_compress`), no btrfs framing.
+    LzoRle,
+    /// `deflate`, zram's raw deflate (crypto/deflate.c, zram's backend_deflate.c): no zlib
+    /// header or checksum, levels 1 to 9, 6 by default as zram's.
+    Deflate,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order reports list them.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::Zstd,
         Algorithm::Zlib,
         Algorithm::Lzo,
         Algorithm::Lz4,
         Algorithm::Lz4hc,
+        Algorithm::LzoRle,
+        Algorithm::Deflate,
     ];
 
     /// The name used in options and reports.
@@ -42,25 +57,32 @@ impl Algorithm {
             Algorithm::Zstd => "zstd",
             Algorithm::Lz4 => "lz4",
             Algorithm::Lz4hc => "lz4hc",
+            Algorithm::LzoRle => "lzo-rle",
+            Algorithm::Deflate => "deflate",
         }
+    }
+
+    /// Every algorithm's name, comma-separated, in report order (for error messages).
+    pub fn names() -> String {
+        Algorithm::ALL.map(Algorithm::name).join(", ")
     }
 
     /// Lowest level accepted (btrfs: zstd goes down to -15).
     pub fn min_level(self) -> i32 {
         match self {
-            Algorithm::Zlib | Algorithm::Lz4hc => 1,
+            Algorithm::Zlib | Algorithm::Lz4hc | Algorithm::Deflate => 1,
             Algorithm::Zstd => -15,
-            Algorithm::Lzo | Algorithm::Lz4 => 0,
+            Algorithm::Lzo | Algorithm::Lz4 | Algorithm::LzoRle => 0,
         }
     }
 
     /// Highest level accepted (zstd: 15 in btrfs, 22 in wring).
     pub fn max_level(self) -> i32 {
         match self {
-            Algorithm::Zlib => 9,
+            Algorithm::Zlib | Algorithm::Deflate => 9,
             Algorithm::Zstd => 22,
             Algorithm::Lz4hc => 12,
-            Algorithm::Lzo | Algorithm::Lz4 => 0,
+            Algorithm::Lzo | Algorithm::Lz4 | Algorithm::LzoRle => 0,
         }
     }
 
@@ -72,7 +94,7 @@ impl Algorithm {
             Algorithm::Zlib => Some(9),
             Algorithm::Zstd => Some(15),
             Algorithm::Lzo => Some(0),
-            Algorithm::Lz4 | Algorithm::Lz4hc => None,
+            Algorithm::Lz4 | Algorithm::Lz4hc | Algorithm::LzoRle | Algorithm::Deflate => None,
         }
     }
 
@@ -81,8 +103,16 @@ impl Algorithm {
         match self {
             Algorithm::Zlib | Algorithm::Zstd => 3,
             Algorithm::Lz4hc => 9,
-            Algorithm::Lzo | Algorithm::Lz4 => 0,
+            // zlib's Z_DEFAULT_COMPRESSION, what zram's deflate uses unless told otherwise.
+            Algorithm::Deflate => 6,
+            Algorithm::Lzo | Algorithm::Lz4 | Algorithm::LzoRle => 0,
         }
+    }
+
+    /// Whether the algorithm compresses with a [`Dictionary`](crate::dict::Dictionary): zstd
+    /// only (zram's `algorithm_params dict=`).
+    pub fn takes_dictionary(self) -> bool {
+        self == Algorithm::Zstd
     }
 
     /// Whether the algorithm takes a level at all.
@@ -139,7 +169,7 @@ pub enum NotInBtrfs {
     /// `no`/`none`: nothing to compress with.
     #[error("no compression")]
     NoCompression,
-    /// btrfs has no extent type for this algorithm (lz4, lz4hc).
+    /// btrfs has no extent type for this algorithm (lz4, lz4hc, lzo-rle, deflate).
     #[error("btrfs has no {0}")]
     NoSuchAlgorithm(Algorithm),
     /// btrfs has the algorithm but its mount option stops below this level (zstd above 15).
@@ -317,6 +347,28 @@ mod tests {
     }
 
     #[test]
+    fn zram_names_for_what_btrfs_lacks() {
+        assert_eq!(parse("lzo-rle").0, CompressSpec::new(Algorithm::LzoRle, 0));
+        assert_eq!(parse("deflate").0.level, 6);
+        assert_eq!(parse("deflate:9").0.level, 9);
+        assert_eq!(parse("deflate:0").0.level, 6);
+        assert!(CompressSpec::parse("lzo-rle:1").is_err());
+        assert_eq!(parse("deflate:12").1.map(|w| w.used), Some(9));
+        for s in ["lzo-rle", "deflate:1", "deflate:6"] {
+            assert_eq!(parse(s).0.to_string(), s);
+        }
+        assert_eq!(
+            parse("lzo-rle").0.btrfs_option(),
+            Err(NotInBtrfs::NoSuchAlgorithm(Algorithm::LzoRle))
+        );
+        assert_eq!(
+            parse("deflate").0.btrfs_option().unwrap_err().to_string(),
+            "btrfs has no deflate"
+        );
+        assert!(Algorithm::Zstd.takes_dictionary() && !Algorithm::Deflate.takes_dictionary());
+    }
+
+    #[test]
     fn display_round_trips() {
         for s in [
             "zlib:9", "lzo", "zstd:-5", "zstd:3", "lz4", "lz4hc:12", "no",
@@ -342,6 +394,7 @@ mod tests {
     fn errors_name_what_is_accepted() {
         let e = CompressSpec::parse("brotli").unwrap_err();
         assert!(e.to_string().contains("brotli") && e.to_string().contains("zstd"));
+        assert!(e.to_string().contains("lzo-rle, deflate, no, none"), "{e}");
         let e = CompressSpec::parse("zstd:fast").unwrap_err();
         assert!(
             e.to_string().contains("'fast'") && e.to_string().contains("-15..=22"),
@@ -406,7 +459,9 @@ mod tests {
                 let expected = match algorithm {
                     Algorithm::Zlib | Algorithm::Lzo => true,
                     Algorithm::Zstd => level <= 15,
-                    Algorithm::Lz4 | Algorithm::Lz4hc => false,
+                    Algorithm::Lz4 | Algorithm::Lz4hc | Algorithm::LzoRle | Algorithm::Deflate => {
+                        false
+                    }
                 };
                 assert_eq!(spec.in_btrfs(), expected, "{spec}");
                 if let Ok(option) = spec.btrfs_option() {

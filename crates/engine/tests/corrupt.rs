@@ -107,11 +107,14 @@ fn decode(algorithm: Algorithm, src: &[u8], dst_len: usize) -> Result<usize, Err
 }
 
 /// Algorithms whose extents end in something a strict prefix cannot have: zstd's last block,
-/// zlib's adler32 trailer, lzo's total-length header.
+/// zlib's adler32 trailer, lzo's total-length header, raw deflate's end-of-block code (its
+/// last byte always holds part of it). lzo-rle's stream is not among them: its first bytes
+/// alone can read as a stream of nothing (what it decodes to is still bounded, and a front end
+/// that knows the size, as blk does, rejects it).
 fn detects_truncation(algorithm: Algorithm) -> bool {
     matches!(
         algorithm,
-        Algorithm::Zstd | Algorithm::Zlib | Algorithm::Lzo
+        Algorithm::Zstd | Algorithm::Zlib | Algorithm::Lzo | Algorithm::Deflate
     )
 }
 
@@ -225,7 +228,8 @@ fn flips(algorithm: Algorithm) {
         }
         // The high bytes of the total length: 64 KiB or more away from the real size.
         Algorithm::Lzo => assert_header_flips_rejected(algorithm, &packed, src.len(), 2..4),
-        Algorithm::Lz4 | Algorithm::Lz4hc => {}
+        // No header or checksum to speak of (lzo-rle's two version bytes aside).
+        Algorithm::Lz4 | Algorithm::Lz4hc | Algorithm::LzoRle | Algorithm::Deflate => {}
     }
     assert!(
         rejected > 0,
@@ -250,6 +254,10 @@ fn plausible_header(algorithm: Algorithm, len: usize) -> Vec<u8> {
         // The total length, matching the input's size, then a first segment of 100 bytes.
         Algorithm::Lzo => [(len as u32).to_le_bytes(), 100u32.to_le_bytes()].concat(),
         Algorithm::Lz4 | Algorithm::Lz4hc => vec![0xF0],
+        // lzo-rle's version header.
+        Algorithm::LzoRle => vec![17, 1],
+        // A final block with fixed Huffman codes.
+        Algorithm::Deflate => vec![0x03],
     }
 }
 

@@ -120,13 +120,7 @@ fn refusing<R>(skip: usize, f: impl FnOnce() -> R) -> (R, bool) {
     (r, sw.refused)
 }
 
-const ALGORITHMS: [Algorithm; 5] = [
-    Algorithm::Zlib,
-    Algorithm::Lzo,
-    Algorithm::Zstd,
-    Algorithm::Lz4,
-    Algorithm::Lz4hc,
-];
+const ALGORITHMS: [Algorithm; Algorithm::ALL.len()] = Algorithm::ALL;
 
 /// Each large allocation a codec state makes, refused in turn, is an AllocError.
 #[test]

@@ -1,12 +1,18 @@
 //! Codecs: one module per algorithm behind a small trait, as fs/btrfs has one file per
-//! `btrfs_compress_op`. Each algorithm decides how its workspaces are sized ([`Codec`]) and
-//! does the work inside one ([`CodecState`]); the generic manager in `workspace` reuses them.
+//! `btrfs_compress_op` and zram's zcomp one `backend_*.c` per entry of `backends[]`. Each
+//! algorithm decides how its workspaces are sized ([`Codec`]) and does the work inside one
+//! ([`CodecState`]); the generic manager in `workspace` reuses them. [`codec_for`] is the
+//! table: every [`Algorithm`] has its entry, so each gets the workspace manager, the offload
+//! API, the fuzz targets and `wring levels`.
 
+mod deflate;
 mod lz4;
 mod lzo;
+mod lzo_rle;
 mod zlib;
-mod zstd;
+pub(crate) mod zstd;
 
+use crate::dict::Dictionary;
 use crate::error::Error;
 use crate::spec::Algorithm;
 
@@ -64,6 +70,30 @@ pub trait CodecState: Send {
     /// Decompress one extent into `dst`, returning the bytes produced. Never writes past `dst`;
     /// output that would not fit is [`Error::Oversized`].
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error>;
+
+    /// As [`CodecState::compress`] with `dict`; `None` when the algorithm takes no dictionary
+    /// (the default: only zstd does, see [`Algorithm::takes_dictionary`]).
+    fn compress_dict(
+        &mut self,
+        level: i32,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<Option<usize>, Error>> {
+        let _ = (level, dict, src, dst);
+        None
+    }
+
+    /// As [`CodecState::decompress`] with `dict`; `None` when the algorithm takes none.
+    fn decompress_dict(
+        &mut self,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<usize, Error>> {
+        let _ = (dict, src, dst);
+        None
+    }
 }
 
 /// The codec for an algorithm, sized for extents of at most `max_extent` bytes.
@@ -74,6 +104,8 @@ pub fn codec_for(algorithm: Algorithm, max_extent: usize) -> Box<dyn Codec> {
         Algorithm::Zstd => Box::new(zstd::ZstdCodec::new(max_extent)),
         Algorithm::Lz4 => Box::new(lz4::Lz4Codec { hc: false }),
         Algorithm::Lz4hc => Box::new(lz4::Lz4Codec { hc: true }),
+        Algorithm::LzoRle => Box::new(lzo_rle::LzoRleCodec),
+        Algorithm::Deflate => Box::new(deflate::DeflateCodec),
     }
 }
 

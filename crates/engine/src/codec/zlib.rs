@@ -1,8 +1,12 @@
 //! zlib, as fs/btrfs/zlib.c writes it: a zlib-wrapped deflate stream (window 2^15, memLevel 8)
-//! over the whole extent, the level set per call on a reused stream.
+//! over the whole extent, the level set per call on a reused stream. The streams themselves
+//! ([`DeflateStreams`]) serve zram's raw `deflate` too (`codec::deflate`), without the header.
 //!
 //! Differs from the kernel in checking the adler32 trailer on decompression (the kernel skips it)
-//! and in using zlib-rs through flate2 rather than the kernel's zlib.
+//! and in using zlib-rs through flate2 rather than the kernel's zlib. A panic inside zlib-rs
+//! fails the extent and replaces the streams rather than reaching the caller.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
@@ -11,7 +15,7 @@ use crate::error::Error;
 use crate::spec::Algorithm;
 
 /// deflate's window bits and memLevel, the kernel's MAX_WBITS and DEF_MEM_LEVEL.
-const WINDOW_BITS: u32 = 15;
+pub(super) const WINDOW_BITS: u8 = 15;
 const MEM_LEVEL: u32 = 8;
 /// zlib's internal state structures, beyond the buffers the formula counts (zconf.h's "plus a
 /// few kilobytes for small objects").
@@ -26,31 +30,45 @@ impl Codec for ZlibCodec {
         Algorithm::Zlib
     }
 
-    /// zconf.h: deflate needs (1 << (windowBits+2)) + (1 << (memLevel+9)) bytes, inflate
-    /// (1 << windowBits), each plus a few KB of state.
     fn estimate_bytes(&self, _class: usize) -> usize {
-        (1 << (WINDOW_BITS + 2))
-            + (1 << (MEM_LEVEL + 9))
-            + DEFLATE_STATE
-            + (1 << WINDOW_BITS)
-            + INFLATE_STATE
+        estimate_bytes()
     }
 
     fn alloc(&self, _class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
-        let fail = AllocError { bytes };
-        let level = Algorithm::Zlib.default_level();
-        let mut scratch = Vec::new();
-        scratch.try_reserve_exact(SCRATCH).map_err(|_| fail)?;
-        scratch.resize(SCRATCH, 0);
-        let (deflate, inflate) = new_streams(level).ok_or(fail)?;
-        let mut state = ZlibState {
-            deflate,
-            inflate,
-            level,
-            scratch: scratch.into_boxed_slice(),
-        };
-        state.warm_up().map_err(|_| fail)?;
-        Ok(Box::new(state))
+        Ok(Box::new(DeflateStreams::new(Framing::Zlib, bytes)?))
+    }
+}
+
+/// zconf.h: deflate needs (1 << (windowBits+2)) + (1 << (memLevel+9)) bytes, inflate
+/// (1 << windowBits), each plus a few KB of state — with or without zlib's header.
+pub(super) fn estimate_bytes() -> usize {
+    (1 << (WINDOW_BITS + 2))
+        + (1 << (MEM_LEVEL + 9))
+        + DEFLATE_STATE
+        + (1 << WINDOW_BITS)
+        + INFLATE_STATE
+}
+
+/// What wraps the deflate stream: zlib's header and Adler-32 (btrfs's zlib), or nothing
+/// (zram's raw `deflate`, see `codec::deflate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// A zlib stream; bytes after its end are ignored, as the kernel ignores them.
+    Zlib,
+    /// Raw deflate; an object must be the stream and nothing more (zram stores exactly it).
+    Raw,
+}
+
+impl Framing {
+    fn algorithm(self) -> Algorithm {
+        match self {
+            Framing::Zlib => Algorithm::Zlib,
+            Framing::Raw => Algorithm::Deflate,
+        }
+    }
+
+    fn header(self) -> bool {
+        self == Framing::Zlib
     }
 }
 
@@ -64,28 +82,54 @@ impl Codec for ZlibCodec {
 /// is held. The panic hook still prints the assertion; that is the one trace this leaves.
 /// Built with `panic = "abort"` (cargo-fuzz does) the failure still aborts: the only build in
 /// which these two allocations stay fatal.
-fn new_streams(level: i32) -> Option<(Compress, Decompress)> {
-    std::panic::catch_unwind(|| {
+fn new_streams(framing: Framing, level: i32) -> Option<(Compress, Decompress)> {
+    catch_unwind(|| {
         (
-            Compress::new(Compression::new(level as u32), true),
-            Decompress::new(true),
+            Compress::new_with_window_bits(
+                Compression::new(level as u32),
+                framing.header(),
+                WINDOW_BITS,
+            ),
+            Decompress::new_with_window_bits(framing.header(), WINDOW_BITS),
         )
     })
     .ok()
 }
 
-struct ZlibState {
+/// The working half of a zlib or raw deflate workspace: one deflate and one inflate stream,
+/// reset for every extent, the level set per call.
+pub(super) struct DeflateStreams {
+    framing: Framing,
     deflate: Compress,
     inflate: Decompress,
     level: i32,
-    /// Where an abandoned stream is drained (see [`ZlibState::drain`]).
+    /// Where an abandoned stream is drained (see [`DeflateStreams::drain`]).
     scratch: Box<[u8]>,
 }
 
 /// Size of the drain buffer; draining loops, so any size works.
 const SCRATCH: usize = 4096;
 
-impl ZlibState {
+impl DeflateStreams {
+    /// Streams for `framing`, warmed up so that every lazily allocated buffer exists.
+    pub(super) fn new(framing: Framing, bytes: usize) -> Result<DeflateStreams, AllocError> {
+        let fail = AllocError { bytes };
+        let level = framing.algorithm().default_level();
+        let mut scratch = Vec::new();
+        scratch.try_reserve_exact(SCRATCH).map_err(|_| fail)?;
+        scratch.resize(SCRATCH, 0);
+        let (deflate, inflate) = new_streams(framing, level).ok_or(fail)?;
+        let mut state = DeflateStreams {
+            framing,
+            deflate,
+            inflate,
+            level,
+            scratch: scratch.into_boxed_slice(),
+        };
+        state.warm_up().map_err(|_| fail)?;
+        Ok(state)
+    }
+
     /// Run one tiny round trip so that every lazily allocated buffer exists before the
     /// workspace is handed out; an error means one could not be allocated.
     fn warm_up(&mut self) -> Result<(), Error> {
@@ -94,44 +138,53 @@ impl ZlibState {
         let mut out = [0u8; 64];
         let n = self
             .compress(self.level, &src, &mut packed)?
-            .ok_or_else(|| library("64 zero bytes did not fit in 128"))?;
+            .ok_or_else(|| self.library("64 zero bytes did not fit in 128"))?;
         self.decompress(&packed[..n], &mut out)?;
         Ok(())
     }
-}
 
-impl ZlibState {
+    fn library(&self, e: impl std::fmt::Display) -> Error {
+        Error::Library {
+            algorithm: self.framing.algorithm(),
+            reason: e.to_string(),
+        }
+    }
+
     /// Finish a stream abandoned because its output did not fit, discarding the rest.
     /// zlib-rs's level-1 (deflate_quick) path keeps an open block across `reset()` when a
-    /// stream was left unfinished, and the next stream then lacks its block header; a stream
-    /// run to its end resets cleanly.
+    /// stream was left unfinished, and the next stream then lacks its block header (or, at
+    /// other levels, panicked in 0.6.8's block flush: "buf.len() must fit in remaining()");
+    /// a stream run to its end resets cleanly.
     fn drain(&mut self, src: &[u8]) -> Result<(), Error> {
         loop {
             let consumed = (self.deflate.total_in() as usize).min(src.len());
             let status = self
                 .deflate
                 .compress(&src[consumed..], &mut self.scratch, FlushCompress::Finish)
-                .map_err(library)?;
+                .map_err(|e| self.library(e))?;
             if status == Status::StreamEnd {
                 return Ok(());
             }
         }
     }
-}
 
-impl CodecState for ZlibState {
-    fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
+    fn try_compress(
+        &mut self,
+        level: i32,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
         self.deflate.reset();
         if level != self.level {
             self.deflate
                 .set_level(Compression::new(level as u32))
-                .map_err(library)?;
+                .map_err(|e| self.library(e))?;
             self.level = level;
         }
         match self
             .deflate
             .compress(src, dst, FlushCompress::Finish)
-            .map_err(library)?
+            .map_err(|e| self.library(e))?
         {
             Status::StreamEnd => Ok(Some(self.deflate.total_out() as usize)),
             Status::Ok | Status::BufError => {
@@ -141,34 +194,69 @@ impl CodecState for ZlibState {
         }
     }
 
-    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        self.inflate.reset(true);
+    fn try_decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        let algorithm = self.framing.algorithm();
+        self.inflate.reset(self.framing.header());
         let status = self
             .inflate
             .decompress(src, dst, FlushDecompress::Finish)
-            .map_err(|e| Error::corrupt(Algorithm::Zlib, e.to_string()))?;
+            .map_err(|e| Error::corrupt(algorithm, e.to_string()))?;
         let (consumed, produced) = (
             self.inflate.total_in() as usize,
             self.inflate.total_out() as usize,
         );
         match status {
+            Status::StreamEnd if self.framing == Framing::Raw && consumed < src.len() => {
+                Err(Error::corrupt(
+                    algorithm,
+                    format!("{} bytes after the end of the stream", src.len() - consumed),
+                ))
+            }
             Status::StreamEnd => Ok(produced),
             _ if produced == dst.len() && consumed < src.len() => Err(Error::Oversized {
-                algorithm: Algorithm::Zlib,
+                algorithm,
                 limit: dst.len(),
             }),
             _ => Err(Error::corrupt(
-                Algorithm::Zlib,
+                algorithm,
                 "stream ends before its end marker",
             )),
         }
     }
+
+    /// After a panic inside zlib-rs: the streams may be in any state, so they are replaced
+    /// (never reused, as a context that panicked was never given back before the engine had
+    /// raw deflate), and the extent fails.
+    fn recover(&mut self, what: &str) -> Error {
+        match new_streams(self.framing, self.level) {
+            Some((deflate, inflate)) => {
+                self.deflate = deflate;
+                self.inflate = inflate;
+            }
+            None => log::error!(
+                "{}: could not replace streams after a panic; keeping the old ones",
+                self.framing.algorithm()
+            ),
+        }
+        self.library(format!(
+            "the deflate library panicked while {what} this extent"
+        ))
+    }
 }
 
-fn library(e: impl std::fmt::Display) -> Error {
-    Error::Library {
-        algorithm: Algorithm::Zlib,
-        reason: e.to_string(),
+impl CodecState for DeflateStreams {
+    fn compress(&mut self, level: i32, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, Error> {
+        match catch_unwind(AssertUnwindSafe(|| self.try_compress(level, src, dst))) {
+            Ok(r) => r,
+            Err(_) => Err(self.recover("compressing")),
+        }
+    }
+
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        match catch_unwind(AssertUnwindSafe(|| self.try_decompress(src, dst))) {
+            Ok(r) => r,
+            Err(_) => Err(self.recover("decompressing")),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use std::ptr::NonNull;
 use zstd_sys as z;
 
 use super::{aligned_buffer, AllocError, Codec, CodecState};
+use crate::dict::Dictionary;
 use crate::error::Error;
 use crate::spec::Algorithm;
 use crate::MAX_EXTENT;
@@ -147,17 +148,37 @@ impl Codec for ZstdCodec {
 
 /// A static compression context and a static decompression context in memory we own:
 /// zstd can never allocate behind our back (ZSTD_initStaticCCtx/DCtx).
+///
+/// Compression with a [`Dictionary`] runs in a third context, on the heap and made at the
+/// first such extent (zram's zstd backend with `ZSTD_compress_usingCDict`): a dictionary's
+/// parameters come from its digested form, whose tables a static context sized for btrfs's
+/// parameters need not hold. zstd sizes it once and reuses it; it is not in the workspace's
+/// accounted bytes. Decompression with a dictionary uses the static context (the digested
+/// dictionary is only referenced).
 struct ZstdState {
     /// (level, source length) the context's parameters were last set for.
     configured: Option<(i32, usize)>,
     cctx: NonNull<z::ZSTD_CCtx>,
     dctx: NonNull<z::ZSTD_DCtx>,
+    /// The heap context for compression with a dictionary, once one was asked for.
+    dict_cctx: Option<HeapCCtx>,
     _cmem: Box<[u64]>,
     _dmem: Box<[u64]>,
 }
 
-// SAFETY: the contexts live in the two boxes owned by this struct and are only touched through
-// `&mut self`, so moving the struct to another thread moves sole access with it.
+/// A zstd compression context on zstd's heap, freed on drop.
+struct HeapCCtx(NonNull<z::ZSTD_CCtx>);
+
+impl Drop for HeapCCtx {
+    fn drop(&mut self) {
+        // SAFETY: created by ZSTD_createCCtx and freed once, here.
+        unsafe { z::ZSTD_freeCCtx(self.0.as_ptr()) };
+    }
+}
+
+// SAFETY: the contexts live in the two boxes owned by this struct (and the heap context is
+// owned by it too) and are only touched through `&mut self`, so moving the struct to another
+// thread moves sole access with it.
 unsafe impl Send for ZstdState {}
 
 impl ZstdState {
@@ -180,6 +201,7 @@ impl ZstdState {
             configured: None,
             cctx: NonNull::new(cctx).ok_or(fail)?,
             dctx: NonNull::new(dctx).ok_or(fail)?,
+            dict_cctx: None,
             _cmem: cmem,
             _dmem: dmem,
         })
@@ -253,10 +275,7 @@ impl CodecState for ZstdState {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        // The extent may carry zero padding up to the sector after the frame: decode one frame.
-        // SAFETY: reads only within `src`.
-        let frame = unsafe { z::ZSTD_findFrameCompressedSize(src.as_ptr().cast(), src.len()) };
-        let frame = check(frame).map_err(|e| corrupt(&e))?;
+        let frame = frame_len(src)?;
         // SAFETY: pointers and lengths come from live slices; dctx is owned by self.
         let r = unsafe {
             z::ZSTD_decompressDCtx(
@@ -267,26 +286,120 @@ impl CodecState for ZstdState {
                 frame,
             )
         };
-        match check(r) {
-            Ok(n) => Ok(n),
-            Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => {
-                Err(Error::Oversized {
-                    algorithm: Algorithm::Zstd,
-                    limit: dst.len(),
-                })
+        decoded(r, dst.len())
+    }
+
+    fn compress_dict(
+        &mut self,
+        level: i32,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<Option<usize>, Error>> {
+        Some(self.compress_with(level, dict, src, dst))
+    }
+
+    fn decompress_dict(
+        &mut self,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<usize, Error>> {
+        let frame = match frame_len(src) {
+            Ok(n) => n,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: pointers and lengths come from live slices; dctx is owned by self; the
+        // digested dictionary lives as long as `dict`, past the call.
+        let r = unsafe {
+            z::ZSTD_decompress_usingDDict(
+                self.dctx.as_ptr(),
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                frame,
+                dict.ddict(),
+            )
+        };
+        Some(decoded(r, dst.len()))
+    }
+}
+
+impl ZstdState {
+    /// Compress with `dict`'s digested form for `level` in the heap context.
+    fn compress_with(
+        &mut self,
+        level: i32,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<Option<usize>, Error> {
+        let cdict = dict.cdict(level)?;
+        let cctx = match &self.dict_cctx {
+            Some(c) => c.0,
+            None => {
+                // SAFETY: no preconditions; NULL on allocation failure, checked.
+                let made = NonNull::new(unsafe { z::ZSTD_createCCtx() }).ok_or_else(|| {
+                    Error::Library {
+                        algorithm: Algorithm::Zstd,
+                        reason: "could not allocate a context for a dictionary".into(),
+                    }
+                })?;
+                self.dict_cctx.insert(HeapCCtx(made)).0
             }
-            Err(e) => Err(corrupt(&e)),
+        };
+        // SAFETY: the context is ours alone (`&mut self`); `dst` is writable and `src`
+        // readable for their lengths; the digested dictionary outlives the call.
+        let r = unsafe {
+            z::ZSTD_compress_usingCDict(
+                cctx.as_ptr(),
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                src.len(),
+                cdict,
+            )
+        };
+        match check(r) {
+            Ok(n) => Ok(Some(n)),
+            Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => Ok(None),
+            Err(e) => Err(e),
         }
     }
 }
 
-fn error_code(r: usize) -> z::ZSTD_ErrorCode {
+/// The length of the one frame at the start of an extent, which may carry zero padding up to
+/// the sector after it.
+fn frame_len(src: &[u8]) -> Result<usize, Error> {
+    // SAFETY: reads only within `src`.
+    let frame = unsafe { z::ZSTD_findFrameCompressedSize(src.as_ptr().cast(), src.len()) };
+    check(frame).map_err(|e| corrupt(&e))
+}
+
+/// A decompression's return value as the bytes produced or the extent's error: output beyond
+/// `limit` is oversized, anything else zstd refuses is corrupt.
+fn decoded(r: usize, limit: usize) -> Result<usize, Error> {
+    match check(r) {
+        Ok(n) => Ok(n),
+        Err(_) if error_code(r) == z::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => {
+            Err(Error::Oversized {
+                algorithm: Algorithm::Zstd,
+                limit,
+            })
+        }
+        Err(e) => Err(corrupt(&e)),
+    }
+}
+
+/// zstd's error code of a return value.
+pub(crate) fn error_code(r: usize) -> z::ZSTD_ErrorCode {
     // SAFETY: pure function of the value.
     unsafe { z::ZSTD_getErrorCode(r) }
 }
 
-/// Turn a zstd return value into a size or an error carrying zstd's message.
-fn check(r: usize) -> Result<usize, Error> {
+/// Turn a zstd return value into a size or an error carrying zstd's message (the one place
+/// zstd's and its dictionary builder's errors are read: ZDICT's codes are zstd's).
+pub(crate) fn check(r: usize) -> Result<usize, Error> {
     // SAFETY: ZSTD_isError and ZSTD_getErrorName are pure; the name is a static C string.
     unsafe {
         if z::ZSTD_isError(r) == 0 {

@@ -7,6 +7,7 @@
 
 use super::queue::{Job, Output, Shared, SlotId, Src, Target};
 use super::{Completed, Op};
+use crate::dict::Dictionary;
 use crate::error::Error;
 
 /// One borrowed job of a batch.
@@ -21,6 +22,8 @@ pub struct BatchJob<'a> {
     pub output: &'a mut [u8],
     /// Set when the batch has run.
     pub result: Option<Result<Completed, Error>>,
+    /// The dictionary to compress or decompress with ([`BatchJob::with_dictionary`]).
+    dictionary: Option<Dictionary>,
     slot: Option<SlotId>,
 }
 
@@ -32,8 +35,16 @@ impl<'a> BatchJob<'a> {
             input,
             output,
             result: None,
+            dictionary: None,
             slot: None,
         }
+    }
+
+    /// The same job with `dictionary` (zstd only: any other algorithm completes with
+    /// [`Error::NoDictionary`]). A job with a dictionary runs on the CPU.
+    pub fn with_dictionary(mut self, dictionary: Option<&Dictionary>) -> BatchJob<'a> {
+        self.dictionary = dictionary.cloned();
+        self
     }
 
     fn job(&mut self) -> Job {
@@ -47,6 +58,7 @@ impl<'a> BatchJob<'a> {
                 ptr: self.output.as_mut_ptr(),
                 len: self.output.len(),
             },
+            dictionary: self.dictionary.clone(),
             tag: 0,
         }
     }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::device::{Device, DeviceCaps};
 use super::stats::{Fallback, ProviderStats};
 use super::{Complete, Completed, Done, Input, OffloadConfig, Op, Ran, Request, SubmitError};
+use crate::dict::Dictionary;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::sync::{lock, wait, wait_timeout, Condvar, Mutex, MutexGuard};
@@ -64,6 +65,8 @@ pub(crate) struct Job {
     pub(super) op: Op,
     pub(super) input: Src,
     pub(super) output: Output,
+    /// The dictionary to use (borrowed batches only, for now; a job with one runs on the CPU).
+    pub(super) dictionary: Option<Dictionary>,
     pub(super) tag: u64,
 }
 
@@ -79,6 +82,7 @@ impl Job {
             op: r.op,
             input: Src::Request(r.input),
             output: Output::Owned(r.output),
+            dictionary: None,
             tag: r.tag,
         }
     }
@@ -171,19 +175,21 @@ fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
     // The input is read through a raw pointer copy so that the output can be borrowed
     // mutably at the same time; they never overlap (distinct buffers).
     let input: *const [u8] = job.input();
+    let dictionary = job.dictionary.clone();
+    let dictionary = dictionary.as_ref();
     let out = job.output(need)?;
     // SAFETY: `input` points at the job's input buffer, which `output` does not touch and
     // which lives as long as the job.
     let src = unsafe { &*input };
     match op {
         Op::Compress { spec, policy } => engine
-            .compress_with(spec, policy, src, out)
+            .compress_with_dict(spec, policy, dictionary, src, out)
             .map(Completed::Compressed),
         Op::CompressInto { spec } => engine
-            .compress_into(spec, src, out)
+            .compress_into_dict(spec, dictionary, src, out)
             .map(Completed::CompressedInto),
         Op::Decompress { algorithm, .. } => engine
-            .decompress(algorithm, src, out)
+            .decompress_dict(algorithm, dictionary, src, out)
             .map(Completed::Decompressed),
     }
 }
@@ -352,11 +358,13 @@ impl Shared {
         lock(&self.state)
     }
 
-    fn route(&self, st: &State, op: &Op, input_len: usize) -> Route {
+    fn route(&self, st: &State, job: &Job) -> Route {
+        let (op, input_len) = (&job.op, job.input().len());
         let Some((_, caps)) = &self.device else {
             return Route::Cpu(None);
         };
-        if !caps.produces(op) {
+        // A device takes no dictionary.
+        if !caps.produces(op) || job.dictionary.is_some() {
             return Route::Cpu(Some(Fallback::Unsupported));
         }
         // The threshold is on the extent's size: the input when compressing, the decoded
@@ -433,7 +441,7 @@ impl Shared {
             }
             st = wait(&self.space, st);
         };
-        let route = self.route(&st, &job.op, job.input().len());
+        let route = self.route(&st, &job);
         let st = &mut *st;
         let slot = &mut st.slots[index];
         slot.gen += 1;

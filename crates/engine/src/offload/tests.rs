@@ -677,3 +677,64 @@ fn a_handler_may_drop_the_last_owner_of_the_offload() {
     assert_eq!(tag, 1);
     assert!(handler.offload.lock().unwrap().is_none());
 }
+
+#[test]
+fn a_dictionary_travels_with_batch_jobs_and_keeps_them_on_the_cpu() {
+    use crate::dict::Dictionary;
+    let dict = Dictionary::new(text(32 << 10, 7)).expect("raw content is a dictionary");
+    let o = offload(8, 2, Some(sim(Duration::from_secs(5))));
+    // A page the dictionary holds (its first 4 KiB): zstd finds all of it there.
+    let page = text(4096, 7);
+    let op = Op::CompressInto { spec: zstd(3) };
+    let (mut with, mut without) = (vec![0u8; 4096], vec![0u8; 4096]);
+    let mut jobs = [
+        BatchJob::new(op, &page, &mut with).with_dictionary(Some(&dict)),
+        BatchJob::new(op, &page, &mut without),
+    ];
+    o.run_batch(&mut jobs);
+    let sizes: Vec<usize> = jobs
+        .iter()
+        .map(|j| match j.result {
+            Some(Ok(Completed::CompressedInto(Some(n)))) => n,
+            ref r => panic!("{r:?}"),
+        })
+        .collect();
+    assert!(
+        sizes[0] < sizes[1],
+        "the dictionary saves nothing: {sizes:?}"
+    );
+    let decode = Op::Decompress {
+        algorithm: Algorithm::Zstd,
+        len: 4096,
+    };
+    let mut back = vec![0u8; 4096];
+    let mut jobs =
+        [BatchJob::new(decode, &with[..sizes[0]], &mut back).with_dictionary(Some(&dict))];
+    o.run_batch(&mut jobs);
+    assert!(matches!(
+        jobs[0].result,
+        Some(Ok(Completed::Decompressed(4096)))
+    ));
+    assert_eq!(back, page);
+    // Without its dictionary the page does not decode.
+    let mut jobs = [BatchJob::new(decode, &with[..sizes[0]], &mut back)];
+    o.run_batch(&mut jobs);
+    assert!(
+        matches!(jobs[0].result, Some(Err(_))),
+        "{:?}",
+        jobs[0].result
+    );
+    // An algorithm that takes no dictionary says so.
+    let lz4 = Op::CompressInto {
+        spec: CompressSpec::default_for(Algorithm::Lz4),
+    };
+    let mut jobs = [BatchJob::new(lz4, &page, &mut with).with_dictionary(Some(&dict))];
+    o.run_batch(&mut jobs);
+    assert!(matches!(
+        jobs[0].result,
+        Some(Err(Error::NoDictionary(Algorithm::Lz4)))
+    ));
+    // Every job with a dictionary ran on the CPU: the device takes none.
+    let unsupported = o.stats().cpu.fallbacks[Fallback::Unsupported as usize];
+    assert!(unsupported >= 3, "{unsupported}");
+}

@@ -13,6 +13,7 @@ mod state;
 use std::time::Duration;
 
 use crate::codec::CodecState;
+use crate::dict::Dictionary;
 use crate::error::Error;
 
 pub use manager::Manager;
@@ -139,6 +140,27 @@ impl Workspace {
     /// Decompress `src` into `dst`, returning the bytes produced.
     pub fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
         self.state.decompress(src, dst)
+    }
+
+    /// Compress with `dict`; `None` when the algorithm takes no dictionary.
+    pub fn compress_dict(
+        &mut self,
+        level: i32,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<Option<usize>, Error>> {
+        self.state.compress_dict(level, dict, src, dst)
+    }
+
+    /// Decompress with `dict`; `None` when the algorithm takes no dictionary.
+    pub fn decompress_dict(
+        &mut self,
+        dict: &Dictionary,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<Result<usize, Error>> {
+        self.state.decompress_dict(dict, src, dst)
     }
 
     /// Decompress an extent of declared size `len` into the workspace's own buffer; the tail the

@@ -402,6 +402,9 @@ fn alg_code(a: Algorithm) -> u8 {
         Algorithm::Zstd => 3,
         Algorithm::Lz4 => 4,
         Algorithm::Lz4hc => 5,
+        // Reserved for zram's algorithms; options::parse_spec refuses them for now.
+        Algorithm::LzoRle => 6,
+        Algorithm::Deflate => 7,
     }
 }
 
@@ -412,6 +415,8 @@ fn alg_from(c: u8) -> Option<Algorithm> {
         3 => Algorithm::Zstd,
         4 => Algorithm::Lz4,
         5 => Algorithm::Lz4hc,
+        6 => Algorithm::LzoRle,
+        7 => Algorithm::Deflate,
         _ => return None,
     })
 }
