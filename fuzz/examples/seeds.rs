@@ -56,6 +56,22 @@ fn decoder_seeds(dir: &Path, target: &str, algorithm: Algorithm) -> std::io::Res
     Ok(())
 }
 
+/// Dictionary seeds: each sample compressed with zstd and the target's dictionary, behind a
+/// selector for its full size (decoded, and recompressed, whole).
+fn dict_seeds(dir: &Path) -> std::io::Result<()> {
+    for (i, src) in samples().iter().enumerate() {
+        let src = &src[..src.len().min(MAX_EXTENT)];
+        let mut packed = vec![0; src.len()];
+        let spec = CompressSpec::new(Algorithm::Zstd, 3);
+        let dict = Some(wring_fuzz::dictionary());
+        if let Ok(Some(n)) = engine().compress_into_dict(spec, dict, src, &mut packed) {
+            let seed = [&selector_for(src.len())[..], &packed[..n]].concat();
+            write(dir, "zstd_dict", &format!("seed-{i}"), &seed)?;
+        }
+    }
+    Ok(())
+}
+
 /// Raw LZO1X seeds: each sample's first 4 KiB (one btrfs segment) as one raw stream.
 fn lzo1x_seeds(dir: &Path) -> std::io::Result<()> {
     let mut state = CompressState::new();
@@ -143,11 +159,14 @@ fn main() -> std::io::Result<()> {
         ("decompress_zstd", Algorithm::Zstd),
         ("decompress_lzo", Algorithm::Lzo),
         ("decompress_lz4", Algorithm::Lz4),
+        ("decompress_lzo_rle", Algorithm::LzoRle),
+        ("decompress_deflate", Algorithm::Deflate),
     ];
     for (target, algorithm) in decoders {
         decoder_seeds(dir, target, algorithm)?;
     }
     lzo1x_seeds(dir)?;
+    dict_seeds(dir)?;
     store_record_seeds(dir)?;
     fuse_ring_seeds(dir)?;
     round_trip_seeds(dir)

@@ -4,10 +4,12 @@
 //! A decoder input is two little-endian bytes choosing the destination length (scaled onto
 //! `0..=MAX_EXTENT`) followed by the compressed bytes; anything shorter than two bytes is decoded
 //! whole into a full-size destination. A round-trip input is an algorithm/policy byte, a level
-//! byte, then the data.
+//! byte, then the data. The dictionary target's input is a decoder input, whose bytes after the
+//! selector are also compressed with the dictionary and decoded back.
 
 use std::sync::OnceLock;
 
+use wring_engine::dict::Dictionary;
 use wring_engine::{
     compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy, BLOCK_SIZE,
     MAX_EXTENT,
@@ -161,4 +163,42 @@ fn check_compressed(spec: CompressSpec, packed: &[u8], src: &[u8]) {
         });
     assert_eq!(got, src.len(), "{spec}: decoded length");
     assert!(out == src, "{spec}: decoded bytes differ from the input");
+}
+
+/// The dictionary of the dictionary target: raw content like the seeds' text.
+pub fn dictionary() -> &'static Dictionary {
+    static DICT: OnceLock<Dictionary> = OnceLock::new();
+    DICT.get_or_init(|| {
+        let text = b"btrfs stores compressed extents of at most 128 KiB; zram a page. ";
+        Dictionary::new(text.repeat(64)).expect("raw content is a dictionary")
+    })
+}
+
+/// zstd with [`dictionary`]: decoding arbitrary bytes with it is bounded (`Ok(n)` has
+/// `n <= dst.len()` and a zeroed tail), and the bytes after the selector, compressed with it
+/// into a destination the selector sizes, decode back to themselves with it.
+pub fn fuzz_dict(data: &[u8]) {
+    let dict = Some(dictionary());
+    let (dst_len, src) = split_input(data);
+    let mut dst = vec![0x5A; dst_len];
+    if let Ok(n) = engine().decompress_dict(Algorithm::Zstd, dict, src, &mut dst) {
+        assert!(n <= dst_len, "zstd+dict: {n} bytes reported for {dst_len}");
+        assert!(
+            dst[n..].iter().all(|&b| b == 0),
+            "zstd+dict: tail not zeroed"
+        );
+    }
+    let spec = CompressSpec::new(Algorithm::Zstd, 3);
+    let mut packed = vec![0; dst_len];
+    let compressed = engine()
+        .compress_into_dict(spec, dict, src, &mut packed)
+        .unwrap_or_else(|e| panic!("zstd+dict: compressing {} bytes failed: {e}", src.len()));
+    if let Some(n) = compressed {
+        let mut out = vec![0xA5; src.len()];
+        let got = engine()
+            .decompress_dict(Algorithm::Zstd, dict, &packed[..n], &mut out)
+            .unwrap_or_else(|e| panic!("zstd+dict: {n} bytes fail to decode: {e}"));
+        assert_eq!(got, src.len(), "zstd+dict: decoded length");
+        assert!(out == src, "zstd+dict: decoded bytes differ from the input");
+    }
 }

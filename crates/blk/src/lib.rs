@@ -7,33 +7,27 @@
 //! * [`store`]: slots, same-filled and huge pages, read-modify-write, discard, block status,
 //!   `mem_limit`, `compact`, `reset`.
 //! * [`arena`]: zsmalloc's size classes and zspages, with compaction.
-//! * `lzorle`: zram's default `lzo-rle` ([`LzoRleStreams`], wring-lzo's port of the kernel's).
-//! * [`deflate`]: zram's `deflate`, raw deflate with the kernel's window ([`DeflateStreams`]).
-//! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine, [`ToyStreams`] for
+//! * [`streams`]: the compressor seam ([`OffloadStreams`] on the engine's codec table for every
+//!   algorithm, lzo-rle, raw deflate and zstd with a dictionary included; [`ToyStreams`] for
 //!   models).
 //! * [`backing`]: writeback to a backing file, `writeback_limit`, `bd_stat`.
 //! * [`clock`]: the clock idle tracking reads (injected in tests).
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
 //! * [`recompress`]: zram's `recompress` with up to three secondary algorithms.
-//! * [`dict`]: zstd with a dictionary (`algorithm_params dict=FILE`, `train_dict`).
 //! * [`policy`]: beyond zram, idle aging, recompression and writeback on a schedule.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
 //! * [`serve`]: nbdkit in the foreground and nbdcopy, for the benchmark and the tests.
 
-// Unsafe code only in `dict` (libzstd's dictionary API), each block with its SAFETY note.
-#![deny(unsafe_code)]
+// Compression is the engine's: nothing here needs unsafe code.
+#![forbid(unsafe_code)]
 
 pub mod arena;
 pub mod backing;
 pub mod clock;
 pub mod control;
-pub mod deflate;
-#[allow(unsafe_code)]
-pub mod dict;
 mod error;
-mod lzorle;
 pub mod options;
 pub mod policy;
 pub mod recompress;
@@ -46,9 +40,7 @@ mod sync;
 pub use arena::PAGE_SIZE;
 pub use backing::{Backing, WritebackReport, WritebackType};
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use deflate::DeflateStreams;
 pub use error::BlkError;
-pub use lzorle::LzoRleStreams;
 pub use options::{CompAlgorithm, Options};
 pub use policy::{Policy, PolicyReport};
 pub use recompress::{
@@ -57,38 +49,39 @@ pub use recompress::{
 pub use stats::{BdStat, IoStat, MmStat, PolicyStat, PoolStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
+use wring_engine::dict::Dictionary;
 
-/// The streams for the algorithm at `prio`: zstd with its dictionary when `algorithm_params`
-/// gave one, lzo-rle's and raw deflate's own (the engine has neither), else the engine's
-/// offload.
+/// The streams for the algorithm at `prio`: the engine's offload, with the zstd dictionary
+/// `algorithm_params dict=FILE` gave that priority, if any.
 fn make_streams(
     options: &Options,
     prio: u8,
     alg: &CompAlgorithm,
     streams: usize,
 ) -> Result<Box<dyn Streams>, BlkError> {
-    let Some((_, path)) = options.dicts.iter().find(|(p, _)| *p == prio) else {
-        if alg.name == "lzo-rle" {
-            return Ok(Box::new(LzoRleStreams::new(streams)));
-        }
-        if alg.name == "deflate" {
-            return Ok(Box::new(DeflateStreams::new(alg.spec.level, streams)?));
-        }
-        return Ok(Box::new(OffloadStreams::for_slots(
-            alg.spec,
-            &alg.text(),
-            streams,
-            options.slot_size,
-        )?));
+    let dict = match options.dicts.iter().find(|(p, _)| *p == prio) {
+        Some((_, path)) => Some(read_dictionary(path, alg)?),
+        None => None,
     };
+    let name = match dict {
+        Some(_) => format!("{}+dict", alg.text()),
+        None => alg.text(),
+    };
+    let s = OffloadStreams::for_slots(alg.spec, &name, streams, options.slot_size)?;
+    Ok(Box::new(match dict {
+        Some(d) => s.with_dictionary(d)?,
+        None => s,
+    }))
+}
+
+/// The dictionary file of `algorithm_params dict=FILE`, as the engine's dictionary.
+fn read_dictionary(path: &std::path::Path, alg: &CompAlgorithm) -> Result<Dictionary, BlkError> {
     let bytes = std::fs::read(path).map_err(|source| BlkError::Io {
         what: format!("reading the dictionary {}", path.display()),
         source,
     })?;
-    let name = format!("{}+dict", alg.text());
-    let s = dict::DictStreams::new(bytes, alg.spec.level, &name)?;
-    s.set_streams(streams)?;
-    Ok(Box::new(s))
+    Dictionary::new(bytes)
+        .map_err(|e| BlkError::Option(format!("{}+dict ({}): {e}", alg.text(), path.display())))
 }
 
 /// A store with `options`, compressing on the engine's offload.

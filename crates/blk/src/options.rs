@@ -2,14 +2,13 @@
 //! (`max_comp_streams`), `mem_limit`, given as `key=value` pairs separated by commas
 //! (`comp_algorithm=zstd:3,streams=2,mem_limit=256M`).
 //!
-//! Algorithms take zram's names — `lzo`, `lz4`, `lz4hc`, `zstd`, `deflate`, with a level as
-//! `zstd:3` — and map onto the engine's codecs (`crypto_comp` names in zcomp.c's backends
-//! list), whose spec also checks the level. Differs from zram: `lzo` pages carry the engine's
-//! btrfs framing (8 bytes more per page than the kernel's raw LZO1X). Two are the block
-//! device's own, outside the engine, which has neither: `lzo-rle`, the kernel's own stream
-//! (wring-lzo's port of `lzorle1x_1_compress`), and `deflate`, raw deflate as zram's deflate
-//! backend writes it ([`crate::deflate`]; level 6 unless given, as zram's) — its engine spec
-//! (zlib) only carries the level; nothing of the device is written to the filesystem's records.
+//! Algorithms take zram's names — `lzo`, `lzo-rle`, `lz4`, `lz4hc`, `zstd`, `deflate`, with a
+//! level as `zstd:3` — which are the engine's names for its codecs (zcomp.c's `backends[]` is
+//! the engine's codec table), whose spec also checks the level. `lzo-rle` is the kernel's own
+//! stream (wring-lzo's port of `lzorle1x_1_compress`), `deflate` raw deflate as zram's
+//! deflate backend writes it (level 6 unless given, as zram's; its levels are 1 to 9). Differs
+//! from zram: `lzo` pages carry the engine's btrfs framing (8 bytes more per page than the
+//! kernel's raw LZO1X).
 //!
 //! `recomp_algorithm` takes zram's spelling, `algo=zstd priority=1` (a level as `zstd:3`), up
 //! to three of them at priorities 1 to 3; given again, a priority is replaced. A bare
@@ -99,29 +98,18 @@ impl CompAlgorithm {
             Some((n, l)) => (n, Some(l)),
             None => (text, None),
         };
-        let (zram_name, engine) = match name {
-            "lzo" => ("lzo", Algorithm::Lzo),
-            "lz4" => ("lz4", Algorithm::Lz4),
-            "lz4hc" => ("lz4hc", Algorithm::Lz4hc),
-            "zstd" => ("zstd", Algorithm::Zstd),
-            "deflate" => ("deflate", Algorithm::Zlib),
-            // The engine's lzo spec stands in; `open` gives it wring-lzo's lzo-rle streams.
-            "lzo-rle" if level.is_none() => ("lzo-rle", Algorithm::Lzo),
-            "lzo-rle" => {
+        // zram's algorithms: the engine's zlib (btrfs's, with its header) is not one.
+        let algorithm = match name.parse::<Algorithm>() {
+            Ok(a) if ALGORITHMS.contains(&a.name()) => a,
+            _ => {
                 return Err(BlkError::Option(format!(
-                    "comp_algorithm={text}: lzo-rle has no levels"
-                )))
-            }
-            other => {
-                return Err(BlkError::Option(format!(
-                    "comp_algorithm={other} is unknown; accepted: {}, with a level as zstd:3",
+                    "comp_algorithm={name} is unknown; accepted: {}, with a level as zstd:3",
                     ALGORITHMS.join(", ")
                 )))
             }
         };
-        // zram's deflate takes zlib's levels 1 to 9 (the engine's zlib reads 0 as its
-        // default, btrfs's 3, which zram's deflate does not have).
-        if zram_name == "deflate"
+        // zram's deflate takes zlib's levels 1 to 9 (a 0 would be the engine's default).
+        if algorithm == Algorithm::Deflate
             && level
                 .is_some_and(|l| !matches!(l, "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9"))
         {
@@ -129,18 +117,10 @@ impl CompAlgorithm {
                 "comp_algorithm={text}: deflate's levels are 1 to 9 (default 6)"
             )));
         }
-        let engine_text = match level {
-            Some(l) => format!("{}:{l}", engine.name()),
-            // zram's deflate defaults to zlib's Z_DEFAULT_COMPRESSION, not btrfs's 3.
-            None if zram_name == "deflate" => {
-                format!("{}:{}", engine.name(), crate::deflate::DEFAULT_LEVEL)
-            }
-            None => engine.name().to_string(),
-        };
-        let (spec, _) = CompressSpec::parse(&engine_text)
+        let (spec, _) = CompressSpec::parse(text)
             .map_err(|e| BlkError::Option(format!("comp_algorithm={text}: {e}")))?;
         Ok(CompAlgorithm {
-            name: zram_name,
+            name: algorithm.name(),
             spec,
         })
     }
@@ -515,7 +495,7 @@ mod tests {
         assert_eq!((o.streams, o.mem_limit), (2, 1 << 20));
         assert_eq!(Options::parse(&o.text()).unwrap(), o);
         let d = CompAlgorithm::parse("deflate:9").unwrap();
-        assert_eq!(d.spec.algorithm, Some(Algorithm::Zlib));
+        assert_eq!(d.spec.algorithm, Some(Algorithm::Deflate));
         assert_eq!(d.text(), "deflate:9");
         assert_eq!(CompAlgorithm::parse("deflate").unwrap().text(), "deflate:6");
         for bad in ["deflate:0", "deflate:10", "deflate:x"] {
@@ -536,6 +516,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("brotli") && e.contains("zstd"), "{e}");
+        // btrfs's zlib is not one of zram's algorithms.
+        assert!(Options::parse("comp_algorithm=zlib").is_err());
         let e = Options::parse("streams=0").unwrap_err().to_string();
         assert!(e.contains("streams=0"), "{e}");
         let e = Options::parse("mem_limit=lots").unwrap_err().to_string();

@@ -18,10 +18,12 @@
 //!   above the highest priority asked for.
 
 use serde::{Deserialize, Serialize};
+use wring_engine::dict::Dictionary;
+use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::BlkError;
 use crate::store::{flag, Entry, Slot, Store};
-use crate::streams::PageJob;
+use crate::streams::{OffloadStreams, PageJob};
 use crate::sync::lock;
 
 /// Which pages a recompression looks at (zram's `type=`).
@@ -411,17 +413,27 @@ impl Store {
     /// with it (each kept only if it saves memory).
     pub fn train_dict(&self, req: &TrainRequest) -> Result<TrainReport, BlkError> {
         let samples = self.sample_pages(req.samples)?;
+        if samples.len() < 8 {
+            return Err(BlkError::Option(format!(
+                "train_dict: {} pages are too few samples; write more data first (at least 8 \
+                 pages that are neither empty nor one repeated word)",
+                samples.len()
+            )));
+        }
         let views: Vec<&[u8]> = samples.iter().map(|p| &p[..]).collect();
-        let dict = crate::dict::train(&views, req.size)?;
+        let dict = Dictionary::train(&views, req.size)
+            .map_err(|e| BlkError::Option(format!("train_dict: {e}")))?;
         if let Some(path) = &req.save {
-            std::fs::write(path, &dict).map_err(|source| BlkError::Io {
+            std::fs::write(path, dict.bytes()).map_err(|source| BlkError::Io {
                 what: format!("train_dict: saving the dictionary to {}", path.display()),
                 source,
             })?;
         }
         let name = format!("zstd:{}+dict", req.level);
-        let dict_bytes = dict.len() as u64;
-        let streams = crate::dict::DictStreams::new(dict, req.level, &name)?;
+        let dict_bytes = dict.bytes().len() as u64;
+        let spec = CompressSpec::new(Algorithm::Zstd, req.level);
+        let streams =
+            OffloadStreams::for_slots(spec, &name, 1, self.slot_size())?.with_dictionary(dict)?;
         let priority = self.install_recomp(Box::new(streams))?;
         let recompress = self.recompress(&RecompressRequest {
             priority: Some(priority),
