@@ -1,9 +1,15 @@
-//! The errors of a block store, each with the errno an NBD server returns for it.
+//! The errors of a block store, each with the errno an NBD server returns for it. What the
+//! engine refused (a page it could not compress or decode, a spec, a size, a dictionary) is
+//! carried as the engine's own error, its `source()`.
+
+use wring_engine::size::SizeError;
+use wring_engine::SpecError;
 
 use crate::arena::ArenaError;
 
 /// Why a request or a setting failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BlkError {
     /// A request reaching past the end of the device (zram's `invalid_io`).
     #[error(
@@ -36,15 +42,28 @@ pub enum BlkError {
         /// What failed.
         why: String,
     },
-    /// The compressor failed.
-    #[error("compression with {algorithm} failed: {message}")]
+    /// The engine could not compress a page, or start or resize the streams.
+    #[error("compression with {algorithm} failed: {source}")]
     Compress {
-        /// The algorithm.
+        /// The algorithm (the streams' name: `zstd:3+dict`).
         algorithm: String,
-        /// Why.
-        message: String,
+        /// The engine's error.
+        #[source]
+        source: wring_engine::Error,
     },
-    /// A stored page did not decompress to a whole page.
+    /// A stored page that the engine's decoder refused.
+    #[error("page {page} is corrupt: {source}")]
+    Decompress {
+        /// The page index.
+        page: u64,
+        /// The algorithm (the streams' name).
+        algorithm: String,
+        /// The engine's error.
+        #[source]
+        source: wring_engine::Error,
+    },
+    /// A stored page that is not what it should be: it decoded to other than a whole page, or
+    /// its staging could not be had.
     #[error("page {page} is corrupt: {message}")]
     Corrupt {
         /// The page index.
@@ -52,9 +71,44 @@ pub enum BlkError {
         /// What was wrong.
         message: String,
     },
+    /// The offload answered a page with something other than its result (a bug).
+    #[error("the {algorithm} streams answered a page with {message}")]
+    Offload {
+        /// The algorithm.
+        algorithm: String,
+        /// What came back instead.
+        message: String,
+    },
     /// An option that is unknown or has a bad value.
     #[error("{0}")]
     Option(String),
+    /// An option whose compression spec the engine refused.
+    #[error("{option}: {source}")]
+    Spec {
+        /// The option and its value (`comp_algorithm=zstd:x`).
+        option: String,
+        /// The engine's error.
+        #[source]
+        source: SpecError,
+    },
+    /// An option whose size the engine's size parser refused.
+    #[error("{option}: {source}")]
+    Size {
+        /// The option.
+        option: String,
+        /// The parser's error.
+        #[source]
+        source: SizeError,
+    },
+    /// A zstd dictionary the engine refused or could not train.
+    #[error("{what}: {source}")]
+    Dictionary {
+        /// What was being done (`train_dict`, the dictionary file).
+        what: String,
+        /// The engine's error.
+        #[source]
+        source: wring_engine::Error,
+    },
     /// The control channel failed.
     #[error("{what}: {source}")]
     Io {
@@ -70,10 +124,18 @@ impl BlkError {
     /// The errno an NBD reply carries for this error.
     pub fn errno(&self) -> i32 {
         match self {
-            BlkError::OutOfRange { .. } | BlkError::Option(_) => libc::EINVAL,
+            BlkError::OutOfRange { .. }
+            | BlkError::Option(_)
+            | BlkError::Spec { .. }
+            | BlkError::Size { .. }
+            | BlkError::Dictionary { .. } => libc::EINVAL,
             BlkError::NoSpace(ArenaError::OutOfMemory { .. }) => libc::ENOMEM,
             BlkError::NoSpace(_) | BlkError::BackingFull { .. } => libc::ENOSPC,
-            BlkError::Compress { .. } | BlkError::Corrupt { .. } | BlkError::Io { .. } => libc::EIO,
+            BlkError::Compress { .. }
+            | BlkError::Decompress { .. }
+            | BlkError::Corrupt { .. }
+            | BlkError::Offload { .. }
+            | BlkError::Io { .. } => libc::EIO,
         }
     }
 }

@@ -117,8 +117,10 @@ impl CompAlgorithm {
                 "comp_algorithm={text}: deflate's levels are 1 to 9 (default 6)"
             )));
         }
-        let (spec, _) = CompressSpec::parse(text)
-            .map_err(|e| BlkError::Option(format!("comp_algorithm={text}: {e}")))?;
+        let (spec, _) = CompressSpec::parse(text).map_err(|source| BlkError::Spec {
+            option: format!("comp_algorithm={text}"),
+            source,
+        })?;
         Ok(CompAlgorithm {
             name: algorithm.name(),
             spec,
@@ -190,7 +192,10 @@ impl Default for Options {
 
 /// Parse a size (`256M`) with the engine's parser, naming the option on failure.
 pub fn parse_size(key: &str, value: &str) -> Result<u64, BlkError> {
-    wring_engine::size::parse_size(value).map_err(|e| BlkError::Option(format!("{key}: {e}")))
+    wring_engine::size::parse_size(value).map_err(|source| BlkError::Size {
+        option: key.to_string(),
+        source,
+    })
 }
 
 impl Options {

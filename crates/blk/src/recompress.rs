@@ -421,8 +421,10 @@ impl Store {
             )));
         }
         let views: Vec<&[u8]> = samples.iter().map(|p| &p[..]).collect();
-        let dict = Dictionary::train(&views, req.size)
-            .map_err(|e| BlkError::Option(format!("train_dict: {e}")))?;
+        let dict = Dictionary::train(&views, req.size).map_err(|source| BlkError::Dictionary {
+            what: "train_dict".into(),
+            source,
+        })?;
         if let Some(path) = &req.save {
             std::fs::write(path, dict.bytes()).map_err(|source| BlkError::Io {
                 what: format!("train_dict: saving the dictionary to {}", path.display()),

@@ -992,12 +992,9 @@ fn corrupt(message: &str) -> BlkError {
     }
 }
 
-fn with_page(e: BlkError, page: usize) -> BlkError {
-    match e {
-        BlkError::Corrupt { message, .. } => BlkError::Corrupt {
-            page: page as u64,
-            message,
-        },
-        other => other,
+fn with_page(mut e: BlkError, index: usize) -> BlkError {
+    if let BlkError::Corrupt { page, .. } | BlkError::Decompress { page, .. } = &mut e {
+        *page = index as u64;
     }
+    e
 }

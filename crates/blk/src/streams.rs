@@ -178,9 +178,9 @@ impl OffloadStreams {
             ..EngineConfig::default()
         }));
         let config = OffloadConfig::for_engine(&engine);
-        let offload = Offload::new(engine, config).map_err(|e| BlkError::Compress {
+        let offload = Offload::new(engine, config).map_err(|source| BlkError::Compress {
             algorithm: name.to_string(),
-            message: format!("could not start the streams: {e}"),
+            source,
         })?;
         Ok(OffloadStreams {
             offload,
@@ -205,15 +205,27 @@ impl OffloadStreams {
         }
         dictionary
             .prepare(self.spec.level)
-            .map_err(|e| BlkError::Option(format!("{}: {e}", self.name)))?;
+            .map_err(|source| BlkError::Dictionary {
+                what: self.name.clone(),
+                source,
+            })?;
         self.dictionary = Some(dictionary);
         Ok(self)
     }
 
-    fn failed(&self, e: impl std::fmt::Display) -> BlkError {
+    fn failed(&self, source: wring_engine::Error) -> BlkError {
         BlkError::Compress {
             algorithm: self.name.clone(),
-            message: e.to_string(),
+            source,
+        }
+    }
+
+    /// A completion that is not the page's result (the offload runs a batch of one to the
+    /// end, with the completion of its operation: never seen).
+    fn unexpected(&self, what: impl std::fmt::Debug) -> BlkError {
+        BlkError::Offload {
+            algorithm: self.name.clone(),
+            message: format!("{what:?}"),
         }
     }
 }
@@ -240,9 +252,8 @@ impl Streams for OffloadStreams {
         for job in jobs {
             let result = match self.run_one(op, job) {
                 Some(Ok(Completed::CompressedInto(n))) => Ok(n),
-                Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
                 Some(Err(e)) => Err(self.failed(e)),
-                None => Err(self.failed("the batch did not run the job")),
+                other => Err(self.unexpected(other)),
             };
             self.figures.compressed(job.input.len(), &result);
             job.result = Some(result);
@@ -262,12 +273,12 @@ impl Streams for OffloadStreams {
                     page: 0,
                     message: format!("decompressed to {n} bytes, not a slot"),
                 }),
-                Some(Ok(other)) => Err(self.failed(format!("unexpected completion {other:?}"))),
-                Some(Err(e)) => Err(BlkError::Corrupt {
+                Some(Err(source)) => Err(BlkError::Decompress {
                     page: 0,
-                    message: e.to_string(),
+                    algorithm: self.name.clone(),
+                    source,
                 }),
-                None => Err(self.failed("the batch did not run the job")),
+                other => Err(self.unexpected(other)),
             };
             self.figures.decompressed(&result);
             job.result = Some(result);
@@ -453,7 +464,13 @@ mod tests {
             let mut jobs = [PageJob::new(bad, &mut back)];
             s.decompress(&mut jobs);
             assert!(
-                matches!(jobs[0].result, Some(Err(BlkError::Corrupt { .. }))),
+                matches!(
+                    jobs[0].result,
+                    Some(Err(BlkError::Decompress {
+                        source: wring_engine::Error::Corrupt { .. },
+                        ..
+                    }))
+                ),
                 "{:?}",
                 jobs[0].result
             );

@@ -51,9 +51,9 @@ impl Streams for LzoRlePages {
     fn compress(&self, jobs: &mut [PageJob<'_>]) {
         for j in jobs {
             let r = self.state().compress(0, j.input, j.output);
-            j.result = Some(r.map_err(|e| BlkError::Corrupt {
-                page: 0,
-                message: e.to_string(),
+            j.result = Some(r.map_err(|source| BlkError::Compress {
+                algorithm: self.algorithm(),
+                source,
             }));
         }
     }
@@ -63,9 +63,14 @@ impl Streams for LzoRlePages {
             let want = j.output.len();
             j.result = Some(match self.state().decompress(j.input, j.output) {
                 Ok(n) if n == want => Ok(Some(n)),
-                other => Err(BlkError::Corrupt {
+                Ok(n) => Err(BlkError::Corrupt {
                     page: 0,
-                    message: format!("{other:?}"),
+                    message: format!("{n} bytes"),
+                }),
+                Err(source) => Err(BlkError::Decompress {
+                    page: 0,
+                    algorithm: self.algorithm(),
+                    source,
                 }),
             });
         }
