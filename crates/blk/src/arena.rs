@@ -54,6 +54,7 @@ pub const CHAIN_SIZE: usize = 8;
 
 /// Why an allocation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArenaError {
     /// A new zspage would take the arena past its limit.
     #[error("the memory limit of {limit_pages} pages is reached ({used_pages} in use)")]

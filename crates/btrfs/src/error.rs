@@ -61,6 +61,7 @@ impl std::fmt::Display for Op {
 /// Callers match on the variant (a refusal no rule explains means a nodatasum inode or a
 /// read-only filesystem); the words are for people.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refusal {
     /// The compression value is `none` or one the kernel does not know.
     #[error("compression {0} cannot be written")]
@@ -157,6 +158,7 @@ pub enum Refusal {
 
 /// Why a btrfs encoded read or write failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BtrfsError {
     /// EPERM: encoded I/O bypasses permission checks on the data, so the kernel wants root.
     #[error("{op} needs CAP_SYS_ADMIN (run as root)")]

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 /// Why a scratch filesystem could not be set up, checked or taken down.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScratchError {
     /// A program could not be started at all.
     #[error("could not run {program}: {source}{hint}")]

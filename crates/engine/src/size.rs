@@ -8,6 +8,7 @@
 
 /// A size that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SizeError {
     /// Not a whole number with an optional K, M or G.
     #[error("'{0}' is not a size: a whole number of bytes, or one with a K, M or G suffix (e.g. 65536, 64K, 16M, 1G)")]

@@ -165,6 +165,7 @@ pub struct CompressSpec {
 /// Why the kernel's btrfs cannot take a spec: the typed answer of
 /// [`CompressSpec::btrfs_option`]. The messages are the "n/a" notes benchmark tables print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NotInBtrfs {
     /// `no`/`none`: nothing to compress with.
     #[error("no compression")]

@@ -29,6 +29,7 @@ pub const fn worst_compress(n: usize) -> usize {
 
 /// Why compression or decompression failed.
 #[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The output buffer is too small for the result.
     #[error("the output buffer is too small")]

@@ -9,6 +9,7 @@ pub struct FormatError(pub String);
 
 /// What can go wrong in the object store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The configuration cannot work (bad URL, http to a remote endpoint, zero sizes).
     #[error("object store configuration: {0}")]

@@ -191,10 +191,10 @@ fn run_phase(
                     pool.push((request.input.into_vec(), request.output));
                     break;
                 }
-                Err(SubmitError::ShutDown { .. }) => {
-                    return Err(BenchError::Spec(
-                        "the offload shut down while the benchmark was submitting".into(),
-                    ))
+                Err(e) => {
+                    return Err(BenchError::Spec(format!(
+                        "the offload refused a request while the benchmark was submitting: {e}"
+                    )))
                 }
             }
         }

@@ -269,6 +269,7 @@ impl Summary {
 
 /// Errors that stop the whole run (per-file problems are in [`FileReport`]s).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecompressError {
     /// Not allowed.
     #[error("wring btrfs recompress needs CAP_SYS_ADMIN (encoded writes and tree search); run it as root")]

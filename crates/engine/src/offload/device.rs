@@ -61,6 +61,7 @@ impl DeviceCaps {
 
 /// Why a device did not complete a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeviceError {
     /// The device refused it for now (its rings are full).
     #[error("device busy")]

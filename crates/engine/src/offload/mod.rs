@@ -206,6 +206,7 @@ pub trait Complete: Send + Sync {
 
 /// Why a request was not accepted.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubmitError {
     /// Every slot is in flight ([`Offload::try_submit`] only); the request comes back.
     #[error("the offload queue is full ({depth} requests in flight)")]
@@ -221,6 +222,15 @@ pub enum SubmitError {
         /// The request, unchanged.
         request: Box<Request>,
     },
+}
+
+impl SubmitError {
+    /// The request that was not accepted, unchanged, whatever the reason.
+    pub fn into_request(self) -> Box<Request> {
+        match self {
+            SubmitError::Full { request, .. } | SubmitError::ShutDown { request } => request,
+        }
+    }
 }
 
 /// Settings of an [`Offload`].

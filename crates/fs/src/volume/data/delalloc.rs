@@ -28,7 +28,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
-use wring_engine::offload::{Complete, Done, Input, Request, SubmitError};
+use wring_engine::offload::{Complete, Done, Input, Request};
 
 use crate::error::{chain, errno, FsError};
 use crate::store::records::{Time, FLAG_NOCOMPRESS};
@@ -409,11 +409,7 @@ impl Volume {
             // In the map before the offload can complete it.
             self.da.state().flight.insert(gen, job);
             if let Err(e) = self.offload.try_submit_with(request, handler) {
-                let request = match e {
-                    SubmitError::Full { request, .. } | SubmitError::ShutDown { request } => {
-                        request
-                    }
-                };
+                let request = e.into_request();
                 let mut st = self.da.state();
                 if let Some(job) = st.flight.remove(&gen) {
                     st.queue.push_front(job);
