@@ -108,21 +108,8 @@ pub fn config_value(config: &str, key: &str) -> Option<String> {
         .map(|v| v.trim().trim_matches('"').to_string())
 }
 
-/// Whether a page is one machine word repeated (zram's page_same_filled): stored as the word.
-pub fn same_filled(page: &[u8]) -> Option<u64> {
-    let mut words = page.chunks_exact(8);
-    if !words.remainder().is_empty() {
-        return None;
-    }
-    let first = words.next()?;
-    if words.all(|w| w == first) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(first);
-        Some(u64::from_ne_bytes(b))
-    } else {
-        None
-    }
-}
+/// Whether a page is one machine word repeated (zram's page_same_filled): blk's, the one copy.
+pub use wring_blk::store::same_filled;
 
 /// How wring compresses a page for comparison with a zram algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -162,7 +162,7 @@ impl Server for WringBlk {
             control::serve(l, Arc::clone(store));
         }
         // The scheduled policy (idle for a device without one, which can get one live).
-        wring_blk::policy::spawn(Arc::clone(store));
+        wring_blk::schedule::spawn(Arc::clone(store));
         Ok(())
     }
 

@@ -1190,8 +1190,8 @@ fn a_policy_set_live_runs_in_the_server() {
             0
         );
     }
-    let policy =
-        wring_blk::Policy::parse("every=1 age=0 recompress=off writeback=idle").expect("a policy");
+    let policy = wring_blk::Schedule::parse("every=1 age=0 recompress=off writeback=idle")
+        .expect("a policy");
     let v = control::request(&s.control(), Request::Policy(Some(policy))).expect("policy");
     assert_eq!(v, "every=1 age=0 recompress=off writeback=idle");
     // The server's policy thread checks once a second; wait for its first round.

@@ -17,7 +17,7 @@
 //! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
 //! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`] | (beyond zram) |
 //! | `policy every=S age=S [recompress=T] [writeback=T]` or `policy off` | the policy | (beyond zram) |
-//! | `page_pool N` | the pool's counters ([`PoolStat`](crate::stats::PoolStat)) | (beyond zram: resizes it live) |
+//! | `page_pool N` | the pool's counters ([`PoolStats`](wring_engine::pool::PoolStats)) | (beyond zram: resizes it live) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
@@ -35,8 +35,8 @@ use crate::backing::{WritebackReport, WritebackType};
 use crate::error::BlkError;
 use crate::options::parse_wb_limit;
 use crate::options::{parse_page_pool, parse_size, parse_streams};
-use crate::policy::Policy;
 use crate::recompress::{RecompressReport, RecompressRequest, TrainReport, TrainRequest};
+use crate::schedule::Schedule;
 use crate::stats::Stat;
 use crate::store::Store;
 
@@ -62,7 +62,7 @@ pub enum Request {
     /// Train a zstd dictionary from the pages and recompress with it.
     TrainDict(TrainRequest),
     /// Set the scheduled policy (`None`: off).
-    Policy(Option<Policy>),
+    Policy(Option<Schedule>),
     /// Write pages back to the backing file.
     Writeback(WritebackType),
     /// Set the writeback budget in pages (`None`: no limit).
@@ -94,7 +94,7 @@ impl Request {
         if let Some(rest) = line.trim().strip_prefix("policy ") {
             return Ok(Request::Policy(match rest.trim() {
                 "off" => None,
-                spec => Some(Policy::parse(spec)?),
+                spec => Some(Schedule::parse(spec)?),
             }));
         }
         if let Some(rest) = line.trim().strip_prefix("train_dict") {
@@ -174,7 +174,7 @@ pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
         Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
             .map_err(|e| BlkError::Option(e.to_string()))?,
         Request::Policy(p) => {
-            let text = p.as_ref().map(Policy::text);
+            let text = p.as_ref().map(Schedule::text);
             store.set_policy(p);
             json!(text)
         }
@@ -304,7 +304,7 @@ mod tests {
             Request::TrainDict(TrainRequest::default()),
             Request::Policy(None),
             Request::Policy(Some(
-                Policy::parse("every=9 age=99 writeback=huge").unwrap(),
+                Schedule::parse("every=9 age=99 writeback=huge").unwrap(),
             )),
             Request::TrainDict(TrainRequest::parse("size=16K level=9 save=/tmp/d").unwrap()),
             Request::Recompress(

@@ -11,11 +11,10 @@
 //!   algorithm, lzo-rle, raw deflate and zstd with a dictionary included; [`ToyStreams`] for
 //!   models).
 //! * [`backing`]: writeback to a backing file, `writeback_limit`, `bd_stat`.
-//! * [`clock`]: the clock idle tracking reads (injected in tests).
 //! * [`options`]: zram's option names and algorithm names.
 //! * [`stats`]: `mm_stat` and `io_stat` in zram's field order.
 //! * [`recompress`]: zram's `recompress` with up to three secondary algorithms.
-//! * [`policy`]: beyond zram, idle aging, recompression and writeback on a schedule.
+//! * [`schedule`]: beyond zram, idle aging, recompression and writeback on a schedule.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
 //! * [`serve`]: nbdkit in the foreground and nbdcopy, for the benchmark and the tests.
@@ -25,12 +24,11 @@
 
 pub mod arena;
 pub mod backing;
-pub mod clock;
 pub mod control;
 mod error;
 pub mod options;
-pub mod policy;
 pub mod recompress;
+pub mod schedule;
 pub mod serve;
 pub mod stats;
 pub mod store;
@@ -39,16 +37,17 @@ mod sync;
 
 pub use arena::PAGE_SIZE;
 pub use backing::{Backing, WritebackReport, WritebackType};
-pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use error::BlkError;
 pub use options::{CompAlgorithm, Options};
-pub use policy::{Policy, PolicyReport};
 pub use recompress::{
     RecompressReport, RecompressRequest, RecompressType, TrainReport, TrainRequest,
 };
-pub use stats::{BdStat, IoStat, MmStat, PolicyStat, PoolStat, Stat, StreamStat};
+pub use schedule::{Schedule, ScheduleReport};
+pub use stats::{BdStat, IoStat, MmStat, ScheduleStat, Stat, StreamStat};
 pub use store::{flag, Extent, Slot, Store};
 pub use streams::{OffloadStreams, PageJob, Streams, ToyStreams};
+/// The clock idle tracking reads is the engine's (injected in tests), read in whole seconds.
+pub use wring_engine::clock::{Clock, ManualClock, SystemClock};
 use wring_engine::dict::Dictionary;
 
 /// The streams for the algorithm at `prio`: the engine's offload, with the zstd dictionary

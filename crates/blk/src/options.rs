@@ -160,7 +160,7 @@ pub struct Options {
     /// `algorithm_params dict=FILE`: (priority, zstd dictionary file).
     pub dicts: Vec<(u8, std::path::PathBuf)>,
     /// Beyond zram: the scheduled policy (`policy=every=60 age=300 …`).
-    pub policy: Option<crate::policy::Policy>,
+    pub policy: Option<crate::schedule::Schedule>,
     /// Beyond zram: reserved 4 KiB pages for staging (`page_pool`); 0 = off.
     pub page_pool: usize,
     /// Beyond zram: bytes per slot (`slot_size`), one of [`SLOT_SIZES`]; zram's is 4096.
@@ -245,7 +245,7 @@ impl Options {
             "backing_dev" => self.backing_dev = Some(value.into()),
             "writeback_limit" => self.writeback_limit = parse_wb_limit(value)?,
             "policy" if value.trim() == "off" => self.policy = None,
-            "policy" => self.policy = Some(crate::policy::Policy::parse(value)?),
+            "policy" => self.policy = Some(crate::schedule::Schedule::parse(value)?),
             "page_pool" => self.page_pool = parse_page_pool(value)?,
             "slot_size" => self.slot_size = parse_slot_size(value)?,
             other => {

@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
+use wring_engine::pool::PoolStats;
 
 /// Counters the store updates (zram's `struct zram_stats`).
 #[derive(Debug, Default)]
@@ -163,13 +164,13 @@ pub struct StreamStat {
 
 /// The scheduled policy in `stat`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PolicyStat {
+pub struct ScheduleStat {
     /// The policy as text.
     pub policy: String,
     /// Rounds run.
     pub rounds: u64,
     /// The last round.
-    pub last: Option<crate::policy::PolicyReport>,
+    pub last: Option<crate::schedule::ScheduleReport>,
 }
 
 /// `bd_stat`: the backing file, in zram's units (4 KiB pages).
@@ -190,43 +191,6 @@ impl BdStat {
     /// The values in order.
     pub fn values(&self) -> [u64; 3] {
         [self.bd_count, self.bd_reads, self.bd_writes]
-    }
-}
-
-/// The page pool (`page_pool`): staging pages for reads and for the write path's compressed
-/// output, as the engine's [`PoolStats`](wring_engine::pool::PoolStats) count them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PoolStat {
-    /// Pages the pool reserves (0 = off).
-    pub size: usize,
-    /// Reserved pages idle now.
-    pub free: usize,
-    /// Reserved pages lent to requests now.
-    pub in_use: usize,
-    /// Reserved pages locked in memory.
-    pub locked: usize,
-    /// Pages served from the pool.
-    pub hits: u64,
-    /// Pages that came from the allocator.
-    pub misses: u64,
-    /// Requests the pool, while on, could not serve from its reserve alone.
-    pub fallbacks: u64,
-    /// Time spent allocating the missed pages, in nanoseconds.
-    pub alloc_nanos: u64,
-}
-
-impl From<wring_engine::pool::PoolStats> for PoolStat {
-    fn from(p: wring_engine::pool::PoolStats) -> PoolStat {
-        PoolStat {
-            size: p.size,
-            free: p.free,
-            in_use: p.in_use,
-            locked: p.locked,
-            hits: p.hits,
-            misses: p.misses,
-            fallbacks: p.fallbacks,
-            alloc_nanos: p.alloc_nanos,
-        }
     }
 }
 
@@ -269,7 +233,7 @@ pub struct Stat {
     pub writeback_limit: Option<u64>,
     /// The scheduled policy, if one is set.
     #[serde(default)]
-    pub policy: Option<PolicyStat>,
+    pub policy: Option<ScheduleStat>,
     /// Per stream set: the primary algorithm's, then each `recomp_algorithm`'s.
     #[serde(default)]
     pub stream_stats: Vec<StreamStat>,
@@ -279,7 +243,7 @@ pub struct Stat {
     pub num_writes: u64,
     /// The page pool's counters.
     #[serde(default)]
-    pub page_pool: PoolStat,
+    pub page_pool: PoolStats,
 }
 
 fn default_slot_size() -> usize {

@@ -49,14 +49,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use wring_engine::clock::{Clock, SystemClock};
 use wring_engine::pool::{PageBuf, PagePool};
 
 use crate::arena::{Arena, Handle, PAGE_SIZE};
 use crate::backing::Backing;
-use crate::clock::{Clock, MonotonicClock};
 use crate::error::BlkError;
-use crate::policy::PolicyState;
-use crate::stats::{BdStat, Counters, IoStat, MmStat, PolicyStat, PoolStat, Stat, StreamStat};
+use crate::schedule::ScheduleState;
+use crate::stats::{BdStat, Counters, IoStat, MmStat, ScheduleStat, Stat, StreamStat};
 use crate::streams::{PageJob, Streams};
 use crate::sync::{lock, Mutex};
 
@@ -198,9 +198,14 @@ impl Staging {
     }
 }
 
-/// The repeated word if `page` is one 8-byte word over and over (`page_same_filled`).
+/// The repeated word if `page` is one 8-byte word over and over (zram's `page_same_filled`):
+/// stored as the word. A length that is not whole words is never same-filled. The one copy:
+/// the bench's zram model counts same-filled pages with it too.
 pub fn same_filled(page: &[u8]) -> Option<u64> {
     let mut words = page.chunks_exact(8);
+    if !words.remainder().is_empty() {
+        return None;
+    }
     let first = words.next()?;
     if words.all(|w| w == first) {
         let mut b = [0u8; 8];
@@ -248,7 +253,7 @@ pub struct Store {
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
     /// The scheduled policy and its last round.
-    pub(crate) policy: Mutex<PolicyState>,
+    pub(crate) policy: Mutex<ScheduleState>,
     /// Staging pages for reads (the compressed copy and its decoded page) and for the
     /// write path's compressed output (`page_pool`; 0 pages: every page from the allocator).
     pool: std::sync::Arc<PagePool>,
@@ -305,8 +310,8 @@ impl Store {
             wb_limit: Mutex::new(None),
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
-            clock: Arc::new(MonotonicClock::default()),
-            policy: Mutex::new(PolicyState::default()),
+            clock: Arc::new(SystemClock::default()),
+            policy: Mutex::new(ScheduleState::default()),
             pool: PagePool::new(0),
         })
     }
@@ -370,7 +375,7 @@ impl Store {
     }
 
     /// Read access times from `clock` instead of the monotonic clock (before the store is
-    /// shared; tests move a [`ManualClock`](crate::clock::ManualClock)).
+    /// shared; tests move a [`ManualClock`](wring_engine::clock::ManualClock)).
     pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
     }
@@ -439,9 +444,10 @@ impl Store {
         }
     }
 
-    /// Seconds on the store's clock.
+    /// Whole seconds on the store's clock (zram stamps `ac_time` at that resolution, which is
+    /// all `idle SECONDS` needs).
     pub(crate) fn now(&self) -> u64 {
-        self.clock.now()
+        self.clock.now().as_secs()
     }
 
     /// Whether the device has a backing file.
@@ -452,14 +458,14 @@ impl Store {
     /// A read or write of the page (`zram_accessed`): no longer idle, stamped now.
     fn accessed(&self, e: &mut Entry) {
         self.set_flag(e, flag::IDLE, false);
-        e.ac_time = self.clock.now();
+        e.ac_time = self.now();
     }
 
     /// zram's `idle`: mark every page held in the arena idle (`older_than` None: `idle all`),
     /// or only those not read or written for at least `older_than` seconds, clearing the mark
     /// on the others. Empty and same-filled pages are skipped. Returns the pages now idle.
     pub fn mark_idle(&self, older_than: Option<u64>) -> u64 {
-        let now = self.clock.now();
+        let now = self.now();
         let mut idle = 0;
         for s in &self.slots {
             let mut e = lock(s);
@@ -572,13 +578,7 @@ impl Store {
         let prio = e.prio;
         drop(e);
         if let Some(len) = comp_len {
-            let mut jobs = [PageJob::new(&comp[..len], page)];
-            self.algo(prio).decompress(&mut jobs);
-            match jobs[0].result.take() {
-                Some(Ok(_)) => {}
-                Some(Err(err)) => return Err(with_page(err, s.page)),
-                None => return Err(with_page(corrupt("not decompressed"), s.page)),
-            }
+            self.decode(prio, &comp[..len], page, s.page)?;
         }
         if !s.whole() {
             out.copy_from_slice(&bounce[s.start..s.start + s.len]);
@@ -719,18 +719,23 @@ impl Store {
             Slot::Written { block } => self.read_back(block, page)?,
             Slot::Stored { handle, len } => {
                 let mut comp = vec![0u8; len as usize];
-                let comp = &mut comp[..];
-                self.arena.read(handle, comp);
-                let mut jobs = [PageJob::new(comp, page)];
-                self.algo(e.prio).decompress(&mut jobs);
-                match jobs[0].result.take() {
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(with_page(e, page_index)),
-                    None => return Err(with_page(corrupt("not decompressed"), page_index)),
-                }
+                self.arena.read(handle, &mut comp);
+                self.decode(e.prio, &comp, page, page_index)?;
             }
         }
         Ok(())
+    }
+
+    /// Decompress one slot's object `comp` with the streams of `prio` into `page` (the one
+    /// decode both the read path and [`load`](Self::load) run).
+    fn decode(&self, prio: u8, comp: &[u8], page: &mut [u8], index: usize) -> Result<(), BlkError> {
+        let mut jobs = [PageJob::new(comp, page)];
+        self.algo(prio).decompress(&mut jobs);
+        match jobs[0].result.take() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(err)) => Err(with_page(err, index)),
+            None => Err(with_page(corrupt("not decompressed"), index)),
+        }
     }
 
     /// What a whole page becomes: its word, its compressed bytes in `out`, or itself raw.
@@ -959,7 +964,7 @@ impl Store {
             writeback_limit: self.writeback_limit(),
             policy: {
                 let (p, rounds, last) = self.policy();
-                p.map(|p| PolicyStat {
+                p.map(|p| ScheduleStat {
                     policy: p.text(),
                     rounds,
                     last,
@@ -980,7 +985,7 @@ impl Store {
             },
             num_reads: Counters::get(&c.num_reads),
             num_writes: Counters::get(&c.num_writes),
-            page_pool: PoolStat::from(self.pool.stats()),
+            page_pool: self.pool.stats(),
         }
     }
 }

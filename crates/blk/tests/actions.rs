@@ -1,6 +1,7 @@
 //! zram's sysfs actions on the store itself, with an injected clock (no sleeps): `idle`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use wring_blk::{flag, ManualClock, Slot, Store, ToyStreams, PAGE_SIZE};
 
@@ -55,10 +56,10 @@ fn idle_seconds_marks_pages_not_accessed_for_that_long() {
     for p in 0..3u8 {
         s.write(p as u64 * P, &text(p)).unwrap(); // at t=0
     }
-    clock.advance(100);
+    clock.advance(Duration::from_secs(100));
     let mut b = [0u8; 1];
     s.read(0, &mut b).unwrap(); // page 0 at t=100
-    clock.advance(50); // t=150
+    clock.advance(Duration::from_secs(50)); // t=150
     s.write(2 * P, &text(5)).unwrap(); // page 2 at t=150
     assert_eq!(s.mark_idle(Some(150)), 1, "only page 1 is 150 s old");
     assert!(!idle(&s, 0) && idle(&s, 1) && !idle(&s, 2));
@@ -547,20 +548,20 @@ fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
     s.write(0, &data).unwrap(); // t=0
     assert!(s.policy_tick().is_none(), "no policy, no round");
     s.set_policy(Some(
-        wring_blk::Policy::parse("every=60 age=100 recompress=off writeback=idle").unwrap(),
+        wring_blk::Schedule::parse("every=60 age=100 recompress=off writeback=idle").unwrap(),
     ));
     let r = s.policy_tick().expect("the first round runs at once");
     assert_eq!((r.at, r.idle), (0, 0));
     assert_eq!(r.writeback.map(|w| w.written), Some(0));
     assert!(r.recompress.is_none() && r.error.is_none(), "{r:?}");
     assert!(s.policy_tick().is_none(), "not due again yet");
-    clock.advance(59);
+    clock.advance(Duration::from_secs(59));
     assert!(s.policy_tick().is_none(), "not due again yet");
-    clock.advance(1); // t=60: due, but nothing is 100 s old
+    clock.advance(Duration::from_secs(1)); // t=60: due, but nothing is 100 s old
     let mut b = [0u8; 1];
     s.read(0, &mut b).unwrap(); // page 0 accessed at t=60
     assert_eq!(s.policy_tick().map(|r| r.idle), Some(0));
-    clock.advance(60); // t=120: pages 1-7 were last touched at t=0
+    clock.advance(Duration::from_secs(60)); // t=120: pages 1-7 were last touched at t=0
     let r = s.policy_tick().expect("due");
     assert_eq!((r.idle, r.writeback.map(|w| w.written)), (7, Some(7)));
     assert_eq!(s.stat().bd_stat.bd_count, 7);
@@ -571,7 +572,7 @@ fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
     assert_eq!(p.rounds, 3);
     assert!(st.table().contains("7 written back"), "{}", st.table());
     s.set_policy(None);
-    clock.advance(1000);
+    clock.advance(Duration::from_secs(1000));
     assert!(s.policy_tick().is_none());
 }
 
@@ -589,9 +590,9 @@ fn the_policy_recompresses_idle_pages_and_reports_a_full_backing_file() {
     );
     s.set_clock(Arc::clone(&clock) as Arc<dyn wring_blk::Clock>);
     let data = fill(&s);
-    clock.advance(10);
+    clock.advance(Duration::from_secs(10));
     s.set_policy(Some(
-        wring_blk::Policy::parse("every=5 age=10 recompress=idle writeback=idle").unwrap(),
+        wring_blk::Schedule::parse("every=5 age=10 recompress=idle writeback=idle").unwrap(),
     ));
     let r = s.policy_tick().expect("runs");
     assert_eq!(r.idle, 7, "{r:?}");

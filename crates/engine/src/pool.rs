@@ -34,6 +34,7 @@ pub const PAGE_SIZE: usize = 4096;
 
 /// Counters of a [`PagePool`] at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PoolStats {
     /// The size knob: pages the pool reserves (0 = off).
     pub size: usize,

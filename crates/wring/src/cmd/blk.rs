@@ -253,7 +253,7 @@ pub fn run(cmd: Command) -> Result<()> {
             let text = words.join(" ");
             let p = match text.trim() {
                 "off" => None,
-                spec => Some(wring_blk::Policy::parse(spec)?),
+                spec => Some(wring_blk::Schedule::parse(spec)?),
             };
             let v = control::request(&device(&name)?.join("control.sock"), Request::Policy(p))?;
             println!("{name}: policy {}", v.as_str().unwrap_or("off"));
@@ -676,7 +676,7 @@ mod tests {
         ));
         match parse(&["policy", "swap0", "every=60", "age=300"]) {
             Command::Policy { words, .. } => {
-                assert!(wring_blk::Policy::parse(&words.join(" ")).is_ok());
+                assert!(wring_blk::Schedule::parse(&words.join(" ")).is_ok());
             }
             _ => panic!("not policy"),
         }

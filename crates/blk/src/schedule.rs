@@ -1,5 +1,5 @@
-//! Beyond zram: a policy that ages, recompresses and writes back idle pages on a schedule.
-//! zram's `idle`, `recompress` and `writeback` are one-shot triggers that users drive from
+//! Beyond zram: a schedule (the `policy` option; not the engine's compression
+//! [`Policy`](wring_engine::Policy)) that ages, recompresses and writes back idle pages. zram's `idle`, `recompress` and `writeback` are one-shot triggers that users drive from
 //! cron or systemd timers (zram-generator users keep asking for a schedule); here one option
 //! does it:
 //!
@@ -12,7 +12,7 @@
 //! when the device has none), then write back pages of type `writeback` (`off` to skip; skipped
 //! without a `backing_dev`). A full backing file or an exhausted `writeback_limit` ends that
 //! round's writeback and is reported in the round's result, not treated as a failure of the
-//! device. The schedule reads the store's [`Clock`](crate::clock::Clock), so tests move time
+//! device. The schedule reads the store's [`Clock`](wring_engine::clock::Clock), so tests move time
 //! by hand.
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use crate::sync::lock;
 
 /// A schedule of aging, recompression and writeback.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
+pub struct Schedule {
     /// Seconds between rounds.
     pub every: u64,
     /// Pages not accessed for this many seconds are idle.
@@ -39,9 +39,9 @@ pub struct Policy {
     pub writeback: Option<WritebackType>,
 }
 
-impl Policy {
+impl Schedule {
     /// Parse `every=60 age=300 recompress=idle writeback=idle` (every and age required).
-    pub fn parse(text: &str) -> Result<Policy, BlkError> {
+    pub fn parse(text: &str) -> Result<Schedule, BlkError> {
         let bad = |word: &str| {
             BlkError::Option(format!(
                 "policy: '{word}' is not understood; write 'every=SECONDS age=SECONDS \
@@ -50,7 +50,7 @@ impl Policy {
             ))
         };
         let (mut every, mut age) = (None, None);
-        let mut p = Policy {
+        let mut p = Schedule {
             every: 0,
             age: 0,
             recompress: Some(RecompressType::Idle),
@@ -80,7 +80,7 @@ impl Policy {
         }
     }
 
-    /// The text [`Policy::parse`] reads back.
+    /// The text [`Schedule::parse`] reads back.
     pub fn text(&self) -> String {
         let r = match self.recompress {
             None => "off",
@@ -99,7 +99,7 @@ impl Policy {
 
 /// What one round did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PolicyReport {
+pub struct ScheduleReport {
     /// When it ran (seconds on the store's clock).
     pub at: u64,
     /// Pages marked idle.
@@ -115,30 +115,30 @@ pub struct PolicyReport {
 /// The policy state a store keeps: the policy, when it last ran, the last report and the
 /// number of rounds.
 #[derive(Debug, Default)]
-pub(crate) struct PolicyState {
-    pub(crate) policy: Option<Policy>,
+pub(crate) struct ScheduleState {
+    pub(crate) policy: Option<Schedule>,
     pub(crate) last_run: Option<u64>,
-    pub(crate) last: Option<PolicyReport>,
+    pub(crate) last: Option<ScheduleReport>,
     pub(crate) rounds: u64,
 }
 
 impl Store {
     /// Set or clear the policy live.
-    pub fn set_policy(&self, policy: Option<Policy>) {
+    pub fn set_policy(&self, policy: Option<Schedule>) {
         let mut s = lock(&self.policy);
         s.policy = policy;
         s.last_run = None;
     }
 
     /// The policy, the rounds run and the last round's report.
-    pub fn policy(&self) -> (Option<Policy>, u64, Option<PolicyReport>) {
+    pub fn policy(&self) -> (Option<Schedule>, u64, Option<ScheduleReport>) {
         let s = lock(&self.policy);
         (s.policy.clone(), s.rounds, s.last.clone())
     }
 
     /// Run a round if one is due (the first at once, then every `every` seconds on the
     /// store's clock); returns its report. The policy thread calls this about once a second.
-    pub fn policy_tick(&self) -> Option<PolicyReport> {
+    pub fn policy_tick(&self) -> Option<ScheduleReport> {
         let now = self.now();
         let policy = {
             let mut s = lock(&self.policy);
@@ -156,11 +156,11 @@ impl Store {
         Some(report)
     }
 
-    fn run_policy(&self, p: &Policy, now: u64) -> PolicyReport {
-        let mut r = PolicyReport {
+    fn run_policy(&self, p: &Schedule, now: u64) -> ScheduleReport {
+        let mut r = ScheduleReport {
             at: now,
             idle: self.mark_idle(Some(p.age)),
-            ..PolicyReport::default()
+            ..ScheduleReport::default()
         };
         if let Some(kind) = p.recompress.filter(|_| self.recomps().next().is_some()) {
             let req = RecompressRequest {
@@ -197,12 +197,12 @@ mod tests {
 
     #[test]
     fn policies_parse_and_print_back() {
-        let p = Policy::parse("every=60 age=300").unwrap();
+        let p = Schedule::parse("every=60 age=300").unwrap();
         assert_eq!(p.text(), "every=60 age=300 recompress=idle writeback=idle");
-        let q = Policy::parse("every=5 age=0 recompress=huge_idle writeback=off").unwrap();
-        assert_eq!(Policy::parse(&q.text()).unwrap(), q);
-        let a = Policy::parse("every=1 age=1 recompress=all writeback=incompressible").unwrap();
-        assert_eq!(Policy::parse(&a.text()).unwrap(), a);
+        let q = Schedule::parse("every=5 age=0 recompress=huge_idle writeback=off").unwrap();
+        assert_eq!(Schedule::parse(&q.text()).unwrap(), q);
+        let a = Schedule::parse("every=1 age=1 recompress=all writeback=incompressible").unwrap();
+        assert_eq!(Schedule::parse(&a.text()).unwrap(), a);
         for bad in [
             "",
             "every=60",
@@ -212,7 +212,7 @@ mod tests {
             "every=1 age=1 writeback=all",
             "every=1 age=1 often",
         ] {
-            assert!(Policy::parse(bad).is_err(), "{bad:?}");
+            assert!(Schedule::parse(bad).is_err(), "{bad:?}");
         }
     }
 }
