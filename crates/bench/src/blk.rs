@@ -21,7 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use wring_blk::serve::Nbdkit;
+use crate::serve::Nbdkit;
 
 use serde::Serialize;
 
@@ -570,7 +570,7 @@ fn nbdcopy(
         Some(n) => vec![format!("--connections={n}"), format!("--threads={n}")],
         None => Vec::new(),
     };
-    wring_blk::serve::nbdcopy(&src.to_string_lossy(), &dst.to_string_lossy(), &extra)
+    crate::serve::nbdcopy(&src.to_string_lossy(), &dst.to_string_lossy(), &extra)
         .map(|d| d.as_secs_f64())
         .map_err(|e| failed(e.to_string()))
 }

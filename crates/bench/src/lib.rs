@@ -17,7 +17,7 @@
 //! * [`meta`] — many small files (tar -x, find + stat, cp -a, git, rm -rf) through a mount, the
 //!   kernel's btrfs and a plain FUSE pass-through beside it;
 //! * [`blk`] — the block device: wring's zram in userspace through nbdcopy beside nbdkit's
-//!   zstd memory disk and the kernel's zram;
+//!   zstd memory disk and the kernel's zram, nbdkit started and nbdcopy run by [`serve`];
 //! * [`report`] renders the rows as markdown, CSV and JSON, [`plot`] as a PNG of ratio against
 //!   compression speed.
 //!
@@ -40,6 +40,7 @@ pub mod pool;
 pub mod progress;
 pub mod recompress;
 pub mod report;
+pub mod serve;
 pub mod streams;
 pub mod zram;
 

@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use wring_blk::serve::Nbdkit;
+// The bench's nbdkit harness, compiled in (a dev-dependency on wring-bench would be a cycle).
+#[allow(dead_code)]
+#[path = "../../bench/src/serve.rs"]
+mod serve;
+use serve::Nbdkit;
 use wring_testing::blk_plugin as plugin_path;
 
 /// Run a program to completion; its output, or a panic naming the package when it is missing.

@@ -11,7 +11,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wring_blk::control::{self, Request};
-use wring_blk::serve::Nbdkit;
+// The bench's nbdkit harness, compiled in (a dev-dependency on wring-bench would be a cycle).
+#[allow(dead_code)]
+#[path = "../../bench/src/serve.rs"]
+mod serve;
+use serve::Nbdkit;
 
 const PAGE: usize = 4096;
 
@@ -116,7 +120,7 @@ fn run(cmd: &mut Command) -> String {
 
 fn nbdcopy(from: &str, to: &str) {
     need("nbdcopy", "libnbd-bin");
-    wring_blk::serve::nbdcopy(from, to, &[]).unwrap_or_else(|e| panic!("{e}"));
+    serve::nbdcopy(from, to, &[]).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The whole device as bytes, copied out by nbdcopy.

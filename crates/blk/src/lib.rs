@@ -17,7 +17,6 @@
 //! * [`schedule`]: beyond zram, idle aging, recompression and writeback on a schedule.
 //! * [`control`]: the control channel a running device serves for `wring blk` (stat and the
 //!   live sysfs actions).
-//! * [`serve`]: nbdkit in the foreground and nbdcopy, for the benchmark and the tests.
 
 // Compression is the engine's: nothing here needs unsafe code.
 #![forbid(unsafe_code)]
@@ -29,7 +28,6 @@ mod error;
 pub mod options;
 pub mod recompress;
 pub mod schedule;
-pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod streams;

@@ -1,7 +1,10 @@
 //! nbdkit in the foreground serving one export on a Unix socket, and nbdcopy against it: what
-//! `wring bench blk` and the plugin's tests run (the CLI's `wring blk start` runs nbdkit as a
-//! daemon in a private runtime directory instead). No kernel counterpart: this is the harness
-//! around the device, in one place for the benchmark and the tests.
+//! `wring bench blk` runs (the CLI's `wring blk start` runs nbdkit as a daemon in a private
+//! runtime directory instead). No kernel counterpart: this is the harness around the device,
+//! so it lives with the benchmark, not in the blk library. The plugin's tests
+//! (crates/blk-nbdkit/tests) compile this one file into themselves with `#[path]`: a
+//! dev-dependency on the bench would close a cycle (the bench's tests build the plugin). It
+//! therefore names no crate type; its errors are `std::io::Error`s that say what failed.
 //!
 //! [`Nbdkit::start`] runs `nbdkit -f -U DIR/nbd.sock -P DIR/nbdkit.pid ARGS…` (with
 //! `control=DIR/control.sock` appended for wring's plugin) and returns once nbdkit has written
@@ -9,18 +12,19 @@
 //! Dropping it kills nbdkit, reaps it and removes those three files, also when a test fails.
 
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::BlkError;
+/// `what: why` as an error of its own.
+fn failed(what: impl std::fmt::Display, why: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("{what}: {why}"))
+}
 
-fn failed(what: impl Into<String>, why: impl Into<String>) -> BlkError {
-    BlkError::Io {
-        what: what.into(),
-        source: std::io::Error::other(why.into()),
-    }
+/// `what: source`, keeping the source's kind.
+fn io_failed(what: impl std::fmt::Display, source: io::Error) -> io::Error {
+    io::Error::new(source.kind(), format!("{what}: {source}"))
 }
 
 /// A foreground nbdkit serving `DIR/nbd.sock`; killed on drop.
@@ -40,7 +44,7 @@ impl Nbdkit {
         args: &[String],
         control: bool,
         timeout: Duration,
-    ) -> Result<Nbdkit, BlkError> {
+    ) -> Result<Nbdkit, io::Error> {
         let sock = dir.join("nbd.sock");
         let pid = dir.join("nbdkit.pid");
         let ctl = dir.join("control.sock");
@@ -62,10 +66,7 @@ impl Nbdkit {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| BlkError::Io {
-                what: "running nbdkit (install the Debian package nbdkit)".into(),
-                source,
-            })?;
+            .map_err(|e| io_failed("running nbdkit (install the Debian package nbdkit)", e))?;
         let mut server = Nbdkit {
             child,
             dir: dir.to_path_buf(),
@@ -74,7 +75,7 @@ impl Nbdkit {
         Ok(server)
     }
 
-    fn wait_ready(&mut self, control: bool, timeout: Duration) -> Result<(), BlkError> {
+    fn wait_ready(&mut self, control: bool, timeout: Duration) -> Result<(), io::Error> {
         let deadline = Instant::now() + timeout;
         loop {
             let pid = fs::metadata(self.dir.join("nbdkit.pid")).is_ok_and(|m| m.len() > 0);
@@ -122,12 +123,10 @@ impl Nbdkit {
     }
 
     /// nbdkit's resident set in bytes (VmRSS).
-    pub fn rss(&self) -> Result<u64, BlkError> {
+    pub fn rss(&self) -> Result<u64, io::Error> {
         let path = format!("/proc/{}/status", self.child.id());
-        let text = fs::read_to_string(&path).map_err(|source| BlkError::Io {
-            what: format!("reading {path}"),
-            source,
-        })?;
+        let text =
+            fs::read_to_string(&path).map_err(|e| io_failed(format!("reading {path}"), e))?;
         text.lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
@@ -148,7 +147,7 @@ impl Drop for Nbdkit {
 
 /// Run `nbdcopy [EXTRA…] SRC DST` (files or NBD URIs); its wall-clock time. Fails with
 /// nbdcopy's stderr.
-pub fn nbdcopy(src: &str, dst: &str, extra: &[String]) -> Result<Duration, BlkError> {
+pub fn nbdcopy(src: &str, dst: &str, extra: &[String]) -> Result<Duration, io::Error> {
     let start = Instant::now();
     let out = Command::new("nbdcopy")
         .args(extra)
@@ -156,10 +155,7 @@ pub fn nbdcopy(src: &str, dst: &str, extra: &[String]) -> Result<Duration, BlkEr
         .arg(dst)
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| BlkError::Io {
-            what: "running nbdcopy (install the Debian package libnbd-bin)".into(),
-            source,
-        })?;
+        .map_err(|e| io_failed("running nbdcopy (install the Debian package libnbd-bin)", e))?;
     let took = start.elapsed();
     if !out.status.success() {
         return Err(failed(
