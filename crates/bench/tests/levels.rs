@@ -119,3 +119,29 @@ fn a_pass_budget_gives_fast_levels_more_passes_up_to_the_cap() {
     assert_eq!(rows[0].passes, MAX_PASSES);
     assert!(rows[0].compress_mbps > 0.0);
 }
+
+#[test]
+fn zrams_algorithms_are_levels_like_every_other() {
+    // In the engine's codec table, lzo-rle and raw deflate are measured like the others when
+    // named (the default list stays as it was) and by a bare level or range.
+    assert_eq!(
+        specs("lzo-rle,deflate:1..2"),
+        vec!["lzo-rle", "deflate:1", "deflate:2"]
+    );
+    let only = parse_specs(&[Algorithm::LzoRle, Algorithm::Deflate], Some("1,9")).unwrap();
+    let only: Vec<String> = only.iter().map(ToString::to_string).collect();
+    assert_eq!(only, vec!["lzo-rle", "deflate:1", "deflate:9"]);
+    assert!(parse_specs(&[], Some("deflate:12")).is_err());
+    let corpus = common::corpus().truncated(512 * 1024);
+    let specs = parse_specs(&[], Some("lzo-rle,deflate:6")).unwrap();
+    let rows = levels::run(&corpus, &LevelsConfig::new(specs, 1), &Progress::hidden())
+        .expect("levels run");
+    for row in &rows {
+        assert!(row.ratio > 1.0 && !row.in_btrfs, "{row:?}");
+        assert!(
+            row.workspace_kb > row.codec_kb && row.codec_kb > 0,
+            "{row:?}"
+        );
+        assert!(row.bare.is_some(), "{row:?}");
+    }
+}

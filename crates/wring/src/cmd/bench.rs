@@ -117,7 +117,7 @@ pub struct CommonArgs {
 pub struct LevelsArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// Only these algorithms, comma-separated (zstd,zlib,lzo,lz4,lz4hc)
+    /// Only these algorithms, comma-separated (zstd,zlib,lzo,lz4,lz4hc,lzo-rle,deflate)
     #[arg(long, value_delimiter = ',')]
     algorithms: Vec<String>,
     /// Levels: items for every selected algorithm (`1,3,9`, `1..9`, `-5`) or for one

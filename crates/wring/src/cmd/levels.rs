@@ -12,7 +12,7 @@ use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Policy};
 /// Options of `wring levels`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Only these algorithms, comma-separated (zstd,zlib,lzo,lz4,lz4hc)
+    /// Only these algorithms, comma-separated (zstd,zlib,lzo,lz4,lz4hc,lzo-rle,deflate)
     #[arg(long, value_delimiter = ',')]
     algorithms: Vec<String>,
     /// Also compress a small generated sample at every level and print the managers' statistics
