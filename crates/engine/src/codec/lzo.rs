@@ -11,12 +11,14 @@ use crate::error::Error;
 use crate::spec::Algorithm;
 use crate::BLOCK_SIZE;
 
-/// lzo's sizing: one class, the dictionary (LZO1X_1_MEM_COMPRESS).
-pub(crate) struct LzoCodec;
+/// The sizing both LZO1X variants share: one class, the dictionary (LZO1X_1_MEM_COMPRESS).
+/// `LzoCodec(Algorithm::Lzo)` is btrfs's framed lzo (this module's state),
+/// `LzoCodec(Algorithm::LzoRle)` zram's lzo-rle stream (`codec::lzo_rle`'s).
+pub(crate) struct LzoCodec(pub(crate) Algorithm);
 
 impl Codec for LzoCodec {
     fn algorithm(&self) -> Algorithm {
-        Algorithm::Lzo
+        self.0
     }
 
     fn estimate_bytes(&self, _class: usize) -> usize {
@@ -27,7 +29,19 @@ impl Codec for LzoCodec {
         let dict = CompressState::try_new().ok_or(AllocError {
             bytes: CompressState::BYTES,
         })?;
-        Ok(Box::new(LzoState { dict }))
+        Ok(match self.0 {
+            Algorithm::LzoRle => Box::new(super::lzo_rle::LzoRleState::new(dict)),
+            _ => Box::new(LzoState { dict }),
+        })
+    }
+}
+
+/// A decoder's error as the engine's: an overrun is output past `limit`, anything else corrupt
+/// input (both variants decode with wring-lzo's one LZO1X decoder).
+pub(super) fn decode_error(algorithm: Algorithm, e: wring_lzo::Error, limit: usize) -> Error {
+    match e {
+        wring_lzo::Error::OutputOverrun => Error::Oversized { algorithm, limit },
+        other => Error::corrupt(algorithm, other.to_string()),
     }
 }
 
@@ -49,12 +63,7 @@ impl CodecState for LzoState {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        decompress_extent(src, dst, BLOCK_SIZE).map_err(|e| match e {
-            wring_lzo::Error::OutputOverrun => Error::Oversized {
-                algorithm: Algorithm::Lzo,
-                limit: dst.len(),
-            },
-            other => Error::corrupt(Algorithm::Lzo, other.to_string()),
-        })
+        let limit = dst.len();
+        decompress_extent(src, dst, BLOCK_SIZE).map_err(|e| decode_error(Algorithm::Lzo, e, limit))
     }
 }

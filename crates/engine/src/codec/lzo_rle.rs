@@ -14,32 +14,21 @@
 
 use wring_lzo::CompressState;
 
-use super::{AllocError, Codec, CodecState};
+use super::lzo::decode_error;
+use super::CodecState;
 use crate::error::Error;
 use crate::spec::Algorithm;
 
-/// lzo-rle's sizing: one class, the dictionary.
-pub(crate) struct LzoRleCodec;
-
-impl Codec for LzoRleCodec {
-    fn algorithm(&self) -> Algorithm {
-        Algorithm::LzoRle
-    }
-
-    fn estimate_bytes(&self, _class: usize) -> usize {
-        CompressState::BYTES
-    }
-
-    fn alloc(&self, _class: usize, _bytes: usize) -> Result<Box<dyn CodecState>, AllocError> {
-        let dict = CompressState::try_new().ok_or(AllocError {
-            bytes: CompressState::BYTES,
-        })?;
-        Ok(Box::new(LzoRleState { dict }))
-    }
+/// lzo-rle's state in a workspace; sized and made by [`LzoCodec`](super::lzo::LzoCodec).
+pub(super) struct LzoRleState {
+    dict: CompressState,
 }
 
-struct LzoRleState {
-    dict: CompressState,
+impl LzoRleState {
+    /// A state compressing with `dict`.
+    pub(super) fn new(dict: CompressState) -> LzoRleState {
+        LzoRleState { dict }
+    }
 }
 
 impl CodecState for LzoRleState {
@@ -60,23 +49,22 @@ impl CodecState for LzoRleState {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        wring_lzo::decompress(src, dst).map_err(|e| match e {
-            wring_lzo::Error::OutputOverrun => Error::Oversized {
-                algorithm: Algorithm::LzoRle,
-                limit: dst.len(),
-            },
-            other => Error::corrupt(Algorithm::LzoRle, other.to_string()),
-        })
+        let limit = dst.len();
+        wring_lzo::decompress(src, dst).map_err(|e| decode_error(Algorithm::LzoRle, e, limit))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::lzo::LzoCodec;
+    use crate::codec::Codec;
 
     #[test]
     fn the_kernels_stream_and_one_decoder_for_both_variants() {
-        let mut st = LzoRleCodec.alloc(0, 0).expect("a workspace");
+        let mut st = LzoCodec(Algorithm::LzoRle)
+            .alloc(0, 0)
+            .expect("a workspace");
         let mut page = vec![0u8; 4096];
         page[..200].copy_from_slice(&b"zram's lzo-rle ".repeat(14)[..200]);
         let mut out = vec![0u8; 4096];

@@ -100,11 +100,11 @@ pub trait CodecState: Send {
 pub fn codec_for(algorithm: Algorithm, max_extent: usize) -> Box<dyn Codec> {
     match algorithm {
         Algorithm::Zlib => Box::new(zlib::ZlibCodec),
-        Algorithm::Lzo => Box::new(lzo::LzoCodec),
+        Algorithm::Lzo => Box::new(lzo::LzoCodec(Algorithm::Lzo)),
         Algorithm::Zstd => Box::new(zstd::ZstdCodec::new(max_extent)),
         Algorithm::Lz4 => Box::new(lz4::Lz4Codec { hc: false }),
         Algorithm::Lz4hc => Box::new(lz4::Lz4Codec { hc: true }),
-        Algorithm::LzoRle => Box::new(lzo_rle::LzoRleCodec),
+        Algorithm::LzoRle => Box::new(lzo::LzoCodec(Algorithm::LzoRle)),
         Algorithm::Deflate => Box::new(deflate::DeflateCodec),
     }
 }
