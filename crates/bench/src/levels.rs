@@ -50,6 +50,14 @@ pub struct LevelsConfig {
     /// this many seconds: fast levels, whose single figures are the noisiest, get more passes
     /// at little cost. 0: exactly `passes`.
     pub pass_budget: f64,
+    /// A spec whose passes have taken this many seconds stops after two of them, short of
+    /// `passes`: the slowest levels (zstd:19's pass is half a minute) vary least, and their
+    /// third pass would cost more than every fast level's extra passes. 0: no such stop.
+    pub slow_after: f64,
+    /// Time each decompression phase over at least this many seconds, repeating it within the
+    /// pass (the figure is per repetition): lz4 decodes the corpus in 20 ms, too short for one
+    /// clock reading to repeat. 0: once.
+    pub min_phase: f64,
 }
 
 /// The most passes a spec gets from [`LevelsConfig::pass_budget`].
@@ -59,6 +67,10 @@ pub const MAX_PASSES: usize = 15;
 pub const DEFAULT_PASSES: usize = 3;
 /// See [`DEFAULT_PASSES`].
 pub const DEFAULT_PASS_BUDGET: f64 = 2.0;
+/// `wring bench levels`' default [`LevelsConfig::slow_after`].
+pub const DEFAULT_SLOW_AFTER: f64 = 20.0;
+/// `wring bench levels`' default [`LevelsConfig::min_phase`].
+pub const DEFAULT_MIN_PHASE: f64 = 0.15;
 
 impl LevelsConfig {
     /// `specs` on `streams` streams, bare timing on, btrfs's 128 KiB extents.
@@ -70,6 +82,8 @@ impl LevelsConfig {
             max_extent: wring_engine::MAX_EXTENT,
             passes: 1,
             pass_budget: 0.0,
+            slow_after: 0.0,
+            min_phase: 0.0,
         }
     }
 }
@@ -260,6 +274,8 @@ pub struct LevelBench<'c> {
     max_extent: usize,
     passes: usize,
     pass_budget: f64,
+    slow_after: f64,
+    min_phase: f64,
     out: Vec<u8>,
 }
 
@@ -288,6 +304,8 @@ impl<'c> LevelBench<'c> {
             max_extent: cfg.max_extent,
             passes: cfg.passes.max(1),
             pass_budget: cfg.pass_budget,
+            slow_after: cfg.slow_after,
+            min_phase: cfg.min_phase,
             out,
         })
     }
@@ -333,9 +351,7 @@ impl<'c> LevelBench<'c> {
         let started = Instant::now();
         let mut passes = Passes::default();
         let mut compressed = Vec::new();
-        while passes.len() < self.passes
-            || (passes.len() < MAX_PASSES && started.elapsed().as_secs_f64() < self.pass_budget)
-        {
+        while self.wants_another(passes.len(), started.elapsed().as_secs_f64()) {
             let first = passes.is_empty();
             compressed = self.pass(alg, spec, &name, progress, first, &mut passes)?;
         }
@@ -415,26 +431,38 @@ impl<'c> LevelBench<'c> {
         }
         interrupt::check()?;
         step("decompressing");
-        let engine = self.offload.engine();
-        secs[1] = decompress_all(
-            &self.extents,
-            &mut self.out,
-            self.streams,
-            name,
-            &compressed,
-            || Ok(()),
-            |_, c, dst| engine.decompress(alg, c, dst),
-        )?;
+        let min_phase = self.min_phase;
+        secs[1] = per_repetition(min_phase, || {
+            let engine = self.offload.engine();
+            decompress_all(
+                &self.extents,
+                &mut self.out,
+                self.streams,
+                name,
+                &compressed,
+                || Ok(()),
+                |_, c, dst| engine.decompress(alg, c, dst),
+            )
+        })?;
         done();
         if self.bare {
             interrupt::check()?;
-            secs[3] = self.bare_decompress(spec, name, &compressed)?;
+            secs[3] = per_repetition(min_phase, || self.bare_decompress(spec, name, &compressed))?;
             done();
             done();
         }
         passes.0.push(secs);
         Ok(compressed)
     }
+    /// Whether a spec that has had `done` passes in `secs` seconds gets another.
+    fn wants_another(&self, done: usize, secs: f64) -> bool {
+        if done < self.passes {
+            !(self.slow_after > 0.0 && done >= 2 && secs >= self.slow_after)
+        } else {
+            done < MAX_PASSES && secs < self.pass_budget
+        }
+    }
+
     /// Let the manager allocate its workspaces for this level before the clock runs.
     fn warm_up(&self, spec: CompressSpec) -> Result<(), BenchError> {
         let n = self.extents.len().min(self.streams * 2);
@@ -561,6 +589,23 @@ impl<'c> LevelBench<'c> {
                 Ok(n)
             },
         )
+    }
+}
+
+/// The seconds of one run of `phase` (which times itself), run again until the runs add up
+/// to `min` seconds: the mean of the runs.
+fn per_repetition(
+    min: f64,
+    mut phase: impl FnMut() -> Result<f64, BenchError>,
+) -> Result<f64, BenchError> {
+    let (mut total, mut runs) = (0.0, 0u32);
+    loop {
+        interrupt::check()?;
+        total += phase()?;
+        runs += 1;
+        if total >= min {
+            return Ok(total / f64::from(runs));
+        }
     }
 }
 

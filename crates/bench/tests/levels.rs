@@ -121,6 +121,27 @@ fn a_pass_budget_gives_fast_levels_more_passes_up_to_the_cap() {
 }
 
 #[test]
+fn a_slow_level_stops_at_two_passes_and_short_decompressions_repeat() {
+    let corpus = common::corpus().truncated(256 * 1024);
+    let mut cfg = LevelsConfig::new(vec![CompressSpec::new(Algorithm::Zstd, 3)], 1);
+    cfg.passes = 3;
+    // Every pass is "slow" here: the third is skipped, never the second.
+    cfg.slow_after = 1e-9;
+    cfg.min_phase = 0.05;
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    assert_eq!(rows[0].passes, 2);
+    assert!(rows[0].decompress_mbps > 0.0);
+    assert!(rows[0]
+        .bare
+        .as_ref()
+        .is_some_and(|b| b.decompress_mbps > 0.0));
+    // Without the stop, every pass the config asks for.
+    cfg.slow_after = 0.0;
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    assert_eq!(rows[0].passes, 3);
+}
+
+#[test]
 fn zrams_algorithms_are_levels_like_every_other() {
     // In the engine's codec table, lzo-rle and raw deflate are measured like the others when
     // named (the default list stays as it was) and by a bare level or range.

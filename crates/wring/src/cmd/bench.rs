@@ -372,9 +372,25 @@ fn passes_note(report: &mut Report, cfg: &LevelsConfig) {
     } else {
         String::new()
     };
+    let slow = if cfg.slow_after > 0.0 && cfg.passes > 2 {
+        format!(
+            " (2 for slow levels, once their passes have taken {} s)",
+            cfg.slow_after
+        )
+    } else {
+        String::new()
+    };
+    let phase = if cfg.min_phase > 0.0 {
+        format!(
+            "; a decompression shorter than {} s is repeated within its pass and timed per repetition",
+            cfg.min_phase
+        )
+    } else {
+        String::new()
+    };
     if cfg.passes > 1 || cfg.pass_budget > 0.0 {
         report.notes.push(format!(
-            "every wring figure is the median of at least {} passes{fast}; ±: half the range between the slowest and fastest pass, relative to the median; overhead is taken per pass (engine and bare run back to back)",
+            "every wring figure is the median of at least {} passes{slow}{fast}{phase}; ±: half the range between the slowest and fastest pass, relative to the median; overhead is taken per pass (engine and bare run back to back)",
             cfg.passes
         ));
     }
@@ -410,6 +426,8 @@ fn run_levels(a: LevelsArgs) -> Result<()> {
     cfg.bare = !a.no_bare;
     cfg.passes = a.common.repeat.unwrap_or(levels::DEFAULT_PASSES).max(1);
     cfg.pass_budget = levels::DEFAULT_PASS_BUDGET;
+    cfg.slow_after = levels::DEFAULT_SLOW_AFTER;
+    cfg.min_phase = levels::DEFAULT_MIN_PHASE;
     let mut report = Report::new("levels", s.machine, s.corpus.info(), streams);
     report.levels = levels::run(&s.corpus, &cfg, &s.progress)?;
     passes_note(&mut report, &cfg);
