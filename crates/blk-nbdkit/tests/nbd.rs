@@ -933,10 +933,7 @@ fn lock_pages(
     first: usize,
     end: usize,
 ) -> Vec<std::sync::MutexGuard<'_, Vec<u8>>> {
-    reference[first..end]
-        .iter()
-        .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()))
-        .collect()
+    reference[first..end].iter().map(wring_sync::lock).collect()
 }
 
 /// Data of one of four kinds: text, noise (huge), one repeated word, zeros.
@@ -1110,7 +1107,7 @@ fn two_clients_in_lockstep_with_every_action_live() {
     control::request(&ctl, Request::MemLimit(0)).expect("mem_limit 0");
     let back = device_bytes(&s);
     for (p, page) in reference.iter().enumerate() {
-        let want = page.lock().unwrap_or_else(|e| e.into_inner());
+        let want = wring_sync::lock(page);
         assert!(
             back[p * PAGE..(p + 1) * PAGE] == want[..],
             "page {p} differs from the reference at the end ({rounds} rounds of actions, \

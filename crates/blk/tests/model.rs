@@ -43,7 +43,7 @@ impl LzoRlePages {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, Box<dyn CodecState>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        wring_sync::lock(&self.0)
     }
 }
 
