@@ -1,9 +1,13 @@
 //! `wring bench meta`: many small files, the way a new user meets a filesystem — unpack a
 //! source tree, list and stat it, copy it, (clone a git repository and ask its status), delete
 //! it, each step followed by a sync — on the kernel's btrfs ([`KernelFs`], a loop image), on a
-//! wring mount (started as `wring mount` starts it, [`Launcher`]) and, when `bindfs` is
-//! installed, on a plain FUSE pass-through over the work directory: the floor of what FUSE
-//! itself costs. Printed as seconds and ratios.
+//! wring mount (started as `wring mount` starts it, [`Launcher`]) and on two FUSE floors: when
+//! `bindfs` is installed, a plain FUSE pass-through over the work directory, and, when libfuse's
+//! optimized example `passthrough_hp` is there (`scripts/passthrough-hp.sh` builds it from
+//! Debian's fuse3 source), that server over a kernel btrfs with the same `compress-force=`: the
+//! same round trips the kernel's FUSE client makes for wring, with a kernel filesystem behind
+//! them — what FUSE itself costs, so what wring spends beyond it is its own. Printed as seconds
+//! and ratios.
 //!
 //! The tree is a tar of directories every machine has (`/usr/share/doc`, `/usr/include` by
 //! default), made with `--sort=name` so the same machine always unpacks the same entries in
@@ -49,6 +53,10 @@ pub struct MetaConfig {
     pub git: Option<PathBuf>,
     /// Run the plain FUSE pass-through (bindfs) when it is installed.
     pub bindfs: bool,
+    /// libfuse's `passthrough_hp`, run over a kernel btrfs (the FUSE floor); none: not run.
+    pub passthrough_hp: Option<PathBuf>,
+    /// Why there is no `passthrough_hp` (the report says so).
+    pub floor_missing: String,
     /// Seconds per stress-ng stressor ([`STRESSORS`]) on each filesystem when stress-ng is
     /// installed; 0: none.
     pub stress_secs: u32,
@@ -97,6 +105,8 @@ pub struct StepRow {
     pub wring_s: f64,
     /// Seconds on bindfs, when it ran.
     pub bindfs_s: Option<f64>,
+    /// Seconds on passthrough_hp over a kernel btrfs, when it ran.
+    pub floor_s: Option<f64>,
     /// wring's counters during the step, per tree entry (FUSE requests by opcode, store
     /// transactions), and `commit_ms`/`writeback_wait_ms` in total.
     pub wring_counters: BTreeMap<String, f64>,
@@ -114,6 +124,11 @@ impl StepRow {
     pub fn vs_bindfs(&self) -> Option<f64> {
         self.bindfs_s.map(|b| self.wring_s / b.max(1e-9))
     }
+
+    /// wring / passthrough_hp (the FUSE floor).
+    pub fn vs_floor(&self) -> Option<f64> {
+        self.floor_s.map(|b| self.wring_s / b.max(1e-9))
+    }
 }
 
 /// The whole run.
@@ -129,6 +144,11 @@ pub struct MetaReport {
     pub options: String,
     /// Whether bindfs ran.
     pub bindfs: bool,
+    /// The passthrough_hp that ran as the floor, or why none did.
+    pub floor: Result<PathBuf, String>,
+    /// Whether wring's mount used FUSE over io_uring (`uring=1`): passthrough_hp 3.14 serves
+    /// /dev/fuse only.
+    pub wring_uring: bool,
     /// One row per step.
     pub rows: Vec<StepRow>,
     /// One row per stress-ng stressor (none when stress-ng is not installed).
@@ -503,13 +523,14 @@ fn wring_steps(
     Ok((secs, per, mem, stressed, points))
 }
 
-/// A bindfs mount of a directory of the work directory's filesystem; unmounted when dropped.
-struct Bindfs {
+/// A FUSE pass-through (bindfs, passthrough_hp) in the foreground as a child; unmounted and
+/// waited for when dropped.
+struct Passthrough {
     mnt: PathBuf,
     child: Option<Child>,
 }
 
-impl Drop for Bindfs {
+impl Drop for Passthrough {
     fn drop(&mut self) {
         let _ = Command::new("fusermount3")
             .arg("-u")
@@ -540,18 +561,7 @@ fn bindfs_steps(
         std::fs::create_dir_all(d)
             .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
     }
-    // In the foreground as a child, so the guard can wait for it after unmounting.
-    let child = Command::new("bindfs")
-        .arg("-f")
-        .arg(&src)
-        .arg(&mnt)
-        .spawn()
-        .map_err(|e| BenchError::io("starting bindfs", e))?;
-    let guard = Bindfs {
-        mnt: mnt.clone(),
-        child: Some(child),
-    };
-    wait_mounted(&mnt)?;
+    let guard = Passthrough::start(Command::new("env"), Path::new("bindfs"), "-f", &src, &mnt)?;
     let secs = run_steps(
         "bindfs",
         &mnt,
@@ -566,8 +576,144 @@ fn bindfs_steps(
     Ok((secs, stressed))
 }
 
+impl Passthrough {
+    /// `program FOREGROUND src mnt` (run by `launch`), in the foreground as a child (so the
+    /// guard can wait for it after unmounting), once `mnt` is mounted.
+    fn start(
+        mut launch: Command,
+        program: &Path,
+        foreground: &str,
+        src: &Path,
+        mnt: &Path,
+    ) -> Result<Passthrough, BenchError> {
+        let name = program.display().to_string();
+        let child = launch
+            .arg(program)
+            .arg(foreground)
+            .arg(src)
+            .arg(mnt)
+            .spawn()
+            .map_err(|e| BenchError::io(format!("starting {name}"), e))?;
+        let guard = Passthrough {
+            mnt: mnt.to_path_buf(),
+            child: Some(child),
+        };
+        wait_mounted(&name, mnt)?;
+        Ok(guard)
+    }
+}
+
+/// The floor: passthrough_hp serving a directory of a kernel btrfs with the method's
+/// `compress-force=`; each step's sync is the FUSE mount's syncfs (the kernel's writeback of
+/// FUSE's cache) and then the btrfs's, so the data is on the btrfs as wring's durable commit
+/// puts it in the store.
+fn floor_steps(
+    cfg: &MetaConfig,
+    program: &Path,
+    tar: &Path,
+    steps: &[Step],
+) -> Result<Vec<f64>, BenchError> {
+    let spec: CompressSpec = cfg
+        .method
+        .parse()
+        .map_err(|e| BenchError::Spec(format!("{}: {e}", cfg.method)))?;
+    let fs = KernelFs::mount(spec, 4 << 30)?;
+    let src = fs.path().join("src");
+    let mnt = cfg.work.join("passthrough_hp");
+    for d in [&src, &mnt] {
+        std::fs::create_dir_all(d)
+            .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
+    }
+    // passthrough_hp holds an O_PATH descriptor for every inode the kernel knows: a tree of
+    // ten thousand entries needs more than the default 1,024 open files (the hard limit).
+    let mut launch = Command::new("sh");
+    launch.args(["-c", "ulimit -n \"$(ulimit -Hn)\" && exec \"$0\" \"$@\""]);
+    let guard = Passthrough::start(launch, program, "--foreground", &src, &mnt)?;
+    let label = format!("passthrough_hp over btrfs {}", fs.options());
+    let secs = run_steps(
+        &label,
+        &mnt,
+        tar,
+        steps,
+        &|| {
+            syncfs(&mnt)?;
+            fs.sync()
+        },
+        &mut |_| Ok(()),
+    )?;
+    drop(guard);
+    let _ = std::fs::remove_dir(&mnt);
+    Ok(secs)
+}
+
+/// Whether passthrough_hp can serve the steps: it holds an O_PATH descriptor for every inode
+/// the kernel knows, and the kernel forgets none without memory pressure, so the steps need
+/// the tree twice (tar -x, cp -a) and the clone's files in open files, under the hard limit
+/// (which root cannot raise without CAP_SYS_RESOURCE: 20,000 on some VMs).
+fn floor_fits(entries: usize, git: Option<&Path>) -> Result<(), String> {
+    let clone = git.map_or(0, |repo| {
+        Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .arg("ls-files")
+            .output()
+            .map_or(0, |o| o.stdout.split(|&b| b == b'\n').count())
+    });
+    let need = 2 * entries + clone * 5 / 4 + 1024;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit, which `lim` is.
+    let hard = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } {
+        0 => lim.rlim_max,
+        _ => return Ok(()),
+    };
+    match need as u64 <= hard {
+        true => Ok(()),
+        false => Err(format!(
+            "passthrough_hp holds a descriptor per inode: these steps need about {need} open \
+             files ({entries} entries twice, {clone} files cloned), over the hard limit of \
+             {hard}; a smaller tree fits (e.g. --source /usr/include --min-entries 5000 --git none)"
+        )),
+    }
+}
+
+/// Where libfuse's `passthrough_hp` is: `$WRING_PASSTHROUGH_HP`, then `passthrough_hp` on the
+/// PATH, then where `scripts/passthrough-hp.sh` puts it (`target/passthrough_hp/` beside the
+/// running binary's `target/release/`); or why there is none.
+pub fn find_passthrough_hp() -> Result<PathBuf, String> {
+    let runs = |p: &Path| {
+        Command::new(p)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--foreground"))
+    };
+    if let Some(p) = std::env::var_os("WRING_PASSTHROUGH_HP") {
+        let p = PathBuf::from(p);
+        return match runs(&p) {
+            true => Ok(p),
+            false => Err(format!(
+                "WRING_PASSTHROUGH_HP={} is not libfuse's passthrough_hp",
+                p.display()
+            )),
+        };
+    }
+    let mut tried = vec![PathBuf::from("passthrough_hp")];
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(target) = exe.parent().and_then(Path::parent) {
+            tried.push(target.join("passthrough_hp").join("passthrough_hp"));
+        }
+    }
+    tried.into_iter().find(|p| runs(p)).ok_or_else(|| {
+        "libfuse's passthrough_hp was not found (scripts/passthrough-hp.sh builds it from \
+         Debian's fuse3 source; or --passthrough-hp PATH)"
+            .to_string()
+    })
+}
+
 /// Wait (up to 10 s) until `mnt` is a mount point.
-fn wait_mounted(mnt: &Path) -> Result<(), BenchError> {
+fn wait_mounted(name: &str, mnt: &Path) -> Result<(), BenchError> {
     let mnt = mnt
         .canonicalize()
         .map_err(|e| BenchError::io(format!("resolving {}", mnt.display()), e))?;
@@ -583,7 +729,7 @@ fn wait_mounted(mnt: &Path) -> Result<(), BenchError> {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     Err(BenchError::io(
-        format!("bindfs did not mount {}", mnt.display()),
+        format!("{name} did not mount {}", mnt.display()),
         std::io::ErrorKind::TimedOut.into(),
     ))
 }
@@ -621,6 +767,17 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
         }
         false => (None, None),
     };
+    let floor_ran = match &cfg.passthrough_hp {
+        Some(p) => floor_fits(entries, cfg.git.as_deref()).map(|()| p.clone()),
+        None => Err(cfg.floor_missing.clone()),
+    };
+    let floor = match &floor_ran {
+        Ok(p) => {
+            progress("passthrough_hp over a kernel btrfs (the FUSE floor)");
+            Some(floor_steps(cfg, p, &tar, &steps)?)
+        }
+        Err(_) => None,
+    };
     let stress = STRESSORS
         .iter()
         .zip(kernel_stress.iter().zip(&wring_stress))
@@ -640,6 +797,7 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
             kernel_s: kernel[i],
             wring_s: wring[i],
             bindfs_s: bindfs.as_ref().map(|b| b[i]),
+            floor_s: floor.as_ref().map(|b| b[i]),
             wring_counters: counters[i].clone(),
             wring_rss: mem[i],
         })
@@ -650,6 +808,8 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
         sources: cfg.sources.clone(),
         options,
         bindfs: bindfs.is_some(),
+        floor: floor_ran,
+        wring_uring: cfg.wring_options.split(',').any(|o| o.trim() == "uring=1"),
         rows,
         stress,
         curve,
@@ -670,8 +830,10 @@ impl MetaReport {
             "kernel_s",
             "wring_s",
             "bindfs_s",
+            "passthrough_hp_s",
             "wring_vs_kernel",
             "wring_vs_bindfs",
+            "wring_vs_passthrough_hp",
             "wring_rss",
         ])?;
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
@@ -681,8 +843,10 @@ impl MetaReport {
                 format!("{:.4}", r.kernel_s),
                 format!("{:.4}", r.wring_s),
                 opt(r.bindfs_s),
+                opt(r.floor_s),
                 format!("{:.3}", r.vs_kernel()),
                 opt(r.vs_bindfs()),
+                opt(r.vs_floor()),
                 r.wring_rss.to_string(),
             ])?;
         }
@@ -706,14 +870,16 @@ impl MetaReport {
                 .join(" "),
             self.options
         );
-        s += "| step | kernel btrfs | wring | wring / kernel | bindfs (FUSE floor) | wring / bindfs | daemon RSS |\n";
-        s += "|---|---:|---:|---:|---:|---:|---:|\n";
+        s += "| step | kernel btrfs | wring | wring / kernel | passthrough_hp (FUSE floor) | wring / floor | bindfs | wring / bindfs | daemon RSS |\n";
+        s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        let secs = |v: Option<f64>| v.map_or("-".into(), |b| format!("{b:.2} s"));
+        let times = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}×"));
         for r in &self.rows {
-            let b = r.bindfs_s.map_or("-".into(), |b| format!("{b:.2} s"));
-            let rb = r.vs_bindfs().map_or("-".into(), |x| format!("{x:.2}×"));
+            let (f, rf) = (secs(r.floor_s), times(r.vs_floor()));
+            let (b, rb) = (secs(r.bindfs_s), times(r.vs_bindfs()));
             let _ = writeln!(
                 s,
-                "| {} | {:.2} s | {:.2} s | {:.2}× | {b} | {rb} | {:.0} MB |",
+                "| {} | {:.2} s | {:.2} s | {:.2}× | {f} | {rf} | {b} | {rb} | {:.0} MB |",
                 r.step,
                 r.kernel_s,
                 r.wring_s,
@@ -771,8 +937,22 @@ impl MetaReport {
                 );
             }
         }
+        match &self.floor {
+            Ok(p) if self.wring_uring => {
+                let _ = writeln!(
+                    s,
+                    "\nThe floor is {} over /dev/fuse (the 3.14 example has no io_uring), wring's mount \
+                     used FUSE over io_uring: the transports differ.",
+                    p.display()
+                );
+            }
+            Ok(_) => {}
+            Err(why) => {
+                let _ = writeln!(s, "\n(no passthrough_hp floor: {why})");
+            }
+        }
         if !self.bindfs {
-            s += "\n(no FUSE floor: bindfs is not installed (`apt-get install bindfs`) or --no-bindfs)\n";
+            s += "\n(no bindfs: it is not installed (`apt-get install bindfs`) or --no-bindfs)\n";
         }
         s
     }
@@ -814,11 +994,14 @@ mod tests {
             sources: vec!["/usr/include".into()],
             options: "compress-force=zstd:1".into(),
             bindfs: false,
+            floor: Ok("/usr/bin/passthrough_hp".into()),
+            wring_uring: false,
             rows: vec![StepRow {
                 step: "tar -x".into(),
                 kernel_s: 1.0,
                 wring_s: 2.0,
                 bindfs_s: None,
+                floor_s: Some(0.5),
                 wring_counters: [("create".into(), 1.0)].into(),
                 wring_rss: 0,
             }],
@@ -849,6 +1032,7 @@ mod tests {
         assert!(md.contains("| dir | 100 | 25 | 4.00× | - | - |"), "{md}");
         assert!(rows.iter().all(|l| cells(l) == cells(rows[0])), "{md}");
         assert!(md.contains("2.00×"), "{md}");
+        assert!(md.contains("| 0.50 s | 4.00× | - | - |"), "{md}");
         assert!(r.csv().unwrap().lines().count() == 2);
     }
 }

@@ -1,5 +1,6 @@
-//! `wring bench meta`: many small files through a wring mount against the kernel's btrfs and a
-//! plain FUSE pass-through (bindfs) — tar -x, find + stat, cp -a, git clone and status, rm -rf,
+//! `wring bench meta`: many small files through a wring mount against the kernel's btrfs, the
+//! FUSE floor (libfuse's passthrough_hp over a kernel btrfs) and a plain FUSE pass-through
+//! (bindfs) — tar -x, find + stat, cp -a, git clone and status, rm -rf,
 //! and stress-ng's dir, link, rename and xattr stressors.
 //! Needs root. Thin: parse, call wring_bench::meta, print.
 
@@ -33,6 +34,11 @@ pub struct Args {
     /// Skip the plain FUSE pass-through (bindfs)
     #[arg(long)]
     no_bindfs: bool,
+    /// libfuse's passthrough_hp, run over a kernel btrfs as the FUSE floor (default:
+    /// $WRING_PASSTHROUGH_HP, passthrough_hp on the PATH, or target/passthrough_hp/ as
+    /// scripts/passthrough-hp.sh builds it; `none`: no floor)
+    #[arg(long, value_name = "PATH")]
+    passthrough_hp: Option<PathBuf>,
     /// Seconds per stress-ng stressor (dir, link, rename, xattr) on each filesystem, when
     /// stress-ng is installed; 0 for none
     #[arg(long, default_value_t = 10)]
@@ -79,6 +85,11 @@ pub fn run(args: Args) -> Result<()> {
                 .with_context(|| format!("--curve: '{c}' is not a number"))
         })
         .collect::<Result<Vec<_>>>()?;
+    let floor = match args.passthrough_hp {
+        Some(p) if p.as_os_str() == "none" => Err("--passthrough-hp none".to_string()),
+        Some(p) => Ok(p),
+        None => meta::find_passthrough_hp(),
+    };
     let cfg = MetaConfig {
         sources: args.sources,
         min_entries: args.min_entries,
@@ -90,6 +101,8 @@ pub fn run(args: Args) -> Result<()> {
         }),
         git,
         bindfs: !args.no_bindfs,
+        floor_missing: floor.as_ref().err().cloned().unwrap_or_default(),
+        passthrough_hp: floor.ok(),
         stress_secs: args.stress_secs,
         curve,
     };
