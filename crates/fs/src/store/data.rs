@@ -389,7 +389,7 @@ impl DataFile {
             space.held = space.held.saturating_sub(held(&batch));
             holes.extend(batch.into_iter().filter_map(|r| space.release(r)));
         }
-        self.punch(holes);
+        self.punch(coalesce(holes, space.end));
     }
 
     /// Register a reader (call before opening its snapshot).
@@ -424,9 +424,51 @@ impl DataFile {
     }
 }
 
+/// `holes` sorted, touching ones joined, and cut at `end` (the file is cut there): one punch
+/// per free run instead of one per freed extent. Each punch on a filesystem mounted with
+/// `discard` waits for the device, so an rm -rf of 10,000 small files made the durable commit
+/// after it wait seconds for 10,000 of them.
+fn coalesce(mut holes: Vec<Range>, end: u64) -> Vec<Range> {
+    holes.sort_unstable();
+    let end = end / BLOCK * BLOCK;
+    let mut out: Vec<Range> = Vec::with_capacity(holes.len());
+    for (at, len) in holes {
+        let hi = at.saturating_add(len).min(end);
+        if hi <= at {
+            continue;
+        }
+        match out.last_mut() {
+            Some((s, l)) if *s + *l >= at => *l = (*l).max(hi - *s),
+            _ => out.push((at, hi - at)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holes_are_joined_sorted_and_cut_at_the_end() {
+        let holes = vec![
+            (8192, 4096),
+            (0, 4096),
+            (4096, 4096),
+            (20480, 8192),
+            (16384, 4096),
+        ];
+        assert_eq!(coalesce(holes, 1 << 20), vec![(0, 12288), (16384, 12288)]);
+        // Past the end of the used part the file is cut, not punched; a partial block stays.
+        let holes = vec![(0, 4096), (8192, 8192), (20480, 4096)];
+        assert_eq!(coalesce(holes, 12288 + 256), vec![(0, 4096), (8192, 4096)]);
+        assert_eq!(coalesce(vec![(8192, 4096)], 4096), vec![]);
+        // Overlapping reports (a block two freed extents share) are punched once.
+        assert_eq!(
+            coalesce(vec![(0, 8192), (4096, 4096)], 1 << 20),
+            vec![(0, 8192)]
+        );
+    }
     use std::path::Path;
 
     /// A data file in a fresh directory, removed when the first value drops.
