@@ -102,7 +102,7 @@ pub struct Config {
     pub kernel: bool,
     /// How to start the daemon.
     pub launcher: Launcher,
-    /// More mount options for wring (`uring=1`); empty for none.
+    /// More mount options for wring (`uring=0`); empty for none.
     pub wring_options: String,
     /// Scratch directory for stores and mount points.
     pub work: PathBuf,

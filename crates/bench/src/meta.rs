@@ -45,7 +45,7 @@ pub struct MetaConfig {
     pub method: String,
     /// How to start wring's daemon.
     pub launcher: Launcher,
-    /// More mount options for wring (`uring=1`, `threads=2`); empty for none.
+    /// More mount options for wring (`uring=0`, `threads=2`); empty for none.
     pub wring_options: String,
     /// Scratch directory (the tar, the store, bindfs's backing directory).
     pub work: PathBuf,
@@ -146,9 +146,9 @@ pub struct MetaReport {
     pub bindfs: bool,
     /// The passthrough_hp that ran as the floor, or why none did.
     pub floor: Result<PathBuf, String>,
-    /// Whether wring's mount used FUSE over io_uring (`uring=1`): passthrough_hp 3.14 serves
-    /// /dev/fuse only.
-    pub wring_uring: bool,
+    /// How wring's mount was served, as its status says (`io_uring (uring=auto)`, `/dev/fuse
+    /// (uring=0)`): passthrough_hp 3.14 serves /dev/fuse only.
+    pub wring_transport: String,
     /// One row per step.
     pub rows: Vec<StepRow>,
     /// One row per stress-ng stressor (none when stress-ng is not installed).
@@ -430,6 +430,17 @@ fn counters(mnt: &Path) -> Result<BTreeMap<String, f64>, BenchError> {
     Ok(out)
 }
 
+/// The transport the mount's status names (`transport:` line).
+fn transport(mnt: &Path) -> Result<String, BenchError> {
+    let text = wring_fs::daemon::get_xattr(mnt, STATUS_XATTR).map_err(|source| BenchError::Fs {
+        what: format!("reading the status of {}", mnt.display()),
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    let found = text.lines().find_map(|l| l.strip_prefix("transport: "));
+    Ok(found.unwrap_or("an unknown transport").to_string())
+}
+
 /// What changed between two readings, per entry (times in total).
 fn delta(
     before: &BTreeMap<String, f64>,
@@ -466,6 +477,7 @@ type WringSteps = (
     Vec<u64>,
     Vec<f64>,
     Vec<(f64, u64)>,
+    String,
 );
 
 /// The options, seconds per step, the stressors' operations per second and the curve's
@@ -495,6 +507,7 @@ fn wring_steps(
         .map(|p| String::from_utf8_lossy(&p).into_owned())
         .unwrap_or_default();
     let mut last = counters(&mnt)?;
+    let transport = transport(&mnt)?;
     let (mut per, mut mem) = (Vec::new(), Vec::new());
     let secs = run_steps(
         &format!("wring {opts}"),
@@ -520,7 +533,7 @@ fn wring_steps(
     )?;
     m.umount()?;
     let _ = std::fs::remove_dir_all(&base);
-    Ok((secs, per, mem, stressed, points))
+    Ok((secs, per, mem, stressed, points, transport))
 }
 
 /// A FUSE pass-through (bindfs, passthrough_hp) in the foreground as a child; unmounted and
@@ -747,7 +760,7 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
     let steps = steps(&tar, cfg.git.as_deref());
     drop_caches()?;
     let (options, kernel, kernel_stress, kernel_curve) = kernel_steps(cfg, &tar, &steps)?;
-    let (wring, counters, mem, wring_stress, wring_curve) =
+    let (wring, counters, mem, wring_stress, wring_curve, wring_transport) =
         wring_steps(cfg, &tar, &steps, entries)?;
     let curve = cfg
         .curve
@@ -809,7 +822,7 @@ pub fn run(cfg: &MetaConfig) -> Result<MetaReport, BenchError> {
         options,
         bindfs: bindfs.is_some(),
         floor: floor_ran,
-        wring_uring: cfg.wring_options.split(',').any(|o| o.trim() == "uring=1"),
+        wring_transport,
         rows,
         stress,
         curve,
@@ -937,12 +950,17 @@ impl MetaReport {
                 );
             }
         }
+        let _ = writeln!(
+            s,
+            "\nwring's mount was served through {}.",
+            self.wring_transport
+        );
         match &self.floor {
-            Ok(p) if self.wring_uring => {
+            Ok(p) if self.wring_transport.starts_with("io_uring") => {
                 let _ = writeln!(
                     s,
-                    "\nThe floor is {} over /dev/fuse (the 3.14 example has no io_uring), wring's mount \
-                     used FUSE over io_uring: the transports differ.",
+                    "The floor is {} over /dev/fuse (the 3.14 example has no io_uring): the \
+                     transports differ.",
                     p.display()
                 );
             }
@@ -995,7 +1013,7 @@ mod tests {
             options: "compress-force=zstd:1".into(),
             bindfs: false,
             floor: Ok("/usr/bin/passthrough_hp".into()),
-            wring_uring: false,
+            wring_transport: "/dev/fuse (uring=0)".into(),
             rows: vec![StepRow {
                 step: "tar -x".into(),
                 kernel_s: 1.0,

@@ -63,7 +63,7 @@ mod volume;
 
 pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
-pub use options::{Atime, Compress, OptionError, Options};
+pub use options::{Atime, Compress, OptionError, Options, Uring};
 pub use transport::{fuse, uring};
 pub use volume::names::acl;
 pub use volume::{Caller, NewInode, SetAttr, Volume};

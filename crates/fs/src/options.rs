@@ -24,7 +24,7 @@ pub const DEFAULT_COMPACT_THRESHOLD: u8 = 50;
 pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
-streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=0|1, \
+streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=auto|0|1, \
 compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
 noexec, relatime, strictatime, noatime, lazytime, nolazytime";
 
@@ -39,6 +39,44 @@ pub enum Atime {
     Strict,
     /// Never.
     No,
+}
+
+/// How the mount's requests reach the daemon (`uring=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Uring {
+    /// FUSE over io_uring when the kernel offers it (its `enable_uring` switch is Y), else
+    /// `/dev/fuse`; the default.
+    #[default]
+    Auto,
+    /// `/dev/fuse` only (`uring=0`).
+    Off,
+    /// FUSE over io_uring, or no mount (`uring=1`).
+    On,
+}
+
+impl Uring {
+    fn parse(option: &str, value: &str) -> Result<Uring, OptionError> {
+        match value {
+            "auto" => Ok(Uring::Auto),
+            "1" | "on" => Ok(Uring::On),
+            "0" | "off" => Ok(Uring::Off),
+            _ => Err(invalid(
+                option,
+                value,
+                "auto (the default), 1 (on) or 0 (off)",
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Uring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Uring::Auto => "auto",
+            Uring::Off => "0",
+            Uring::On => "1",
+        })
+    }
 }
 
 /// The mount's compression mode (btrfs's `compress`, `compress-force`, `compress=no`).
@@ -93,8 +131,9 @@ pub struct Options {
     pub allow_other: bool,
     /// FUSE request threads (`None`: [`Options::request_threads`]'s default); set at mount.
     pub threads: Option<usize>,
-    /// Serve requests through FUSE over io_uring instead of reading `/dev/fuse`; set at mount.
-    pub uring: bool,
+    /// Serve requests through FUSE over io_uring instead of reading `/dev/fuse` (by default
+    /// when the kernel offers it); set at mount.
+    pub uring: Uring,
     /// Compact a store in a bucket (no effect on a local store).
     pub compact: bool,
     /// Segments with fewer live bytes than this percentage of their size are compacted.
@@ -125,7 +164,7 @@ impl Default for Options {
             page_pool: 0,
             allow_other: false,
             threads: None,
-            uring: false,
+            uring: Uring::Auto,
             compact: true,
             compact_threshold: DEFAULT_COMPACT_THRESHOLD,
             read_only: false,
@@ -300,7 +339,7 @@ impl Options {
                     }
                 },
                 ("compact", Some(v)) => o.compact = on_off(key, v)?,
-                ("uring", Some(v)) => o.uring = on_off(key, v)?,
+                ("uring", Some(v)) => o.uring = Uring::parse(key, v)?,
                 ("compact_threshold", Some(v)) => match v.parse::<u8>() {
                     Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
                     _ => {
@@ -369,8 +408,8 @@ impl fmt::Display for Options {
         if let Some(n) = self.threads {
             write!(f, ",threads={n}")?;
         }
-        if self.uring {
-            f.write_str(",uring=1")?;
+        if self.uring != Uring::Auto {
+            write!(f, ",uring={}", self.uring)?;
         }
         if self.allow_other {
             f.write_str(",allow_other")?;
@@ -426,6 +465,13 @@ mod tests {
         .unwrap();
         assert_eq!((round.compact, round.compact_threshold), (false, 70));
         assert_eq!(Options::parse(&round.to_string()).unwrap(), round);
+        // uring=auto is the default and not shown; 0 and 1 are.
+        assert_eq!(Options::parse("uring=auto").unwrap(), Options::default());
+        assert!(!Options::default().to_string().contains("uring"));
+        let off = Options::parse("uring=off").unwrap();
+        assert_eq!(off.uring, Uring::Off);
+        assert!(off.to_string().ends_with(",uring=0"), "{off}");
+        assert_eq!(Options::parse(&off.to_string()).unwrap(), off);
     }
 
     #[test]
@@ -453,7 +499,7 @@ mod tests {
             ("threads=x", "threads", "0 for the default"),
             ("compact=yes", "compact", "1 (on) or 0 (off)"),
             ("compact", "compact", "needs a value"),
-            ("uring=2", "uring", "1 (on) or 0 (off)"),
+            ("uring=2", "uring", "auto (the default), 1 (on) or 0 (off)"),
             ("uring", "uring", "needs a value"),
             ("compact_threshold=0", "compact_threshold", "1 to 95"),
             ("compact_threshold=96", "compact_threshold", "1 to 95"),

@@ -1,6 +1,6 @@
-//! FUSE over io_uring (`uring=1`) on this kernel: the requests go through the ring, and what
-//! they do is what the `/dev/fuse` loop does (`scripts/test.sh` also runs the fs suite with
-//! `uring=1` on every mount).
+//! FUSE over io_uring (`uring=1`, and `uring=auto`, the default, where the kernel offers it)
+//! on this kernel: the requests go through the ring, and what they do is what the `/dev/fuse`
+//! loop does (`scripts/test.sh` runs the fs suite with `uring=0` and again with `uring=1`).
 
 mod common;
 
@@ -128,6 +128,46 @@ fn uring_is_refused_in_plain_words_when_the_kernel_has_it_off() {
     fs::write(&off, "Y\n").unwrap();
     assert!(wring_fs::uring::check_enabled_at(&off).is_ok());
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// `uring=auto`, the default: the ring when the kernel's switch is Y, `/dev/fuse` when it is
+/// not, and `wring status` says which and why; `uring=1` refuses where `auto` falls back.
+#[test]
+fn the_default_takes_the_ring_when_the_kernel_offers_it() {
+    use wring_fs::Uring;
+    let dir = tempdir();
+    let off = dir.join("enable_uring_auto");
+    fs::write(&off, "N\n").unwrap();
+    let (ring, why) = wring_fs::uring::choose_at(Uring::Auto, 4, &off).unwrap();
+    assert!(ring.is_none());
+    assert!(
+        why.starts_with("/dev/fuse (uring=auto:") && why.contains("is N"),
+        "{why}"
+    );
+    let (ring, why) = wring_fs::uring::choose_at(Uring::Off, 4, &off).unwrap();
+    assert!(ring.is_none() && why == "/dev/fuse (uring=0)", "{why}");
+    assert!(wring_fs::uring::choose_at(Uring::On, 4, &off).is_err());
+    let _ = fs::remove_file(&off);
+    if !require_root("the_default_takes_the_ring_when_the_kernel_offers_it") {
+        return;
+    }
+    enable_uring();
+    let mut m = Mount::new("uring-auto");
+    // Exactly these options: the suite's `uring=` would decide the transport instead.
+    m.start_exactly("compress=zstd:1");
+    let root = m.p("");
+    fs::write(root.join("f"), b"through the ring").unwrap();
+    assert_eq!(fs::read(root.join("f")).unwrap(), b"through the ring");
+    let status = wring_fs::daemon::status(&root).unwrap();
+    assert!(
+        status.contains("transport: io_uring (uring=auto)"),
+        "{status}"
+    );
+    assert!(status_figure(&root, "uring:", "requests=") > 0, "{status}");
+    // The default is not spelled out, as /proc/mounts leaves btrfs's defaults out.
+    let options = status.lines().next().unwrap();
+    assert!(!options.contains("uring"), "{options}");
+    m.stop();
 }
 
 fn tempdir() -> std::path::PathBuf {

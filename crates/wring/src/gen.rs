@@ -135,17 +135,19 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
     },
     MountOption {
         name: "uring",
-        value: "=0|1",
+        value: "=auto|0|1",
         text: "Serve the mount's requests through FUSE over io_uring instead of reading \
                /dev/fuse: a queue per CPU, whose requests a thread kept on that CPU answers, \
-               each reply and the wait for the next request in one system call. Needs Linux \
-               6.14 or later with /sys/module/fuse/parameters/enable_uring set to Y (by root); \
-               the mount is refused, saying so, if it is not. wring status then has a uring: \
-               line. Only when mounting: a remount cannot change it. on and off are accepted \
-               too.",
-        default: "0 (off: fuser's /dev/fuse loop)",
+               each reply and the wait for the next request in one system call. The ring \
+               needs Linux 6.14 or later with /sys/module/fuse/parameters/enable_uring set to \
+               Y (by root). auto takes it when the kernel offers it and reads /dev/fuse \
+               otherwise; 1 insists (the mount is refused, saying why, where it is not \
+               offered); 0 reads /dev/fuse. wring status says which in its transport: line, \
+               and has a uring: line while the ring serves. Only when mounting: a remount \
+               cannot change it. on and off are accepted too.",
+        default: "auto (the ring where the kernel offers it, else /dev/fuse)",
         shown: None,
-        accepted: &["uring=0", "uring=1", "uring=off"],
+        accepted: &["uring=auto", "uring=0", "uring=1", "uring=off"],
         refused: &["uring=2", "uring=yes"],
     },
     MountOption {

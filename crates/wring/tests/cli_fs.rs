@@ -19,7 +19,17 @@ fn is_mounted(p: &Path) -> bool {
 /// Run `wring ARGS…` capturing its output, failing when it takes longer than `limit` (a
 /// daemon that kept the caller's stdout or stderr pipe would make `output()` hang).
 fn wring(args: &[&str], limit: Duration) -> Output {
-    let mut cmd = Command::new(WRING);
+    run(Command::new(WRING), args, limit)
+}
+
+/// [`wring`] as the user nobody (65534), without root's capabilities.
+fn wring_as_nobody(args: &[&str], limit: Duration) -> Output {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", WRING]);
+    run(cmd, args, limit)
+}
+
+fn run(mut cmd: Command, args: &[&str], limit: Duration) -> Output {
     // A store in a bucket finds its credentials file, not the caller's environment.
     cmd.args(args)
         .stdin(Stdio::null())
@@ -378,4 +388,101 @@ fn a_store_in_a_bucket_through_the_cli() {
     ok(&wring(&["umount", mnt], limit), "wring umount (store2)");
     drop(s);
     sw.stop_and_check().expect("clean stop");
+}
+
+/// `/dev/fuse` opened to everyone, as on a stock Debian (0666; 0600 on the CI machines), and
+/// put back as it was when dropped, whatever happens.
+struct OpenFuse(u32);
+
+impl OpenFuse {
+    fn widen() -> OpenFuse {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata("/dev/fuse").unwrap().permissions().mode() & 0o7777;
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
+        OpenFuse(mode)
+    }
+}
+
+impl Drop for OpenFuse {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::Permissions::from_mode(self.0);
+        if let Err(e) = std::fs::set_permissions("/dev/fuse", mode) {
+            eprintln!("putting /dev/fuse back to {:o}: {e}", self.0);
+        }
+    }
+}
+
+/// A user without root mounts a store of theirs through fusermount3 (where /dev/fuse is open
+/// to users, as Debian ships it), on either transport, uses it and unmounts it.
+#[test]
+fn a_user_mounts_without_root_through_fusermount3() {
+    if !wring_testing::require_root("a_user_mounts_without_root_through_fusermount3") {
+        return;
+    }
+    let _fuse = OpenFuse::widen();
+    let base = PathBuf::from(format!("/tmp/wring-cli-user-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let s = Scratch {
+        mnt: base.join("mnt"),
+        base,
+    };
+    std::fs::create_dir_all(&s.mnt).unwrap();
+    let chown = |p: &Path| std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    chown(&s.base);
+    chown(&s.mnt);
+    let limit = Duration::from_secs(30);
+    let mnt = s.mnt.to_str().unwrap();
+    // The default (the ring where the kernel offers it) and /dev/fuse.
+    for (n, extra) in ["", ",uring=0"].into_iter().enumerate() {
+        let store = s.base.join(format!("store{n}"));
+        let st = store.to_str().unwrap();
+        ok(&wring_as_nobody(&["mkfs", st], limit), "mkfs as nobody");
+        let opts = format!("compress=zstd:1{extra}");
+        ok(
+            &wring_as_nobody(&["mount", "-o", &opts, st, mnt], limit),
+            &format!("mount -o {opts} as nobody"),
+        );
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let line = mounts.lines().find(|l| l.split(' ').nth(1) == Some(mnt));
+        let line = line.unwrap_or_else(|| panic!("-o {opts}: not mounted:\n{mounts}"));
+        assert!(
+            line.contains("fuse.wring") && line.contains("user_id=65534"),
+            "{line}"
+        );
+        let sh = format!("echo by nobody > {mnt}/f && cat {mnt}/f");
+        let o = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+                &sh,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.stdout,
+            b"by nobody\n",
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let status = ok(
+            &wring_as_nobody(&["status", mnt], limit),
+            "status as nobody",
+        );
+        let transport = status.lines().find(|l| l.starts_with("transport: "));
+        let transport = transport.unwrap_or_else(|| panic!("no transport line:\n{status}"));
+        if extra.is_empty() {
+            assert!(transport.contains("uring=auto"), "{transport}");
+        } else {
+            assert_eq!(transport, "transport: /dev/fuse (uring=0)");
+        }
+        ok(
+            &wring_as_nobody(&["umount", mnt], limit),
+            "umount as nobody",
+        );
+        assert!(!is_mounted(&s.mnt), "-o {opts}: still mounted after umount");
+    }
 }

@@ -170,17 +170,11 @@ fn mount_and_serve(
     };
     // The io_uring entries are made before mounting: once INIT has asked for them, the
     // kernel holds every request until each queue has one.
-    let prepared = match opts.uring {
-        true => {
-            uring::check_enabled()?;
-            Some(uring::prepare(opts.request_threads())?)
-        }
-        false => None,
-    };
+    let (prepared, transport) = uring::choose(opts.uring, opts.request_threads())?;
     keep_freed_memory();
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
-    let uring = opts.uring;
+    let uring = prepared.is_some();
     let mount_options = fuser_options(&opts);
     let flags = vfs_flags(&opts);
     let vol = Arc::new(Volume::open_with(dir, opts, access)?);
@@ -200,12 +194,13 @@ fn mount_and_serve(
     } else {
         SessionACL::Owner
     };
-    // With uring=1 fuser's threads see only INIT, FORGET and INTERRUPT: one is enough.
+    // With the ring fuser's threads see only INIT, FORGET and INTERRUPT: one is enough.
     config.n_threads = Some(if uring { 1 } else { n_threads });
     config.clone_fd = true;
     let canon = mountpoint.canonicalize().ok();
     let source = format!("wring:{}", dir.display());
     let ops = Arc::new(Ops::new(vol.clone()));
+    let _ = ops.ring.transport.set(transport);
     let fs = WringFs::new(ops.clone(), uring);
     let (session, own_mount) = match open_session(fs, mountpoint, (&source, flags), config) {
         Ok(s) => s,
@@ -343,7 +338,9 @@ fn fuser_options(o: &Options) -> Vec<MountOption> {
     match o.atime {
         crate::Atime::No => v.push(MountOption::NoAtime),
         crate::Atime::Strict => v.push(MountOption::CUSTOM("strictatime".into())),
-        crate::Atime::Relatime => v.push(MountOption::CUSTOM("relatime".into())),
+        // The kernel's default for a new mount; fusermount3 (3.14) does not know the word
+        // and would refuse the mount.
+        crate::Atime::Relatime => {}
     }
     v
 }

@@ -147,20 +147,28 @@ pub struct RingStats {
     pub refused: AtomicUsize,
     /// Requests answered through the ring.
     pub requests: AtomicU64,
+    /// Which transport the mount chose and why (`uring=`), set once before it serves.
+    pub transport: std::sync::OnceLock<String>,
 }
 
 impl RingStats {
-    /// `uring: queues=2 entries=6 refused=0 requests=N`, or nothing without `uring=1`.
+    /// `transport: io_uring (uring=auto)` and `uring: queues=2 entries=6 refused=0
+    /// requests=N`, the second only when the ring serves.
     fn line(&self) -> String {
-        match self.entries.load(Ordering::Relaxed) {
-            0 => String::new(),
-            entries => format!(
-                "uring: queues={} entries={entries} refused={} requests={}\n",
-                self.queues.load(Ordering::Relaxed),
-                self.refused.load(Ordering::Relaxed),
-                self.requests.load(Ordering::Relaxed)
-            ),
-        }
+        let transport = match self.transport.get() {
+            Some(t) => format!("transport: {t}\n"),
+            None => String::new(),
+        };
+        transport
+            + &match self.entries.load(Ordering::Relaxed) {
+                0 => String::new(),
+                entries => format!(
+                    "uring: queues={} entries={entries} refused={} requests={}\n",
+                    self.queues.load(Ordering::Relaxed),
+                    self.refused.load(Ordering::Relaxed),
+                    self.requests.load(Ordering::Relaxed)
+                ),
+            }
     }
 }
 

@@ -206,14 +206,16 @@ pub fn corpus() -> PathBuf {
     }
 }
 
-/// Mount options every mount of a test run gets besides its own: `scripts/test.sh` runs the
-/// suite again with `uring=1`, so each test also holds over FUSE over io_uring.
+/// Mount options every mount of a test run gets before its own: `scripts/test.sh` runs the
+/// suite with `uring=0` and again with `uring=1`, so each test holds over both transports
+/// (the default, `uring=auto`, would pick the ring on both runs with the kernel's switch on).
 pub const SUITE_OPTIONS: &str = "WRING_TEST_MOUNT_OPTIONS";
 
 fn with_suite_options(opts: &str) -> String {
     match std::env::var(SUITE_OPTIONS) {
         Ok(extra) if !extra.is_empty() && opts.is_empty() => extra,
-        Ok(extra) if !extra.is_empty() => format!("{opts},{extra}"),
+        // The test's own options last: one that names a transport keeps it.
+        Ok(extra) if !extra.is_empty() => format!("{extra},{opts}"),
         _ => opts.to_string(),
     }
 }

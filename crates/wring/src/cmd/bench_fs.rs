@@ -49,8 +49,8 @@ pub struct Args {
     #[arg(long)]
     work_dir: Option<PathBuf>,
     /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
-    /// More mount options for wring, after compress-force and max_extent (e.g. `uring=1`
-    /// for FUSE over io_uring)
+    /// More mount options for wring, after compress-force and max_extent (e.g. `uring=0`
+    /// for /dev/fuse where the default, `uring=auto`, takes FUSE over io_uring)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     #[arg(long, default_value_t = 1)]

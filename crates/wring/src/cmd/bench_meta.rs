@@ -27,8 +27,8 @@ pub struct Args {
     /// directory is in, if any; `none` for no git steps)
     #[arg(long)]
     git: Option<String>,
-    /// More mount options for wring, after compress-force (e.g. `uring=1` for FUSE over
-    /// io_uring, `threads=2`)
+    /// More mount options for wring, after compress-force (e.g. `uring=0` for /dev/fuse where
+    /// the default, `uring=auto`, takes FUSE over io_uring; `threads=2`)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     /// Skip the plain FUSE pass-through (bindfs)

@@ -30,6 +30,7 @@ use std::time::Duration;
 use fuser::{Errno, FileAttr, FileType};
 
 use crate::error::{io, FsError};
+use crate::options::Uring;
 use crate::transport::ops::{
     AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
     AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
@@ -76,6 +77,39 @@ pub fn check_enabled_at(switch: &std::path::Path) -> Result<(), FsError> {
         why,
         errno: libc::EOPNOTSUPP,
     })
+}
+
+/// The transport `uring=` asks for, decided before mounting: the ring's entries when the ring
+/// is to serve, and what `wring status` says about it. `uring=auto` (the default) takes the
+/// ring when the kernel's switch is Y and the entries can be made, else `/dev/fuse`, saying
+/// why; `uring=1` is refused in plain words where `auto` would fall back.
+pub fn choose(choice: Uring, threads: usize) -> Result<(Option<Prepared>, String), FsError> {
+    choose_at(choice, threads, std::path::Path::new(ENABLE_URING))
+}
+
+/// [`choose`] with the kernel's switch at `switch`.
+pub fn choose_at(
+    choice: Uring,
+    threads: usize,
+    switch: &std::path::Path,
+) -> Result<(Option<Prepared>, String), FsError> {
+    let ring = |why: &str| Ok((Some(prepare(threads)?), format!("io_uring ({why})")));
+    match choice {
+        Uring::Off => Ok((None, "/dev/fuse (uring=0)".into())),
+        Uring::On => {
+            check_enabled_at(switch)?;
+            ring("uring=1")
+        }
+        Uring::Auto => match check_enabled_at(switch).and_then(|()| ring("uring=auto")) {
+            Ok(chosen) => Ok(chosen),
+            Err(e) => {
+                let why = e.to_string();
+                let why = why.strip_prefix("uring=1: ").unwrap_or(&why);
+                log::info!("uring=auto: serving through /dev/fuse: {why}");
+                Ok((None, format!("/dev/fuse (uring=auto: {why})")))
+            }
+        },
+    }
 }
 
 /// The number of CPUs a list such as `0-3,8` names (`/sys/devices/system/cpu/possible`).
