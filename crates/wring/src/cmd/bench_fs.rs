@@ -48,11 +48,11 @@ pub struct Args {
     /// Scratch directory for stores and mount points
     #[arg(long)]
     work_dir: Option<PathBuf>,
-    /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
     /// More mount options for wring, after compress-force and max_extent (e.g. `uring=0`
     /// for /dev/fuse where the default, `uring=auto`, takes FUSE over io_uring)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
+    /// Runs per method and filesystem, alternating; the fastest write and read of each are kept
     #[arg(long, default_value_t = 1)]
     repeat: usize,
     /// Also run each method with its extents in a bucket (mkfs --data): s3://BUCKET/PREFIX

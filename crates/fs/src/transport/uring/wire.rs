@@ -20,6 +20,8 @@ use crate::volume::SetAttr;
 
 /// FUSE_WRITE, the one request whose payload is large.
 pub const WRITE: u32 = 16;
+/// FUSE_READ's opcode.
+pub const READ: u32 = 15;
 /// `struct fuse_in_header`.
 pub const IN_HEADER: usize = 40;
 /// `struct fuse_out_header`.
@@ -270,6 +272,25 @@ impl<'a> Payload<'a> {
     }
 }
 
+/// The size a READ asks for, read from its op_in without decoding the rest; `None` for any
+/// other request (or one too short to say).
+pub fn read_size(in_out: &[u8], op_in: &[u8]) -> Option<u32> {
+    let h = Fields {
+        opcode: 0,
+        what: "fuse_in_header",
+        b: in_out,
+    };
+    if h.u32(4).ok()? != READ {
+        return None;
+    }
+    let op = Fields {
+        opcode: READ,
+        what: "fuse_read_in",
+        b: op_in,
+    };
+    op.u32(16).ok()
+}
+
 /// The header of a request in `in_out`.
 pub fn header(in_out: &[u8]) -> Result<Header, WireError> {
     let f = Fields {
@@ -386,7 +407,7 @@ pub fn parse<'a>(
             newname: p.name()?,
         },
         14 => Request::Open,
-        15 => Request::Read {
+        READ => Request::Read {
             offset: op.u64(8)?,
             size: op.u32(16)?,
         },

@@ -243,3 +243,21 @@ proptest! {
         prop_assert_eq!(time(4, s, n), Ok(t));
     }
 }
+
+/// The serving loop peeks at a READ's size before decoding (to choose the thread's CPUs):
+/// it agrees with the decoder, and says nothing for any other request or a short buffer.
+#[test]
+fn read_size_peeks_what_parse_decodes() {
+    let op = le(&[3, 1 << 20, 128 << 10, 0], &[8, 8, 4, 4]);
+    let (i, o, p) = request(READ, 9, &op, &[]);
+    assert_eq!(read_size(&i, &o), Some(128 << 10));
+    match parse(&i, &o, &p).unwrap().1 {
+        Request::Read { size, .. } => assert_eq!(size, 128 << 10),
+        other => panic!("{other:?}"),
+    }
+    let (i, o, _) = request(WRITE, 9, &op, &[]);
+    assert_eq!(read_size(&i, &o), None);
+    assert_eq!(read_size(&i[..3], &o), None);
+    let (i, _, _) = request(READ, 9, &op, &[]);
+    assert_eq!(read_size(&i, &[0u8; 8]), None);
+}
