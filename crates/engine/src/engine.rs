@@ -336,7 +336,15 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<usize, Error> {
-        let mut ws = self.manager(algorithm).lease(0);
+        let manager = self.manager(algorithm);
+        if dictionary.is_none() {
+            if let Some(r) = manager.decompress_stateless(src, dst) {
+                let n = r?;
+                dst[n..].fill(0);
+                return Ok(n);
+            }
+        }
+        let mut ws = manager.lease(0);
         let n = match dictionary {
             None => ws.decompress(src, dst)?,
             Some(d) => ws

@@ -115,13 +115,13 @@ macro_rules! primitives {
         #[cfg(feature = "shuttle")]
         #[allow(unused_imports)]
         pub(crate) use shuttle::{
-            sync::{Arc, Condvar, Mutex, MutexGuard},
+            sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
             thread, thread_local,
         };
         #[cfg(not(feature = "shuttle"))]
         #[allow(unused_imports)]
         pub(crate) use std::{
-            sync::{Arc, Condvar, Mutex, MutexGuard},
+            sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
             thread, thread_local,
         };
         #[allow(unused_imports)]

@@ -34,6 +34,19 @@ impl Codec for LzoCodec {
             _ => Box::new(LzoState { dict }),
         })
     }
+
+    fn decompress_stateless(&self, src: &[u8], dst: &mut [u8]) -> Option<Result<usize, Error>> {
+        Some(match self.0 {
+            Algorithm::LzoRle => super::lzo_rle::decompress(src, dst),
+            _ => decompress(src, dst),
+        })
+    }
+}
+
+/// btrfs's framed lzo: one extent into `dst`.
+fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    let limit = dst.len();
+    decompress_extent(src, dst, BLOCK_SIZE).map_err(|e| decode_error(Algorithm::Lzo, e, limit))
 }
 
 /// A decoder's error as the engine's: an overrun is output past `limit`, anything else corrupt
@@ -63,7 +76,6 @@ impl CodecState for LzoState {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        let limit = dst.len();
-        decompress_extent(src, dst, BLOCK_SIZE).map_err(|e| decode_error(Algorithm::Lzo, e, limit))
+        decompress(src, dst)
     }
 }

@@ -49,9 +49,14 @@ impl CodecState for LzoRleState {
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
-        let limit = dst.len();
-        wring_lzo::decompress(src, dst).map_err(|e| decode_error(Algorithm::LzoRle, e, limit))
+        decompress(src, dst)
     }
+}
+
+/// zram's lzo-rle stream: one page (or extent) into `dst`.
+pub(super) fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    let limit = dst.len();
+    wring_lzo::decompress(src, dst).map_err(|e| decode_error(Algorithm::LzoRle, e, limit))
 }
 
 #[cfg(test)]

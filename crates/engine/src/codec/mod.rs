@@ -59,6 +59,16 @@ pub trait Codec: Send + Sync + 'static {
     /// manager treats as memory pressure); only the box around the state's handful of handles
     /// (well under 1 KiB; `Box::try_new` is unstable) is allocated infallibly.
     fn alloc(&self, class: usize, bytes: usize) -> Result<Box<dyn CodecState>, AllocError>;
+
+    /// Decompress without a workspace, for decoders that keep no state (lz4, lzo): `None`
+    /// when the algorithm needs one. The engine then decodes on the caller's thread without
+    /// leasing a workspace, so a read never waits behind the `streams` compressions holding
+    /// them, and pays no manager lock per page. (zram takes a per-CPU stream for both
+    /// directions; its lzo and lz4 decoders use none of it.)
+    fn decompress_stateless(&self, src: &[u8], dst: &mut [u8]) -> Option<Result<usize, Error>> {
+        let _ = (src, dst);
+        None
+    }
 }
 
 /// The working half of a workspace: compression contexts, dictionaries, hash tables.

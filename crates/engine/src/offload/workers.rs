@@ -217,6 +217,8 @@ impl Shared {
         let own = self.is_own_thread();
         let mut st = self.state();
         st.shutdown = true;
+        self.stopped
+            .store(true, crate::sync::atomic::Ordering::Release);
         self.cpu_work.notify_all();
         self.device_work.notify_all();
         self.space.notify_all();

@@ -7,6 +7,7 @@ use super::state::State;
 use super::{ManagerConfig, ManagerStats, Workspace};
 use crate::clock::Clock;
 use crate::codec::{AllocError, Codec};
+use crate::error::Error;
 use crate::spec::Algorithm;
 use crate::sync::{lock, thread, wait, wait_timeout, Arc, Condvar, Mutex};
 
@@ -70,6 +71,12 @@ impl Manager {
     /// The algorithm this manager serves.
     pub fn algorithm(&self) -> Algorithm {
         self.shared.codec.algorithm()
+    }
+
+    /// Decompress without a workspace where the algorithm's decoder keeps no state
+    /// ([`Codec::decompress_stateless`]); `None` when it needs one.
+    pub fn decompress_stateless(&self, src: &[u8], dst: &mut [u8]) -> Option<Result<usize, Error>> {
+        self.shared.codec.decompress_stateless(src, dst)
     }
 
     /// Codec memory of a workspace that serves `level` (monotonic in the level).
