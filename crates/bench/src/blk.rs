@@ -16,6 +16,8 @@
 //! write, and its ratio is the input over that growth (its stored pages plus malloc's
 //! overhead, which is what it costs). wring's resident growth is reported too.
 
+pub mod pages;
+pub use pages::PageOverhead;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -173,6 +175,26 @@ pub struct BlkRow {
     pub vs_zram: Option<Over>,
     /// Against nbdkit's zstd allocator.
     pub vs_nbdkit: Option<Over>,
+    /// Write and read MB/s over the transport's ceiling (the nbdkit memory row without
+    /// compression), NBD rows only.
+    pub of_ceiling: Option<(f64, f64)>,
+    /// CPU seconds per GB of input, server (nbdkit and wring's plugin) then client (nbdcopy),
+    /// on write and on read (NBD rows: the first write and read of the run).
+    pub cpu: Option<CpuPerGb>,
+}
+
+/// CPU seconds per GB (10^9 bytes) of input, by phase and process. The server's are counted in
+/// the kernel's clock ticks (10 ms), nbdcopy's in microseconds (getrusage of waited children).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CpuPerGb {
+    /// The server during the write.
+    pub server_write: f64,
+    /// The server during the read.
+    pub server_read: f64,
+    /// nbdcopy during the write.
+    pub client_write: f64,
+    /// nbdcopy during the read.
+    pub client_read: f64,
 }
 
 /// Everything one run measured.
@@ -188,12 +210,14 @@ pub struct BlkReport {
     pub streams: usize,
     /// The rows, wring's first.
     pub rows: Vec<BlkRow>,
+    /// The page path against the bare library, per algorithm (one thread, no NBD).
+    pub pages: Vec<PageOverhead>,
     /// How each figure was obtained.
     pub notes: Vec<String>,
 }
 
 /// Header of the CSV rendering.
-pub const CSV_HEADER: &str = "target,method,bytes,write_mbps,read_mbps,compr_data_size,mem_used_total,ratio,rss_growth,zram_method,write_vs_zram,read_vs_zram,ratio_vs_zram,mem_vs_zram,write_vs_nbdkit,read_vs_nbdkit,ratio_vs_nbdkit,mem_vs_nbdkit";
+pub const CSV_HEADER: &str = "target,method,bytes,write_mbps,read_mbps,compr_data_size,mem_used_total,ratio,rss_growth,zram_method,write_vs_zram,read_vs_zram,ratio_vs_zram,mem_vs_zram,write_vs_nbdkit,read_vs_nbdkit,ratio_vs_nbdkit,mem_vs_nbdkit,write_of_ceiling,read_of_ceiling,server_cpu_s_per_gb_write,server_cpu_s_per_gb_read,client_cpu_s_per_gb_write,client_cpu_s_per_gb_read";
 
 /// Run every configured target on `corpus`'s pages.
 pub fn run(
@@ -292,6 +316,27 @@ pub fn run(
     }
     compare(&mut rows);
     Ok(rows)
+}
+
+/// The page path against the bare library ([`pages`]) for each of wring's devices with zram's
+/// 4 KiB slots and no dictionary, `passes` passes each.
+pub fn page_overheads(
+    corpus: &Corpus,
+    cfg: &BlkConfig,
+    passes: usize,
+    progress: &Progress,
+) -> Result<Vec<PageOverhead>, BenchError> {
+    let data = corpus.concatenated(PAGE);
+    let mut out = Vec::new();
+    for method in &cfg.wring {
+        let m = Method::parse(method)?;
+        if m.slot.is_some() || m.dict {
+            continue;
+        }
+        progress.step(format!("blk: {method} pages, engine and bare library"));
+        out.push(pages::measure(&m.algorithm, &data, passes)?);
+    }
+    Ok(out)
 }
 
 /// One of wring's devices: `ALG[@SLOT][+dict]`.
@@ -402,7 +447,13 @@ fn nbd_row(
 ) -> Result<BlkRow, BenchError> {
     let uri = server.uri();
     let before = server.rss().map_err(|e| failed(e.to_string()))?;
+    let cpu = || -> Result<(f64, f64), BenchError> {
+        let s = server.cpu_secs().map_err(|e| failed(e.to_string()))?;
+        Ok((s, crate::serve::children_cpu_secs()))
+    };
+    let c0 = cpu()?;
     let mut write = nbdcopy(input.as_os_str(), uri.as_ref(), clients)?;
+    let c1 = cpu()?;
     let after = server.rss().map_err(|e| failed(e.to_string()))?;
     let stat = match target {
         Target::Wring | Target::WringClients => Some(
@@ -414,12 +465,16 @@ fn nbd_row(
     interrupt::check()?;
     let output = dir.join("output.raw");
     let mut read = f64::INFINITY;
+    let mut read_cpu = None;
     for i in 0..cfg.repeat.max(1) {
         if i > 0 {
             interrupt::check()?;
             write = write.min(nbdcopy(input.as_os_str(), uri.as_ref(), clients)?);
         }
+        let r0 = cpu()?;
         read = read.min(nbdcopy(uri.as_ref(), output.as_os_str(), clients)?);
+        let r1 = cpu()?;
+        read_cpu.get_or_insert((r1.0 - r0.0, r1.1 - r0.1));
         let same = same_content(&output, data);
         drop(fs::remove_file(&output));
         if !same? {
@@ -430,6 +485,14 @@ fn nbd_row(
         }
     }
     let bytes = data.len() as u64;
+    let gb = bytes as f64 / 1e9;
+    let (read_server, read_client) = read_cpu.unwrap_or_default();
+    let cpu = CpuPerGb {
+        server_write: (c1.0 - c0.0) / gb,
+        server_read: read_server / gb,
+        client_write: (c1.1 - c0.1) / gb,
+        client_read: read_client / gb,
+    };
     let growth = after.saturating_sub(before);
     let (compr, mem) = match &stat {
         Some(s) => (Some(s.mm_stat.compr_data_size), s.mm_stat.mem_used_total),
@@ -447,6 +510,8 @@ fn nbd_row(
         rss_growth: Some(growth),
         vs_zram: None,
         vs_nbdkit: None,
+        of_ceiling: None,
+        cpu: Some(cpu),
     })
 }
 
@@ -488,6 +553,8 @@ fn zram_rows(cfg: &BlkConfig, data: &[u8], progress: &Progress) -> Result<Vec<Bl
             rss_growth: None,
             vs_zram: None,
             vs_nbdkit: None,
+            of_ceiling: None,
+            cpu: None,
         });
         device.reset()?;
     }
@@ -516,6 +583,18 @@ fn compare(rows: &mut [BlkRow]) {
         .iter()
         .find(|r| r.target == Target::NbdkitZstd)
         .cloned();
+    let ceiling = rows
+        .iter()
+        .find(|r| r.target == Target::NbdkitSparse)
+        .map(|r| (r.write_mbps, r.read_mbps));
+    if let Some((w, r)) = ceiling {
+        for row in rows.iter_mut().filter(|r| r.target != Target::Zram) {
+            if let (Some(fw), Some(fr)) = (quotient(row.write_mbps, w), quotient(row.read_mbps, r))
+            {
+                row.of_ceiling = Some((fw, fr));
+            }
+        }
+    }
     let compressing = |r: &&mut BlkRow| {
         !matches!(
             r.target,
@@ -640,6 +719,7 @@ impl BlkReport {
             corpus,
             streams,
             rows,
+            pages: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -723,7 +803,63 @@ impl BlkReport {
                 );
             }
         }
+        self.cost_table(&mut s);
+        self.pages_table(&mut s);
         s
+    }
+
+    /// The page path over the bare library, per algorithm.
+    fn pages_table(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        if self.pages.is_empty() {
+            return;
+        }
+        s.push_str("\nThe page path (one thread, every 4 KiB page of the input, no NBD): the device's streams over the bare library call\n\n");
+        s.push_str("| method | pages | compress × | decompress × | bare compress MB/s | bare decompress MB/s |\n");
+        s.push_str("|---|--:|--:|--:|--:|--:|\n");
+        for p in &self.pages {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.3} | {:.3} | {:.0} | {:.0} |",
+                p.method,
+                p.pages,
+                p.compress,
+                p.decompress,
+                p.bare_compress_mbps,
+                p.bare_decompress_mbps
+            );
+        }
+    }
+
+    /// Each NBD row against the transport's ceiling, and where its CPU went: seconds per GB
+    /// of input in the server (nbdkit with the plugin) and the client (nbdcopy), per phase.
+    fn cost_table(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        let rows: Vec<&BlkRow> = self.rows.iter().filter(|r| r.cpu.is_some()).collect();
+        if rows.is_empty() {
+            return;
+        }
+        s.push_str("\n| device | method | write / ceiling | read / ceiling | write / zram | read / zram | server CPU s/GB write | read | nbdcopy CPU s/GB write | read |\n");
+        s.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        for r in rows {
+            let (Some(c), ceiling) = (r.cpu, r.of_ceiling) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                r.target.label(),
+                r.method,
+                times(ceiling.map(|c| c.0)),
+                times(ceiling.map(|c| c.1)),
+                times(r.vs_zram.and_then(|o| o.write)),
+                times(r.vs_zram.and_then(|o| o.read)),
+                c.server_write,
+                c.server_read,
+                c.client_write,
+                c.client_read
+            );
+        }
     }
 
     /// One CSV line per row, with [`CSV_HEADER`].
@@ -752,6 +888,12 @@ impl BlkReport {
                 f(k.and_then(|o| o.read)),
                 f(k.and_then(|o| o.ratio)),
                 f(k.and_then(|o| o.mem)),
+                f(r.of_ceiling.map(|c| c.0)),
+                f(r.of_ceiling.map(|c| c.1)),
+                f(r.cpu.map(|c| c.server_write)),
+                f(r.cpu.map(|c| c.server_read)),
+                f(r.cpu.map(|c| c.client_write)),
+                f(r.cpu.map(|c| c.client_read)),
             ]
         });
         csv_text(CSV_HEADER, lines)

@@ -122,6 +122,11 @@ impl Nbdkit {
         self.child.id()
     }
 
+    /// nbdkit's CPU seconds so far (user + system, all its threads).
+    pub fn cpu_secs(&self) -> Result<f64, io::Error> {
+        cpu_secs(self.child.id())
+    }
+
     /// nbdkit's resident set in bytes (VmRSS).
     pub fn rss(&self) -> Result<u64, io::Error> {
         let path = format!("/proc/{}/status", self.child.id());
@@ -133,6 +138,47 @@ impl Nbdkit {
             .map(|kb| kb * 1024)
             .ok_or_else(|| failed(format!("reading {path}"), "it has no VmRSS line"))
     }
+}
+
+/// CPU seconds (user + system) process `pid` has used: fields 14 and 15 of /proc/PID/stat,
+/// in clock ticks.
+pub fn cpu_secs(pid: u32) -> Result<f64, io::Error> {
+    let path = format!("/proc/{pid}/stat");
+    let text = fs::read_to_string(&path).map_err(|e| io_failed(format!("reading {path}"), e))?;
+    // The command name (field 2) may hold spaces: count from the last ')'.
+    let fields: Vec<&str> = text
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    // Fields 14 and 15 are the 12th and 13th after the name (state is field 3).
+    match (tick(11), tick(12)) {
+        (Some(u), Some(s)) => Ok((u + s) as f64 / clock_ticks()),
+        _ => Err(failed(format!("reading {path}"), "no utime/stime fields")),
+    }
+}
+
+/// The kernel's clock ticks per second (USER_HZ).
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf reads a constant of the system; no memory is involved.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// CPU seconds (user + system) of this process's children that have been waited for.
+pub fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a valid one.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid `who`.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut r) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(r.ru_utime) + secs(r.ru_stime)
 }
 
 impl Drop for Nbdkit {

@@ -98,7 +98,30 @@ fn bench_blk_on_a_tiny_input() {
         assert_eq!(initstate.trim(), "0", "zram0 was not reset after the run");
     }
 
-    let report = BlkReport::new(Machine::detect(), corpus.info(), 2, rows);
+    // Every NBD row against the transport's ceiling, with its CPU per GB by phase.
+    for r in rows.iter().filter(|r| r.target != Target::Zram) {
+        let (w, rd) = r.of_ceiling.expect("NBD rows are set against the ceiling");
+        assert!(w > 0.0 && rd > 0.0, "{r:?}");
+        // The server's CPU is counted in clock ticks (10 ms): on this tiny input it may be 0.
+        let c = r.cpu.expect("NBD rows have their CPU");
+        assert!(c.server_write >= 0.0 && c.server_read >= 0.0, "{r:?}");
+        assert!(c.client_write > 0.0 && c.client_read > 0.0, "{r:?}");
+    }
+    // The page path against the bare library, for the devices with zram's 4 KiB slots and no
+    // dictionary: lz4 and zstd:1 (not zstd:1+dict nor zstd:1@16K).
+    let pages = blk::page_overheads(&corpus, &cfg, 1, &Progress::hidden()).expect("pages");
+    let methods: Vec<&str> = pages.iter().map(|p| p.method.as_str()).collect();
+    assert_eq!(methods, ["lz4", "zstd:1"]);
+    assert!(
+        pages.iter().all(|p| p.pages > 0
+            && p.compress > 0.0
+            && p.decompress > 0.0
+            && p.bare_compress_mbps > 0.0),
+        "{pages:?}"
+    );
+
+    let mut report = BlkReport::new(Machine::detect(), corpus.info(), 2, rows);
+    report.pages = pages;
     let scaling = report.scaling().expect("the scaling pair");
     assert!(scaling.0.is_some() && scaling.1.is_some(), "{scaling:?}");
     let md = report.markdown();
@@ -114,10 +137,22 @@ fn bench_blk_on_a_tiny_input() {
         md.contains("| wring | lz4 |") && md.contains("| nbdkit memory | zstd |"),
         "{md}"
     );
-    // Every line of the table has as many cells as its header.
+    assert!(
+        md.contains("write / ceiling") && md.contains("| lz4 | ") && md.contains("bare compress"),
+        "{md}"
+    );
+    // Three tables (devices, ceiling and CPU, the page path), each line with as many cells as
+    // its header.
     let cells = |l: &str| l.matches('|').count();
-    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
-    assert!(table.iter().all(|l| cells(l) == cells(table[0])), "{md}");
+    let tables: Vec<Vec<&str>> = md
+        .split("\n\n")
+        .map(|block| block.lines().filter(|l| l.starts_with('|')).collect())
+        .filter(|t: &Vec<&str>| !t.is_empty())
+        .collect();
+    assert_eq!(tables.len(), 3, "{md}");
+    for t in &tables {
+        assert!(t.iter().all(|l| cells(l) == cells(t[0])), "{md}");
+    }
     let csv = report.csv().expect("csv");
     assert_eq!(csv.lines().count(), expect + 1, "{csv}");
     assert!(csv.starts_with(blk::CSV_HEADER));

@@ -582,8 +582,10 @@ fn run_blk(a: BlkArgs) -> Result<()> {
     }
     let progress = Progress::new(!a.common.quiet && std::io::stdout().is_terminal());
     let rows = blk::run(&corpus, &cfg, &progress)?;
+    let pages = blk::page_overheads(&corpus, &cfg, cfg.repeat.max(3), &progress)?;
     progress.finish();
     let mut report = BlkReport::new(Machine::detect(), corpus.info(), streams, rows);
+    report.pages = pages;
     if cfg.repeat > 1 {
         report.notes.push(format!(
             "every timing is the fastest of {} write + read rounds over the same device",
