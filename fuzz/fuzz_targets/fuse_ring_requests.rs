@@ -1,7 +1,7 @@
 //! wring-fs's decoder of FUSE requests as the kernel lays them on an io_uring entry (`uring=1`):
 //! a `fuse_in_header`, the operation's header and its payload. On arbitrary bytes it never
-//! panics; what decodes names only bytes of the payload, and a WRITE's data is exactly the
-//! size its header gives.
+//! panics; what decodes names only bytes of the payload, a WRITE's data is exactly the size
+//! its header gives, and the serving loop's peek at a READ's size agrees with the decoder.
 
 #![no_main]
 
@@ -13,10 +13,17 @@ fuzz_target!(|data: &[u8]| {
     // the rest the payload.
     let (in_out, rest) = data.split_at(data.len().min(IN_OUT));
     let (op_in, payload) = rest.split_at(rest.len().min(IN_OUT));
+    // The serving loop's peek at a READ's size never panics either.
+    let peeked = wire::read_size(in_out, op_in);
     let Ok((h, r)) = wire::parse(in_out, op_in, payload) else {
         return;
     };
     assert_eq!(wire::header(in_out).ok(), Some(h));
+    // It agrees with the decoder: a READ's size, nothing for any other request.
+    match &r {
+        Request::Read { size, .. } => assert_eq!(peeked, Some(*size)),
+        _ => assert_eq!(peeked, None),
+    }
     let inside = |s: &[u8]| {
         let (a, b) = (payload.as_ptr() as usize, s.as_ptr() as usize);
         s.is_empty() || (b >= a && b + s.len() <= a + payload.len())
