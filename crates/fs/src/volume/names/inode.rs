@@ -275,36 +275,51 @@ impl Volume {
         check_name(name)?;
         self.store.check_room(META_OP)?;
         let txn = self.store.write()?;
-        let pinode = dir_inode(&txn, parent)?;
-        guard(&pinode, Mutation::AddEntry)?;
-        if entry_in(&txn, parent, name)?.is_some() {
-            return Err(errno(libc::EEXIST));
-        }
-        let ino = txn.next_counter("next_ino")?;
-        allocated(ino);
-        let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
-        inode.rdev = new.rdev;
-        // btrfs_inherit_iflags: a directory's `m` and `C` go to what is made in it.
-        inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
-        if pinode.perm & libc::S_ISGID != 0 {
-            inode.gid = pinode.gid;
-            if new.kind == Kind::Dir {
-                inode.perm |= libc::S_ISGID;
+        // The directory and inode tables are opened once for the parent, the entry and the
+        // new inode (see `remove`).
+        let (ino, inode) = {
+            let mut dirents = txn.open_table(DIRENTS)?;
+            let mut inodes = txn.open_table(INODES)?;
+            let mut pinode = store::get_inode(&inodes, parent)?;
+            if pinode.kind != Kind::Dir {
+                return Err(errno(libc::ENOTDIR));
             }
-        }
-        if let Some(t) = new.target {
-            inode.size = t.len() as u64;
-            txn.open_table(SYMLINKS)?.insert(ino, t)?;
-        } else {
-            inherit_acl(&txn, parent, ino, &mut inode, new.umask)?;
-        }
-        put_inode(&txn, ino, &inode)?;
-        txn.open_table(DIRENTS)?
-            .insert((parent, name), (ino, new.kind as u8))?;
-        if new.kind == Kind::Dir {
-            txn.open_table(PARENTS)?.insert(ino, parent)?;
-        }
-        touch_dir(&txn, parent, if new.kind == Kind::Dir { 1 } else { 0 })?;
+            guard(&pinode, Mutation::AddEntry)?;
+            if dirents.get((parent, name))?.is_some() {
+                return Err(errno(libc::EEXIST));
+            }
+            let ino = txn.next_counter("next_ino")?;
+            allocated(ino);
+            let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
+            inode.rdev = new.rdev;
+            // btrfs_inherit_iflags: a directory's `m` and `C` go to what is made in it.
+            inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
+            if pinode.perm & libc::S_ISGID != 0 {
+                inode.gid = pinode.gid;
+                if new.kind == Kind::Dir {
+                    inode.perm |= libc::S_ISGID;
+                }
+            }
+            if let Some(t) = new.target {
+                inode.size = t.len() as u64;
+                txn.open_table(SYMLINKS)?.insert(ino, t)?;
+            } else {
+                inherit_acl(&txn, parent, ino, &mut inode, new.umask)?;
+            }
+            inodes.insert(ino, inode.to_bytes().as_slice())?;
+            dirents.insert((parent, name), (ino, new.kind as u8))?;
+            if new.kind == Kind::Dir {
+                txn.open_table(PARENTS)?.insert(ino, parent)?;
+            }
+            let now = Time::now();
+            pinode.mtime = now;
+            pinode.ctime = now;
+            pinode.nlink = pinode
+                .nlink
+                .saturating_add_signed(if new.kind == Kind::Dir { 1 } else { 0 });
+            inodes.insert(parent, pinode.to_bytes().as_slice())?;
+            (ino, inode)
+        };
         if matches!(new.kind, Kind::File | Kind::Dir) {
             inherit_property(&txn, parent, ino)?;
         }
@@ -365,27 +380,49 @@ impl Volume {
         r
     }
 
-    /// Remove a name (`dir`: rmdir, else unlink).
+    /// Remove a name (`dir`: rmdir, else unlink). The directory and inode tables are opened
+    /// once for the checks, the entry and the parent's times (each open and close of a redb
+    /// table is a lookup and an update of the table tree: rm -rf spent as much on them as on
+    /// the changes).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
         let txn = self.store.write()?;
-        guard(&dir_inode(&txn, parent)?, Mutation::RemoveEntry)?;
-        let Some((ino, kind)) = entry_in(&txn, parent, name)? else {
-            return Err(errno(libc::ENOENT));
+        let (ino, inode) = {
+            let mut dirents = txn.open_table(DIRENTS)?;
+            let mut inodes = txn.open_table(INODES)?;
+            let mut pinode = store::get_inode(&inodes, parent)?;
+            if pinode.kind != Kind::Dir {
+                return Err(errno(libc::ENOTDIR));
+            }
+            guard(&pinode, Mutation::RemoveEntry)?;
+            let found = dirents.get((parent, name))?.map(|v| v.value());
+            let Some((ino, kind)) = found.and_then(|(i, k)| Kind::from_u8(k).map(|k| (i, k)))
+            else {
+                return Err(errno(libc::ENOENT));
+            };
+            let inode = store::get_inode(&inodes, ino)?;
+            guard(&inode, Mutation::Name)?;
+            let has_entries = |d: u64| -> Result<bool, FsError> {
+                Ok(dirents
+                    .range((d, &[][..])..(d + 1, &[][..]))?
+                    .next()
+                    .is_some())
+            };
+            match (dir, kind == Kind::Dir) {
+                (true, false) => return Err(errno(libc::ENOTDIR)),
+                (false, true) => return Err(errno(libc::EISDIR)),
+                (true, true) if has_entries(ino)? => return Err(errno(libc::ENOTEMPTY)),
+                _ => {}
+            }
+            dirents.remove((parent, name))?;
+            let now = Time::now();
+            pinode.mtime = now;
+            pinode.ctime = now;
+            pinode.nlink = pinode.nlink.saturating_add_signed(if dir { -1 } else { 0 });
+            inodes.insert(parent, pinode.to_bytes().as_slice())?;
+            (ino, inode)
         };
-        guard(
-            &store::get_inode(&txn.open_table(INODES)?, ino)?,
-            Mutation::Name,
-        )?;
-        match (dir, kind == Kind::Dir) {
-            (true, false) => return Err(errno(libc::ENOTDIR)),
-            (false, true) => return Err(errno(libc::EISDIR)),
-            (true, true) if has_entries(&txn, ino)? => return Err(errno(libc::ENOTEMPTY)),
-            _ => {}
-        }
-        txn.open_table(DIRENTS)?.remove((parent, name))?;
-        touch_dir(&txn, parent, if dir { -1 } else { 0 })?;
         // Dropped after the commit (or the abort): opens fail while the deletion is pending.
-        let _doom = self.drop_link(&txn, ino)?;
+        let _doom = self.drop_link_of(&txn, ino, inode)?;
         self.store.commit(txn, false)
     }
 
