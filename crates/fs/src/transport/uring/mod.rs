@@ -217,8 +217,12 @@ const STREAMING_READ: u32 = 64 << 10;
 /// serves large READs, when it may run anywhere, and the scheduler spreads the decoding.
 struct Affinity {
     cpu: usize,
+    /// The CPUs the process may use (`None`: unknown; the thread is then only ever pinned).
     all: Option<rustix::thread::CpuSet>,
     pinned: bool,
+    /// A change of affinity failed once (a cpuset that forbids it): the thread stays as it
+    /// is, and the log has one line, not one per request.
+    failed: bool,
 }
 
 impl Affinity {
@@ -229,6 +233,7 @@ impl Affinity {
             cpu,
             all,
             pinned: false,
+            failed: false,
         };
         a.set(true);
         a
@@ -236,7 +241,7 @@ impl Affinity {
 
     /// Keep the thread on its CPU (`pin`) or let it run on any the process may use.
     fn set(&mut self, pin: bool) {
-        if pin == self.pinned {
+        if pin == self.pinned || self.failed {
             return;
         }
         let set = match (pin, &self.all) {
@@ -250,10 +255,13 @@ impl Affinity {
         };
         match rustix::thread::sched_setaffinity(None, &set) {
             Ok(()) => self.pinned = pin,
-            Err(e) => log::warn!(
-                "FUSE over io_uring: CPU affinity of queue {}: {e}",
-                self.cpu
-            ),
+            Err(e) => {
+                log::warn!(
+                    "FUSE over io_uring: CPU affinity of queue {}: {e}; left as it is",
+                    self.cpu
+                );
+                self.failed = true;
+            }
         }
     }
 }
