@@ -112,7 +112,7 @@ fn engine_compress(
             at.push(n);
         }
     }
-    pack(out, at)
+    Ok(pack(out, at))
 }
 
 fn bare_compress(
@@ -128,11 +128,11 @@ fn bare_compress(
             .map_err(|e| BenchError::Spec(e.to_string()))?;
         at.push(n);
     }
-    pack(out, at)
+    Ok(pack(out, at))
 }
 
 /// Gather the compressed pages (page `i`'s first `n` bytes of its slot in `out`).
-fn pack(out: &[u8], sizes: Vec<Option<usize>>) -> Result<Packed, BenchError> {
+fn pack(out: &[u8], sizes: Vec<Option<usize>>) -> Packed {
     let mut bytes = Vec::new();
     let mut at = Vec::with_capacity(sizes.len());
     for (i, n) in sizes.into_iter().enumerate() {
@@ -142,7 +142,7 @@ fn pack(out: &[u8], sizes: Vec<Option<usize>>) -> Result<Packed, BenchError> {
             (start, n)
         }));
     }
-    Ok(Packed { bytes, at })
+    Packed { bytes, at }
 }
 
 fn engine_decompress(

@@ -60,7 +60,15 @@ pub(crate) fn has_entries(txn: &WriteTransaction, dir: u64) -> Result<bool, FsEr
 
 /// Read a directory inode for modification, failing unless it is one.
 pub(crate) fn dir_inode(txn: &WriteTransaction, dir: u64) -> Result<Inode, FsError> {
-    let inode = store::get_inode(&txn.open_table(INODES)?, dir)?;
+    dir_record(&txn.open_table(INODES)?, dir)
+}
+
+/// [`dir_inode`] from an inode table the caller has open.
+pub(crate) fn dir_record<T: redb::ReadableTable<u64, &'static [u8]>>(
+    inodes: &T,
+    dir: u64,
+) -> Result<Inode, FsError> {
+    let inode = store::get_inode(inodes, dir)?;
     if inode.kind != Kind::Dir {
         return Err(errno(libc::ENOTDIR));
     }

@@ -18,7 +18,7 @@ use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
 use crate::volume::delayed::Change;
-use crate::volume::names::dir::{check_name, dir_inode, entry_in, has_entries};
+use crate::volume::names::dir::{check_name, dir_inode, dir_record, entry_in, has_entries};
 use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
 
@@ -173,13 +173,17 @@ pub(super) fn update(
 }
 
 fn touch_dir(txn: &WriteTransaction, dir: u64, nlink_delta: i32) -> Result<(), FsError> {
-    update(txn, dir, |d| {
-        let now = Time::now();
-        d.mtime = now;
-        d.ctime = now;
-        d.nlink = d.nlink.saturating_add_signed(nlink_delta);
-    })?;
+    update(txn, dir, |d| touched(d, nlink_delta))?;
     Ok(())
+}
+
+/// A directory's record after an entry was added or removed: new times, and `nlink_delta` for
+/// a subdirectory's `..`.
+fn touched(d: &mut Inode, nlink_delta: i32) {
+    let now = Time::now();
+    d.mtime = now;
+    d.ctime = now;
+    d.nlink = d.nlink.saturating_add_signed(nlink_delta);
 }
 
 /// What a new inode is.
@@ -280,10 +284,7 @@ impl Volume {
         let (ino, inode) = {
             let mut dirents = txn.open_table(DIRENTS)?;
             let mut inodes = txn.open_table(INODES)?;
-            let mut pinode = store::get_inode(&inodes, parent)?;
-            if pinode.kind != Kind::Dir {
-                return Err(errno(libc::ENOTDIR));
-            }
+            let mut pinode = dir_record(&inodes, parent)?;
             guard(&pinode, Mutation::AddEntry)?;
             if dirents.get((parent, name))?.is_some() {
                 return Err(errno(libc::EEXIST));
@@ -311,12 +312,7 @@ impl Volume {
             if new.kind == Kind::Dir {
                 txn.open_table(PARENTS)?.insert(ino, parent)?;
             }
-            let now = Time::now();
-            pinode.mtime = now;
-            pinode.ctime = now;
-            pinode.nlink = pinode
-                .nlink
-                .saturating_add_signed(if new.kind == Kind::Dir { 1 } else { 0 });
+            touched(&mut pinode, if new.kind == Kind::Dir { 1 } else { 0 });
             inodes.insert(parent, pinode.to_bytes().as_slice())?;
             (ino, inode)
         };
@@ -389,10 +385,7 @@ impl Volume {
         let (ino, inode) = {
             let mut dirents = txn.open_table(DIRENTS)?;
             let mut inodes = txn.open_table(INODES)?;
-            let mut pinode = store::get_inode(&inodes, parent)?;
-            if pinode.kind != Kind::Dir {
-                return Err(errno(libc::ENOTDIR));
-            }
+            let mut pinode = dir_record(&inodes, parent)?;
             guard(&pinode, Mutation::RemoveEntry)?;
             let found = dirents.get((parent, name))?.map(|v| v.value());
             let Some((ino, kind)) = found.and_then(|(i, k)| Kind::from_u8(k).map(|k| (i, k)))
@@ -414,10 +407,7 @@ impl Volume {
                 _ => {}
             }
             dirents.remove((parent, name))?;
-            let now = Time::now();
-            pinode.mtime = now;
-            pinode.ctime = now;
-            pinode.nlink = pinode.nlink.saturating_add_signed(if dir { -1 } else { 0 });
+            touched(&mut pinode, if dir { -1 } else { 0 });
             inodes.insert(parent, pinode.to_bytes().as_slice())?;
             (ino, inode)
         };
