@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use wring_engine::offload::{BatchJob, Completed, Offload, OffloadConfig, Op};
-use wring_engine::{compressed_limit, CompressSpec, Engine, EngineConfig, Outcome, Policy};
+use wring_engine::{compressed_limit, CompressSpec, Engine, EngineConfig, Outcome, Policy, Saving};
 
 use crate::corpus::Corpus;
 use crate::metrics::{mb_per_s, speedup, Stored};
@@ -221,6 +221,7 @@ fn write_batch(
     let op = Op::Compress {
         spec,
         policy: Policy::Force,
+        saving: Saving::Block,
     };
     let mut jobs: Vec<BatchJob<'_>> = batch
         .iter()

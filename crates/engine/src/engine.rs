@@ -1,6 +1,7 @@
 //! The engine's public face: compress and decompress extents through the workspace managers,
 //! read statistics. Mirrors btrfs_compress_folios()/btrfs_decompress() in fs/btrfs/compression.c
-//! including the rule that compression must save at least one block.
+//! including the rule that compression must save at least one block ([`Saving::Block`]); a
+//! store that packs extents without rounding them to blocks asks for [`Saving::Bytes`] instead.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -17,6 +18,33 @@ use crate::workspace::{
     default_streams, Manager, ManagerConfig, ManagerStats, Workspace, DEFAULT_RECLAIM,
 };
 use crate::{BLOCK_SIZE, MAX_EXTENT};
+
+/// What compression must save for an extent to be stored compressed: the one place that
+/// decides how many output bytes a compressed extent may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Saving {
+    /// btrfs's rule: one 4 KiB block once both sizes are rounded up to blocks
+    /// (`round_up(compressed) + blocksize <= round_up(input)`), since the kernel stores extents
+    /// in whole blocks. An extent of one block or less is not tried.
+    #[default]
+    Block,
+    /// A packed store's rule (wring's filesystem, which stores extents without rounding): at
+    /// least 1/32 of the input and one byte, so a 3 KiB header file that compresses to 1 KiB is
+    /// stored compressed, where btrfs's rule would not even try it. 1/32 is what btrfs's rule
+    /// asks of a 128 KiB extent; below it the decoding on every read buys too little.
+    Bytes,
+}
+
+impl Saving {
+    /// Most bytes a compressed extent of `len` input bytes may take under this rule (0: it
+    /// cannot save enough, and is not tried).
+    pub fn limit(self, len: usize) -> usize {
+        match self {
+            Saving::Block => len.next_multiple_of(BLOCK_SIZE).saturating_sub(BLOCK_SIZE),
+            Saving::Bytes => len.saturating_sub(len / 32 + 1),
+        }
+    }
+}
 
 /// How the engine decides whether to try compressing an extent at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -203,9 +231,10 @@ impl Engine {
     }
 
     /// Compress one extent under `policy`. The result must save at least one 4 KiB block once
-    /// rounded up to blocks, or the extent is [`Outcome::Incompressible`] (btrfs's rule). An
-    /// extent of one block or less cannot save one and is not tried: [`Outcome::Skipped`], as
-    /// compress_file_range bails out uncompressed without judging the inode.
+    /// rounded up to blocks, or the extent is [`Outcome::Incompressible`] (btrfs's rule,
+    /// [`Saving::Block`]). An extent of one block or less cannot save one and is not tried:
+    /// [`Outcome::Skipped`], as compress_file_range bails out uncompressed without judging the
+    /// inode.
     pub fn compress_with(
         &self,
         spec: CompressSpec,
@@ -213,15 +242,17 @@ impl Engine {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<Outcome, Error> {
-        self.compress_with_dict(spec, policy, None, src, dst)
+        self.compress_with_dict(spec, policy, Saving::Block, None, src, dst)
     }
 
-    /// As [`Engine::compress_with`], with `dictionary` when one is given (zstd only). The
-    /// policy's probes (the heuristic, early abort's lz4 and zstd:1) run without it.
+    /// As [`Engine::compress_with`], under the storage rule `saving` and with `dictionary` when
+    /// one is given (zstd only). `dst` must hold `saving.limit(src.len())` bytes. The policy's
+    /// probes (the heuristic, early abort's lz4 and zstd:1) run without the dictionary.
     pub fn compress_with_dict(
         &self,
         spec: CompressSpec,
         policy: Policy,
+        saving: Saving,
         dictionary: Option<&Dictionary>,
         src: &[u8],
         dst: &mut [u8],
@@ -230,7 +261,7 @@ impl Engine {
         let Some(algorithm) = spec.algorithm else {
             return Ok(Outcome::Skipped);
         };
-        let limit = compressed_limit(src.len());
+        let limit = saving.limit(src.len());
         if limit == 0 {
             return Ok(Outcome::Skipped);
         }
@@ -240,7 +271,7 @@ impl Engine {
                 need: limit,
             });
         }
-        if !self.worth_trying(spec, policy, src)? {
+        if !self.worth_trying(spec, policy, limit, src)? {
             return Ok(Outcome::Skipped);
         }
         let mut ws = self.manager(algorithm).lease(spec.level);
@@ -278,11 +309,17 @@ impl Engine {
         compress_in(&mut ws, spec, dictionary, src, dst)
     }
 
-    fn worth_trying(&self, spec: CompressSpec, policy: Policy, src: &[u8]) -> Result<bool, Error> {
+    fn worth_trying(
+        &self,
+        spec: CompressSpec,
+        policy: Policy,
+        limit: usize,
+        src: &[u8],
+    ) -> Result<bool, Error> {
         match policy {
             Policy::Force => Ok(true),
             Policy::Heuristic => Ok(self.heuristic(src)),
-            Policy::EarlyAbort => self.early_abort_passes(spec, src),
+            Policy::EarlyAbort => self.early_abort_passes(spec, limit, src),
         }
     }
 
@@ -295,12 +332,16 @@ impl Engine {
     }
 
     /// Early abort: only for expensive settings; cheap probes compress into their own
-    /// workspace's buffer, so nothing is allocated.
-    fn early_abort_passes(&self, spec: CompressSpec, src: &[u8]) -> Result<bool, Error> {
+    /// workspace's buffer, so nothing is allocated. A probe passes when it fits in `limit`.
+    fn early_abort_passes(
+        &self,
+        spec: CompressSpec,
+        limit: usize,
+        src: &[u8],
+    ) -> Result<bool, Error> {
         if !is_expensive(spec) {
             return Ok(true);
         }
-        let limit = compressed_limit(src.len());
         for probe in [
             CompressSpec::default_for(Algorithm::Lz4),
             CompressSpec::new(Algorithm::Zstd, 1),
@@ -436,9 +477,9 @@ fn compress_in(
 }
 
 /// Most bytes a compressed extent of `len` input bytes may take and still save a block:
-/// btrfs requires round_up(compressed) + blocksize <= round_up(input).
+/// btrfs requires round_up(compressed) + blocksize <= round_up(input) ([`Saving::Block`]).
 pub fn compressed_limit(len: usize) -> usize {
-    len.next_multiple_of(BLOCK_SIZE).saturating_sub(BLOCK_SIZE)
+    Saving::Block.limit(len)
 }
 
 /// Levels worth an early-abort probe: those several times slower than the lz4 probe — zstd
@@ -449,5 +490,48 @@ fn is_expensive(spec: CompressSpec) -> bool {
         Some(Algorithm::Zstd | Algorithm::Zlib | Algorithm::Deflate) => spec.level >= 5,
         Some(Algorithm::Lz4hc) => spec.level >= 9,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_rule_asks_for_a_block_and_the_byte_rule_for_a_32nd() {
+        assert_eq!(Saving::Block.limit(4096), 0, "one block cannot save one");
+        assert_eq!(Saving::Block.limit(4097), 4096);
+        assert_eq!(Saving::Block.limit(128 << 10), 124 << 10);
+        assert_eq!(Saving::Bytes.limit(0), 0);
+        assert_eq!(Saving::Bytes.limit(1), 0, "one byte cannot save one");
+        assert_eq!(Saving::Bytes.limit(3000), 3000 - 93 - 1);
+        assert_eq!(Saving::Bytes.limit(128 << 10), (124 << 10) - 1);
+        for len in 1..20_000 {
+            let n = Saving::Bytes.limit(len);
+            assert!(n < len && len - n > len / 32, "{len} -> {n}");
+            assert!(Saving::Block.limit(len) <= len);
+        }
+    }
+
+    #[test]
+    fn a_small_text_is_compressed_under_the_byte_rule_and_skipped_under_the_block_rule() {
+        let engine = Engine::new(EngineConfig::default());
+        let text = b"#include <stdio.h>\nint main(void) { return 0; }\n".repeat(60);
+        assert!(text.len() <= BLOCK_SIZE);
+        let spec = CompressSpec::new(Algorithm::Zstd, 3);
+        let mut dst = vec![0; text.len()];
+        let block = engine.compress(spec, &text, &mut dst).unwrap();
+        assert_eq!(block, Outcome::Skipped);
+        let bytes = engine
+            .compress_with_dict(spec, Policy::Force, Saving::Bytes, None, &text, &mut dst)
+            .unwrap();
+        let Outcome::Compressed(n) = bytes else {
+            panic!("{bytes:?}")
+        };
+        let mut back = vec![0; text.len()];
+        engine
+            .decompress(Algorithm::Zstd, &dst[..n], &mut back)
+            .unwrap();
+        assert_eq!(back, text);
     }
 }

@@ -34,7 +34,7 @@ pub mod stream;
 mod sync;
 pub mod workspace;
 
-pub use engine::{compressed_limit, Engine, EngineConfig, EngineStats, Outcome, Policy};
+pub use engine::{compressed_limit, Engine, EngineConfig, EngineStats, Outcome, Policy, Saving};
 pub use error::{Error, SpecError};
 pub use spec::{Algorithm, CompressSpec, NotInBtrfs, SpecWarning};
 

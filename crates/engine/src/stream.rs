@@ -4,7 +4,7 @@
 //! The concurrency limit lives in the offload's fixed worker pool and the workspace manager;
 //! this only shapes a batch of borrowed extents into owned results.
 
-use crate::engine::{compressed_limit, Outcome, Policy};
+use crate::engine::{compressed_limit, Outcome, Policy, Saving};
 use crate::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -57,7 +57,11 @@ pub fn compress_batch(
         .collect();
     let mut out = Vec::with_capacity(inputs.len());
     for window in inputs.chunks(WINDOW) {
-        let op = Op::Compress { spec, policy };
+        let op = Op::Compress {
+            spec,
+            policy,
+            saving: Saving::Block,
+        };
         let mut jobs: Vec<BatchJob<'_>> = window
             .iter()
             .zip(staging.iter_mut())
@@ -96,7 +100,11 @@ pub fn compress_shared(
     let chain = Arc::new_cyclic(|me| Chain {
         me: me.clone(),
         inputs: inputs.to_vec(),
-        op: Op::Compress { spec, policy },
+        op: Op::Compress {
+            spec,
+            policy,
+            saving: Saving::Block,
+        },
         spec,
         submitter: offload.submitter(),
         next: AtomicUsize::new(0),

@@ -193,7 +193,7 @@ mod offload {
     use wring_engine::offload::{
         BatchJob, Complete, Completed, Done, Offload, OffloadConfig, Op, Request, SubmitError,
     };
-    use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy};
+    use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy, Saving};
 
     use super::{EXTENT, ITERATIONS};
 
@@ -221,6 +221,7 @@ mod offload {
             level: 1,
         },
         policy: Policy::Force,
+        saving: Saving::Block,
     };
 
     fn request(tag: u64) -> Request {

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use wring_engine::offload::sim::{SimConfig, SimDevice};
 use wring_engine::offload::{BatchJob, Completed, Done, Offload, OffloadConfig, Op, Ran, Request};
-use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy, MAX_EXTENT};
+use wring_engine::{
+    Algorithm, CompressSpec, Engine, EngineConfig, Outcome, Policy, Saving, MAX_EXTENT,
+};
 
 struct Counting;
 
@@ -74,6 +76,7 @@ fn round(
     let op = Op::Compress {
         spec: SPEC,
         policy: Policy::Force,
+        saving: Saving::Block,
     };
     let done = o
         .submit(Request {

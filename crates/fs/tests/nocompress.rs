@@ -1,6 +1,8 @@
 //! btrfs's NOCOMPRESS rules under `compress=lzo` (heuristic), on the volume directly (no root):
-//! only an extent that was tried and saved no block marks the inode; an extent of one block or
-//! less is stored raw unjudged (compress_file_range bails out before compressing); a change of
+//! only an extent of more than one block that was tried and saved too little marks the inode;
+//! an extent of one block or less is compressed (the store packs it without rounding: bytes
+//! saved are saved) but never judged, as btrfs judges none (compress_file_range bails out
+//! before compressing), so a short tail that cannot compress does not mark a file; a change of
 //! the `compression` property clears the mark (prop_compression_apply); a truncate keeps the
 //! cut extent's encoding and judges nothing. Run with synchronous
 //! writes and with writeback on the offload, which judge extents on two different paths.
@@ -50,23 +52,34 @@ fn scenario(on_offload: bool) {
     };
     let mut rng = Rng(0x6e6f_636f);
 
-    // A small file and a short tail extent: stored raw, the inode not judged.
+    // A small file of text is compressed, where btrfs's block rule would store it raw.
     let a = file("small");
     vol.write(a, 0, &text(&mut rng, 3000), None).unwrap();
-    assert_eq!(kinds(&vol, a), ["none"], "written back by the {threads}");
-    assert!(
-        !marked(&vol, a),
-        "written back by the {threads}: a 3000-byte file marked the inode"
-    );
+    assert_eq!(kinds(&vol, a), ["lzo"], "written back by the {threads}");
     vol.write(a, 3000, &text(&mut rng, 2 * E as usize + 1000 - 3000), None)
         .unwrap();
+    assert_eq!(kinds(&vol, a), ["lzo"], "written back by the {threads}");
+    assert!(!marked(&vol, a), "written back by the {threads}");
+
+    // A small file that does not compress is stored raw, and judges nothing: neither does a
+    // short tail after extents that compressed.
+    let s = file("small-random");
+    vol.write(s, 0, &random32(&mut rng, 3000), None).unwrap();
+    assert_eq!(kinds(&vol, s), ["none"], "written back by the {threads}");
+    assert!(
+        !marked(&vol, s),
+        "written back by the {threads}: a 3000-byte file marked the inode"
+    );
+    let t = file("tail");
+    vol.write(t, 0, &text(&mut rng, E as usize), None).unwrap();
+    vol.write(t, E, &random32(&mut rng, 1000), None).unwrap();
     assert_eq!(
-        kinds(&vol, a),
+        kinds(&vol, t),
         ["lzo", "none"],
         "written back by the {threads}"
     );
     assert!(
-        !marked(&vol, a),
+        !marked(&vol, t),
         "written back by the {threads}: a 1000-byte tail marked the inode"
     );
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use wring_engine::offload::{
     Completed, CompletionQueue, Done, Offload, OffloadConfig, Op as OffloadOp, Request,
 };
-use wring_engine::{Algorithm, CompressSpec, Engine, Outcome, Policy};
+use wring_engine::{Algorithm, CompressSpec, Engine, Outcome, Policy, Saving};
 
 use super::file::{process_file, Finished};
 use super::{Event, Options, RecompressError, Status, Summary};
@@ -108,6 +108,8 @@ impl Lane {
         let op = OffloadOp::Compress {
             spec: self.spec,
             policy: self.policy,
+            // The kernel reads what the bridge writes: btrfs's own rule, in whole blocks.
+            saving: Saving::Block,
         };
         self.submit(op, tag, data, output)
     }

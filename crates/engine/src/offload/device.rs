@@ -42,7 +42,7 @@ impl DeviceCaps {
     /// [`Op::CompressInto`] go to a device.
     pub fn produces(&self, op: &Op) -> bool {
         match *op {
-            Op::Compress { spec, policy } => {
+            Op::Compress { spec, policy, .. } => {
                 policy == crate::Policy::Force && self.compresses(spec)
             }
             Op::CompressInto { spec } => self.compresses(spec),

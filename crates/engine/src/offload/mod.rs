@@ -45,7 +45,7 @@ pub use batch::BatchJob;
 pub use device::{Device, DeviceCaps, DeviceError, DeviceWork};
 pub use stats::{Fallback, Histogram, OffloadStats, ProviderStats};
 
-use crate::engine::{Engine, Outcome, Policy};
+use crate::engine::{Engine, Outcome, Policy, Saving};
 use crate::error::Error;
 use crate::spec::{Algorithm, CompressSpec};
 use queue::{Shared, Target};
@@ -53,12 +53,14 @@ use queue::{Shared, Target};
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    /// Compress one extent under btrfs's storage rule (it must save a block).
+    /// Compress one extent under a storage rule (btrfs's: it must save a block).
     Compress {
         /// Algorithm and level.
         spec: CompressSpec,
         /// compress-force, the heuristic or early abort.
         policy: Policy,
+        /// What it must save to be stored compressed.
+        saving: Saving,
     },
     /// Compress one page or extent with no storage rule: the result only has to fit in the
     /// output buffer (zram's rule is the caller's).
@@ -90,7 +92,7 @@ impl Op {
     /// Output bytes this request needs for an input of `input_len` bytes.
     fn output_len(&self, input_len: usize, given: usize) -> usize {
         match *self {
-            Op::Compress { .. } => crate::engine::compressed_limit(input_len),
+            Op::Compress { saving, .. } => saving.limit(input_len),
             Op::CompressInto { .. } => given,
             Op::Decompress { len, .. } => len,
         }

@@ -183,8 +183,12 @@ fn run(engine: &Engine, job: &mut Job) -> Result<Completed, Error> {
     // which lives as long as the job.
     let src = unsafe { &*input };
     match op {
-        Op::Compress { spec, policy } => engine
-            .compress_with_dict(spec, policy, dictionary, src, out)
+        Op::Compress {
+            spec,
+            policy,
+            saving,
+        } => engine
+            .compress_with_dict(spec, policy, saving, dictionary, src, out)
             .map(Completed::Compressed),
         Op::CompressInto { spec } => engine
             .compress_into_dict(spec, dictionary, src, out)

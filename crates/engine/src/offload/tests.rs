@@ -51,6 +51,7 @@ fn compress(spec: CompressSpec, input: Vec<u8>, tag: u64) -> Request {
         op: Op::Compress {
             spec,
             policy: Policy::Force,
+            saving: Saving::Block,
         },
         input: input.into(),
         output: Vec::new(),
@@ -270,6 +271,7 @@ fn a_batch_larger_than_the_queue_finishes_every_job() {
                 Op::Compress {
                     spec: zstd(3),
                     policy: Policy::Force,
+                    saving: Saving::Block,
                 },
                 i,
                 o,
@@ -295,6 +297,7 @@ fn a_batch_job_with_a_short_output_fails_alone() {
     let op = Op::Compress {
         spec: zstd(1),
         policy: Policy::Force,
+        saving: Saving::Block,
     };
     let mut jobs = [
         BatchJob::new(op, &input, &mut small),
@@ -341,6 +344,7 @@ fn the_device_takes_only_what_it_produces_above_its_threshold() {
                 op: Op::Compress {
                     spec: zstd(3),
                     policy: Policy::Heuristic,
+                    saving: Saving::Block,
                 },
                 ..compress(zstd(3), big.clone(), 4)
             },
@@ -495,6 +499,7 @@ fn shutdown_finishes_what_was_accepted_and_refuses_the_rest() {
         Op::Compress {
             spec: zstd(1),
             policy: Policy::Force,
+            saving: Saving::Block,
         },
         &input,
         &mut out,
@@ -587,6 +592,7 @@ fn handlers_get_every_completion_on_cpu_and_device_and_survive_a_panic() {
             op: Op::Compress {
                 spec: zstd(3),
                 policy: Policy::Force,
+                saving: Saving::Block,
             },
             input,
             output: Vec::new(),
@@ -625,6 +631,7 @@ fn a_full_queue_refuses_try_submit_with_and_hands_the_request_back() {
         op: Op::Compress {
             spec: zstd(3),
             policy: Policy::Force,
+            saving: Saving::Block,
         },
         input: text(64 << 10, tag).into(),
         output: Vec::new(),
