@@ -122,6 +122,7 @@ fn store_record_seeds(dir: &Path) -> std::io::Result<()> {
         ram_len: 131072,
         crc: 0x1234_5678,
         seq: 42,
+        dict: 1,
     };
     let inline = header.encode(b"stored bytes of a small extent");
     seeds.push((1, external_item(&inline, 1 << 20).to_vec()));
@@ -129,6 +130,7 @@ fn store_record_seeds(dir: &Path) -> std::io::Result<()> {
     let raw = ExtentHeader {
         encoding: Encoding::Raw,
         ram_len: 5,
+        dict: 0,
         ..header
     };
     seeds.push((1, raw.encode(b"hello")));

@@ -459,6 +459,7 @@ fn a_crash_after_a_compaction_pass_finds_every_extent() {
                 ram_len: e.len() as u32,
                 crc: checksum(e),
                 seq: i as u64,
+                dict: 0,
             };
             let item = external_item_of(&h, e.len(), at);
             t.insert((1, i as u64), item.as_slice()).unwrap();

@@ -45,6 +45,7 @@ pub use batch::BatchJob;
 pub use device::{Device, DeviceCaps, DeviceError, DeviceWork};
 pub use stats::{Fallback, Histogram, OffloadStats, ProviderStats};
 
+use crate::dict::Dictionary;
 use crate::engine::{Engine, Outcome, Policy, Saving};
 use crate::error::Error;
 use crate::spec::{Algorithm, CompressSpec};
@@ -326,6 +327,18 @@ impl Offload {
         handler: &Arc<dyn Complete>,
     ) -> Result<(), SubmitError> {
         self.shared.submit_with(request, handler, false)
+    }
+
+    /// As [`Offload::try_submit_with`], with `dictionary` when one is given (zstd only, as
+    /// [`BatchJob::with_dictionary`]; a request with one runs on the CPU).
+    pub fn try_submit_dict_with(
+        &self,
+        request: Request,
+        dictionary: Option<&Dictionary>,
+        handler: &Arc<dyn Complete>,
+    ) -> Result<(), SubmitError> {
+        self.shared
+            .submit_dict_with(request, dictionary.cloned(), handler, false)
     }
 
     /// A completion queue: requests submitted to it are collected with

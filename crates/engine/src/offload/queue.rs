@@ -78,12 +78,12 @@ pub(crate) struct Job {
 unsafe impl Send for Job {}
 
 impl Job {
-    pub(super) fn owned(r: Request) -> Job {
+    pub(super) fn owned(r: Request, dictionary: Option<Dictionary>) -> Job {
         Job {
             op: r.op,
             input: Src::Request(r.input),
             output: Output::Owned(r.output),
-            dictionary: None,
+            dictionary,
             tag: r.tag,
         }
     }
@@ -399,7 +399,18 @@ impl Shared {
         target: Target,
         block: bool,
     ) -> Result<SlotId, SubmitError> {
-        self.submit_job(Job::owned(request), target, block)
+        self.submit_dict(request, None, target, block)
+    }
+
+    /// Accept an owned request, with `dictionary` when one is given.
+    pub(super) fn submit_dict(
+        &self,
+        request: Request,
+        dictionary: Option<Dictionary>,
+        target: Target,
+        block: bool,
+    ) -> Result<SlotId, SubmitError> {
+        self.submit_job(Job::owned(request, dictionary), target, block)
             .map_err(|(job, full)| {
                 let request = Box::new(job.into_request());
                 match full {
@@ -419,8 +430,21 @@ impl Shared {
         handler: &Arc<dyn Complete>,
         block: bool,
     ) -> Result<(), SubmitError> {
+        self.submit_dict_with(request, None, handler, block)
+    }
+
+    /// Accept an owned request, with `dictionary` when one is given, whose completion goes to
+    /// `handler`.
+    pub(super) fn submit_dict_with(
+        &self,
+        request: Request,
+        dictionary: Option<Dictionary>,
+        handler: &Arc<dyn Complete>,
+        block: bool,
+    ) -> Result<(), SubmitError> {
         let target = Target::Handler(Arc::clone(handler));
-        self.submit(request, target, block).map(|_| ())
+        self.submit_dict(request, dictionary, target, block)
+            .map(|_| ())
     }
 
     /// Accept a job: take a free slot (waiting for one if `block`), route it, queue it.

@@ -3,8 +3,8 @@
 //! Mirrors `btrfs check` in read-only mode: the database's own integrity (redb's checksummed
 //! pages), then every cross-reference — directory entries point at inodes of the right kind,
 //! link counts match the names, every extent belongs to a file, lies within its size, passes
-//! its checksum and decodes to its length, no two extents share bytes of the data file, and
-//! the stored-bytes counters add up. Like `btrfs check`, it writes nothing: the store is
+//! its checksum and decodes to its length (with its dictionary, which must exist and digest),
+//! no two extents share bytes of the data file, and the stored-bytes counters add up. Like `btrfs check`, it writes nothing: the store is
 //! opened with [`Store::open_for_check`].
 //!
 //! A store whose extents are in a bucket (`mkfs --data`) gets the object store's side of
@@ -31,6 +31,8 @@ pub struct FsckReport {
     pub inodes: u64,
     /// Extents checked.
     pub extents: u64,
+    /// Dictionaries checked.
+    pub dicts: u64,
     /// Problems, one line each.
     pub problems: Vec<String>,
     /// Things worth knowing that are not problems, one line each.
@@ -157,6 +159,13 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
             report
                 .problems
                 .push(format!("symlink {ino}: target missing"));
+        }
+    }
+    // Every dictionary digests (the extents that name one are decoded with it below).
+    for (id, bytes) in crate::store::dicts::all(&txn)? {
+        report.dicts += 1;
+        if let Err(e) = wring_engine::dict::Dictionary::new(bytes) {
+            report.problems.push(format!("dictionary {id}: {e}"));
         }
     }
     let mut disk: HashMap<u64, u64> = HashMap::new();

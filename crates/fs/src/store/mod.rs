@@ -18,6 +18,7 @@ pub mod backend;
 pub mod compactor;
 pub mod data;
 mod dbfile;
+pub mod dicts;
 pub mod extents;
 pub mod handover;
 pub mod medium;
@@ -259,6 +260,7 @@ impl Store {
         let source = Source::File(path.clone());
         let repaired = Arc::new(AtomicBool::new(false));
         let db = source.open(&space, &repaired)?;
+        dicts::check_version(&db.begin_read()?)?;
         let (spec, ids) = objects::read_config(&db)?;
         let parts = (source, space);
         if let DataSpec::Objects(o) = &spec {
@@ -303,6 +305,7 @@ impl Store {
         let path = db_path(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).create_with_backend(Overlay::open(&path)?)?;
+        dicts::check_version(&db.begin_read()?)?;
         let (spec, ids) = objects::read_config(&db)?;
         let data = match &spec {
             DataSpec::Objects(o) => {

@@ -304,6 +304,9 @@ pub struct ExtentHeader {
     pub crc: u32,
     /// Unique sequence number (keys the decompressed-extent cache).
     pub seq: u64,
+    /// The store's dictionary the stored bytes were compressed with (zstd only; 0: none).
+    /// Byte 3 of the header, zero in every store made before dictionaries.
+    pub dict: u8,
 }
 
 /// Bytes before the stored data in an extent value.
@@ -439,7 +442,7 @@ impl ExtentHeader {
         b[0] = INLINE;
         b[1] = code;
         b[2] = level as i8 as u8;
-        b[3] = 0;
+        b[3] = self.dict;
         b[4..8].copy_from_slice(&self.ram_len.to_le_bytes());
         b[8..12].copy_from_slice(&self.crc.to_le_bytes());
         b[12..20].copy_from_slice(&self.seq.to_le_bytes());
@@ -470,11 +473,17 @@ impl ExtentHeader {
         if ram_len as usize > crate::options::MAX_MAX_EXTENT {
             return None;
         }
+        // Only zstd takes a dictionary.
+        let dict = b[3];
+        if dict != 0 && !matches!(encoding, Encoding::Compressed(Algorithm::Zstd, _)) {
+            return None;
+        }
         Some(ExtentHeader {
             encoding,
             ram_len: u32::from_le_bytes(b[4..8].try_into().ok()?),
             crc: u32::from_le_bytes(b[8..12].try_into().ok()?),
             seq: u64::from_le_bytes(b[12..20].try_into().ok()?),
+            dict,
         })
     }
 }
@@ -506,6 +515,7 @@ mod tests {
             ram_len: 4096,
             crc: 7,
             seq: 9,
+            dict: 3,
         };
         let b = h.encode(b"abc");
         assert_eq!(ExtentHeader::decode(&b), Some(h.clone()));
@@ -570,9 +580,13 @@ mod tests {
             ram_len: 4096,
             crc: 0,
             seq: 1,
+            dict: 0,
         };
         let mut b = h.encode(b"x");
         b[2] = 10; // zlib has no level 10
+        assert_eq!(ExtentHeader::decode(&b), None);
+        let mut b = h.encode(b"x");
+        b[3] = 1; // a dictionary with zlib
         assert_eq!(ExtentHeader::decode(&b), None);
         let mut b = h.encode(b"x");
         b[4..8].copy_from_slice(&u32::MAX.to_le_bytes());

@@ -68,6 +68,8 @@ pub struct Volume {
     /// Buffers for a batched read's stored bytes, kept between reads.
     staging: Mutex<Vec<Vec<u8>>>,
     da: Arc<data::delalloc::Delalloc>,
+    /// Trained dictionaries for small extents (`dict=auto`).
+    dicts: data::dicts::Dicts,
     /// Bumped before every commit that removes file data (truncate, punch hole): a reader that
     /// took dirty extents and then a snapshot retries when one came in between, so it never
     /// mixes data from before the removal with a snapshot from after.
@@ -217,6 +219,7 @@ impl Volume {
                 vol.submit_writeback();
                 vol.commit_ready();
                 vol.purge_forgotten();
+                vol.maybe_train();
                 if let Err(e) = vol.store.commit_if_due() {
                     log::error!("periodic commit failed: {e}");
                 }
@@ -307,7 +310,9 @@ impl Volume {
                 what: "starting the compression workers".into(),
                 source: std::io::Error::other(e),
             })?;
+        let dicts = data::dicts::Dicts::load(store::dicts::all(&*store.read()?)?);
         Ok(Volume {
+            dicts,
             store: DelayedStore::new(store)?,
             engine,
             offload,

@@ -77,6 +77,8 @@ pub struct Report {
     pub by_type: BTreeMap<String, Usage>,
     /// Per algorithm and level (`zstd:3`).
     pub by_level: BTreeMap<String, Usage>,
+    /// Extents compressed with each of the store's dictionaries, by id (`dict=auto`).
+    pub by_dict: BTreeMap<u8, Usage>,
     /// On a store whose extents are in a bucket.
     pub bucket: Option<BucketUsage>,
 }
@@ -128,6 +130,12 @@ impl fmt::Display for Report {
         writeln!(f, "Level      Perc     Disk Usage Uncompressed Referenced")?;
         for (k, u) in &self.by_level {
             row(f, k, u)?;
+        }
+        if !self.by_dict.is_empty() {
+            writeln!(f, "Dictionary Perc     Disk Usage Uncompressed Referenced")?;
+            for (id, u) in &self.by_dict {
+                row(f, &format!("dict {id}"), u)?;
+            }
         }
         writeln!(
             f,
@@ -297,6 +305,9 @@ impl Volume {
                 report.total.add(disk, ram);
                 report.by_type.entry(ty).or_default().add(disk, ram);
                 report.by_level.entry(level).or_default().add(disk, ram);
+                if h.dict != 0 {
+                    report.by_dict.entry(h.dict).or_default().add(disk, ram);
+                }
             }
         }
         if let Some(objects) = self.store.objects() {

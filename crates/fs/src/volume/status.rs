@@ -17,6 +17,7 @@ use wring_objstore::Stats;
 
 use crate::store::space::{SpaceCounts, SpaceReport};
 use crate::volume::stat::human;
+use crate::volume::data::dicts::DictStatus;
 use crate::volume::Volume;
 
 /// The whole report of a live mount.
@@ -41,12 +42,48 @@ pub fn status_text(vol: &Volume) -> String {
         let on = o.compact.then_some(o.compact_threshold);
         s += &vol.store.compaction_line(on).unwrap_or_default();
     }
+    if let Ok(d) = vol.dict_status() {
+        s += &dict_line(vol.options().dict, &d);
+    }
     s += &vol.ops.line();
     s += &vol.ops.time_line();
     s += &vol.store.counts.line();
     s += &vol.wb_waits.line();
     s += &vol.store.delayed_counts.line(vol.store.delayed_len());
     s
+}
+
+/// The dictionaries: each one's id and size, the one new small extents use, the samples
+/// collected toward the first, and what the last training of this mount measured.
+fn dict_line(on: bool, d: &DictStatus) -> String {
+    let list: Vec<String> = d
+        .dicts
+        .iter()
+        .map(|(id, n)| format!("{id}:{}", human(*n as u64)))
+        .collect();
+    let mut s = format!(
+        "dicts: {} count={} newest={} samples={}",
+        if on { "auto" } else { "off" },
+        d.dicts.len(),
+        d.newest,
+        human(d.sample_bytes as u64)
+    );
+    if !list.is_empty() {
+        s += &format!(" sizes={}", list.join(","));
+    }
+    if let Some(t) = d.last {
+        let saved = t.alone.saturating_sub(t.with);
+        s += &format!(
+            " trained={}: {} samples of {} compress to {} alone, {} with it (saves {}, zstd:3)",
+            t.id,
+            t.samples,
+            human(t.raw),
+            human(t.alone),
+            human(t.with),
+            human(saved)
+        );
+    }
+    s + "\n"
 }
 
 /// The store's space: whether it is full or degraded and why, the figures behind it (free

@@ -366,7 +366,10 @@ pub fn run(cmd: Command) -> Result<()> {
                 );
             }
             let r = fsck::fsck_with(&dir, &access.access(false))?;
-            println!("checked {} inodes, {} extents", r.inodes, r.extents);
+            println!(
+                "checked {} inodes, {} extents, {} dictionaries",
+                r.inodes, r.extents, r.dicts
+            );
             for n in &r.notes {
                 println!("note: {n}");
             }

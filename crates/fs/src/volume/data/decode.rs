@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 
+use wring_engine::dict::Dictionary;
 use wring_engine::offload::{BatchJob, Op};
 use wring_engine::pool::PageBuf;
 use wring_engine::{compressed_limit, Algorithm};
@@ -123,7 +124,9 @@ impl Volume {
             match h.encoding {
                 Encoding::Raw => out.copy_from_slice(stored),
                 Encoding::Compressed(alg, _) => {
-                    let mut jobs = [decompress_job(alg, stored, out)];
+                    let dict = self.extent_dict(ino, offset, &h)?;
+                    let mut jobs =
+                        [decompress_job(alg, stored, out).with_dictionary(dict.as_ref())];
                     self.offload.run_batch(&mut jobs);
                     self.decoded(ino, offset, &mut jobs[0])?;
                 }
@@ -180,7 +183,8 @@ impl Volume {
             match h.encoding {
                 Encoding::Raw => out.copy_from_slice(stored),
                 Encoding::Compressed(alg, _) => {
-                    jobs.push(decompress_job(alg, stored, out));
+                    let dict = self.extent_dict(ino, offset, &h)?;
+                    jobs.push(decompress_job(alg, stored, out).with_dictionary(dict.as_ref()));
                     offsets.push(offset);
                 }
             }
@@ -189,6 +193,23 @@ impl Volume {
         jobs.iter_mut()
             .zip(offsets)
             .try_for_each(|(job, offset)| self.decoded(ino, offset, job))
+    }
+
+    /// The dictionary extent `h` was compressed with, if any; one the store lacks or cannot
+    /// digest makes the extent corrupt (EIO and a log line).
+    fn extent_dict(
+        &self,
+        ino: u64,
+        offset: u64,
+        h: &ExtentHeader,
+    ) -> Result<Option<Dictionary>, FsError> {
+        match h.dict {
+            0 => Ok(None),
+            id => self
+                .dictionary(id)
+                .map(Some)
+                .map_err(|why| self.corrupt(ino, offset, why)),
+        }
     }
 
     /// A decompression job's result as the filesystem reports it.

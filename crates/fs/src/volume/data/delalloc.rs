@@ -171,7 +171,7 @@ impl Complete for Writeback {
             log::error!("writeback: a completion for no request ({})", done.tag);
             return;
         };
-        let shape = shape(&job.data, job.decision, Some(done.result));
+        let shape = shape(&job.data, &job.decision, Some(done.result));
         da.push_ready(Ready {
             job,
             shape,
@@ -255,6 +255,7 @@ impl Delalloc {
             let share = room.as_mut().map(|r| r.split_extent(data.len()));
             st.next_gen += 1;
             let gen = st.next_gen;
+            let len = data.len();
             let data = Arc::new(data);
             st.bytes += data.len();
             st.jobs += 1;
@@ -267,7 +268,7 @@ impl Delalloc {
                 gen,
                 extent_size,
                 data,
-                decision,
+                decision: crate::volume::data::encode::for_len(&decision, len),
                 time,
                 _room: share,
             });
@@ -393,8 +394,8 @@ impl Volume {
                 let out = st.spare.pop().unwrap_or_default();
                 (job, out)
             };
-            let Some(op) = op_for(&job.data, job.decision) else {
-                let shape = shape(&job.data, job.decision, None);
+            let Some(op) = op_for(&job.data, &job.decision) else {
+                let shape = shape(&job.data, &job.decision, None);
                 self.da.push_ready(Ready { job, shape, out });
                 direct = true;
                 continue;
@@ -406,9 +407,13 @@ impl Volume {
                 tag: job.gen,
             };
             let gen = job.gen;
+            let dict = crate::volume::data::encode::dictionary(&job.decision).cloned();
             // In the map before the offload can complete it.
             self.da.state().flight.insert(gen, job);
-            if let Err(e) = self.offload.try_submit_with(request, handler) {
+            if let Err(e) = self
+                .offload
+                .try_submit_dict_with(request, dict.as_ref(), handler)
+            {
                 let request = e.into_request();
                 let mut st = self.da.state();
                 if let Some(job) = st.flight.remove(&gen) {
@@ -588,7 +593,7 @@ impl Volume {
                     continue;
                 }
             };
-            match value(s, r.job.decision, &r.job.data, &r.out) {
+            match value(s, &r.job.decision, &r.job.data, &r.out) {
                 Ok(v) if self.da.is_current(&r.job) => {
                     values.push((&r.job, v, matches!(s, Shape::Raw { mark: true })));
                 }
@@ -642,9 +647,9 @@ impl Volume {
                 .map(|_| st.spare.pop().unwrap_or_default())
                 .collect()
         };
-        let extents: Vec<(&[u8], Decision)> = jobs
+        let extents: Vec<(&[u8], &Decision)> = jobs
             .iter()
-            .map(|j| (j.data.as_slice(), j.decision))
+            .map(|j| (j.data.as_slice(), &j.decision))
             .collect();
         let shapes = encode_batch(&self.offload, &extents, &mut outs);
         drop(extents);

@@ -8,6 +8,7 @@
 //! not a block ([`SAVING`]), as the store packs extents without rounding. Zero-filled extents
 //! become holes, which btrfs leaves to fallocate and wring does on every write.
 
+use wring_engine::dict::Dictionary;
 use wring_engine::offload::{BatchJob, Completed, Offload, Op};
 use wring_engine::{CompressSpec, Outcome, Policy, Saving};
 
@@ -20,8 +21,25 @@ use crate::store::records::{checksum, Encoding, ExtentHeader};
 /// small files stored raw under compress-force=zstd:3 with the block rule).
 const SAVING: Saving = Saving::Bytes;
 
+/// The store's dictionary an extent is compressed with: its id and its prepared forms.
+#[derive(Debug, Clone)]
+pub(crate) struct DictUse {
+    /// Its id in the store (1 to 255).
+    pub id: u8,
+    /// The dictionary.
+    pub dict: Dictionary,
+}
+
+impl PartialEq for DictUse {
+    fn eq(&self, other: &DictUse) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for DictUse {}
+
 /// How new data of an inode is compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Compression {
     /// Algorithm and level.
     pub spec: CompressSpec,
@@ -30,6 +48,8 @@ pub(crate) struct Compression {
     /// Whether an extent that does not compress marks the inode NOCOMPRESS (`compress`
     /// without a property; never under compress-force or a property).
     pub judge: bool,
+    /// The dictionary a small extent is compressed with (zstd, `dict=auto`).
+    pub dict: Option<DictUse>,
 }
 
 /// What to do with an extent's data: compress it so, or (`None`) store it raw.
@@ -58,8 +78,8 @@ pub(crate) fn is_zero(buf: &[u8]) -> bool {
 
 /// The compression request an extent needs: `None` when it becomes a hole or is stored raw
 /// (then [`shape`] with no result says which).
-pub(crate) fn op_for(data: &[u8], decision: Decision) -> Option<Op> {
-    let c = decision?;
+pub(crate) fn op_for(data: &[u8], decision: &Decision) -> Option<Op> {
+    let c = decision.as_ref()?;
     (!is_zero(data)).then_some(Op::Compress {
         spec: c.spec,
         policy: c.policy,
@@ -71,7 +91,7 @@ pub(crate) fn op_for(data: &[u8], decision: Decision) -> Option<Op> {
 /// one, else a hole or raw.
 pub(crate) fn shape(
     data: &[u8],
-    decision: Decision,
+    decision: &Decision,
     result: Option<Result<Completed, wring_engine::Error>>,
 ) -> Result<Shape, FsError> {
     let Some(result) = result else {
@@ -83,7 +103,7 @@ pub(crate) fn shape(
     };
     // An extent of one block or less is tried (bytes saved are saved) but never judged, as
     // btrfs judges none: a short tail that cannot compress must not mark a whole file.
-    let judge = decision.is_some_and(|c| c.judge) && data.len() > wring_engine::BLOCK_SIZE;
+    let judge = decision.as_ref().is_some_and(|c| c.judge) && data.len() > wring_engine::BLOCK_SIZE;
     Ok(match result? {
         Completed::Compressed(Outcome::Compressed(n)) => Shape::Compressed(n),
         Completed::Compressed(Outcome::Incompressible) => Shape::Raw { mark: judge },
@@ -95,18 +115,19 @@ pub(crate) fn shape(
 /// `out`; `None` for a hole.
 pub(crate) fn value<'a>(
     shape: Shape,
-    decision: Decision,
+    decision: &Decision,
     data: &'a [u8],
     out: &'a [u8],
 ) -> Result<Option<(ExtentHeader, &'a [u8])>, FsError> {
-    let (encoding, stored) = match shape {
+    let (encoding, stored, dict) = match shape {
         Shape::Hole => return Ok(None),
-        Shape::Raw { .. } => (Encoding::Raw, data),
+        Shape::Raw { .. } => (Encoding::Raw, data, 0),
         Shape::Compressed(n) => {
-            let c = decision.ok_or(errno(libc::EIO))?;
+            let c = decision.as_ref().ok_or(errno(libc::EIO))?;
             let alg = c.spec.algorithm.ok_or(errno(libc::EIO))?;
             let stored = out.get(..n).ok_or(errno(libc::EIO))?;
-            (Encoding::Compressed(alg, c.spec.level), stored)
+            let dict = c.dict.as_ref().map_or(0, |d| d.id);
+            (Encoding::Compressed(alg, c.spec.level), stored, dict)
         }
     };
     let h = ExtentHeader {
@@ -114,15 +135,32 @@ pub(crate) fn value<'a>(
         ram_len: data.len() as u32,
         crc: checksum(stored),
         seq: 0,
+        dict,
     };
     Ok(Some((h, stored)))
+}
+
+/// `decision` for an extent of `len` bytes: a dictionary only for a small one.
+pub(crate) fn for_len(decision: &Decision, len: usize) -> Decision {
+    match decision {
+        Some(c) if c.dict.is_some() && len > super::dicts::SMALL => Some(Compression {
+            dict: None,
+            ..c.clone()
+        }),
+        d => d.clone(),
+    }
+}
+
+/// The dictionary `decision` compresses with, if any.
+pub(crate) fn dictionary(decision: &Decision) -> Option<&Dictionary> {
+    decision.as_ref()?.dict.as_ref().map(|d| &d.dict)
 }
 
 /// Shape extents — (data, decision) each — compressing those that need it in one batch on
 /// `offload`, into `outs` (one output buffer per extent, grown as needed).
 pub(crate) fn encode_batch(
     offload: &Offload,
-    extents: &[(&[u8], Decision)],
+    extents: &[(&[u8], &Decision)],
     outs: &mut [Vec<u8>],
 ) -> Vec<Result<Shape, FsError>> {
     let mut batch = Vec::with_capacity(extents.len());
@@ -133,7 +171,8 @@ pub(crate) fn encode_batch(
             if out.len() < limit {
                 out.resize(limit, 0);
             }
-            batch.push(BatchJob::new(op, data, &mut out[..limit]));
+            let job = BatchJob::new(op, data, &mut out[..limit]);
+            batch.push(job.with_dictionary(dictionary(decision)));
             which.push(i);
         }
     }

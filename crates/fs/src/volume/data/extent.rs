@@ -49,6 +49,7 @@ fn decide(opts: &Options, inode: &Inode, prop: Option<CompressSpec>) -> Decision
             spec,
             policy,
             judge,
+            dict: None,
         })
     };
     match prop {
@@ -75,6 +76,9 @@ fn same_encoding(h: ExtentHeader) -> Decision {
             spec: CompressSpec::new(alg, level),
             policy: Policy::Force,
             judge: false,
+            // The cut extent keeps its algorithm and level; the newest dictionary's turn
+            // comes with its next rewrite.
+            dict: None,
         }),
     }
 }
@@ -417,7 +421,8 @@ impl Volume {
             }
             Room::Free => None,
         };
-        let decision = decide(&opts, &inode, prop);
+        let mut decision = decide(&opts, &inode, prop);
+        self.with_dictionary(&mut decision, &chunks);
         self.da
             .enqueue(ino, e as u32, new_size, decision, chunks, reservation);
         drop(g);
@@ -590,7 +595,8 @@ impl Volume {
                             data.read_at(0, &mut cut);
                             let decision = same_encoding(h);
                             let mut out = [Vec::new()];
-                            let shapes = encode_batch(&self.offload, &[(&cut, decision)], &mut out);
+                            let shapes =
+                                encode_batch(&self.offload, &[(&cut, &decision)], &mut out);
                             let Ok([shape]) = <[_; 1]>::try_from(shapes) else {
                                 return Err(errno(libc::EIO));
                             };
@@ -605,7 +611,7 @@ impl Volume {
             self.removals.fetch_add(1, Ordering::SeqCst);
             let mut delta = txn.put_extents(ino, encoded)?;
             if let Some((idx, shape, decision, cut, [out])) = cut_value {
-                let value = super::encode::value(shape, decision, &cut, &out)?;
+                let value = super::encode::value(shape, &decision, &cut, &out)?;
                 delta += txn.put_value(ino, idx, value)?;
             }
             inode.disk = inode.disk.saturating_add_signed(delta);

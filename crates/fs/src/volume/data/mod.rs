@@ -10,5 +10,6 @@
 pub(super) mod cache;
 mod decode;
 pub(crate) mod delalloc;
+pub mod dicts;
 pub(crate) mod encode;
 pub mod extent;

@@ -1,0 +1,87 @@
+//! The store's dictionaries: zstd dictionaries the filesystem trained on its own small
+//! extents, each under a one-byte id that the extents compressed with it carry (byte 3 of the
+//! extent header). A dictionary is written in a transaction of its own before any extent
+//! names it, so every commit that holds such an extent holds its dictionary too.
+//!
+//! btrfs has no counterpart: its on-disk format has no place for a dictionary. The store's
+//! format version says what a binary must understand: 1 for every store without
+//! dictionaries (what every wring before them wrote), 2 once one is stored. A binary refuses a
+//! version above the one it knows with a plain message. (Binaries from before versions were
+//! checked would read an extent that needs a dictionary as damaged: EIO and a log line.)
+
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::error::FsError;
+use crate::store::META;
+
+/// Dictionary id → the dictionary's bytes (zstd's format).
+pub const DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("dicts");
+/// The format version of a store that holds dictionaries.
+pub const VERSION_DICTS: u64 = 2;
+/// The newest format version this binary reads and writes.
+pub const VERSION: u64 = VERSION_DICTS;
+
+/// Refuse a store of a format newer than this binary's.
+pub fn check_version(txn: &ReadTransaction) -> Result<(), FsError> {
+    let v = crate::store::counter(txn, "version")?;
+    if v > VERSION {
+        return Err(FsError::Refused {
+            why: format!(
+                "this store has format version {v}, and this wring reads versions up to \
+                 {VERSION}: it was made or changed by a newer wring; use that one"
+            ),
+            errno: libc::EPROTONOSUPPORT,
+        });
+    }
+    Ok(())
+}
+
+/// Store dictionary `id` (and the format version that says the store holds dictionaries).
+pub fn put(txn: &WriteTransaction, id: u8, bytes: &[u8]) -> Result<(), FsError> {
+    txn.open_table(DICTS)?.insert(u32::from(id), bytes)?;
+    let mut meta = txn.open_table(META)?;
+    let v = meta.get("version")?.map_or(1, |g| g.value());
+    if v < VERSION_DICTS {
+        meta.insert("version", VERSION_DICTS)?;
+    }
+    Ok(())
+}
+
+/// The id the next dictionary gets; `None` when all 255 are taken.
+pub fn next_id(txn: &WriteTransaction) -> Result<Option<u8>, FsError> {
+    let t = txn.open_table(DICTS)?;
+    let last = t.last()?.map_or(0, |(k, _)| k.value());
+    Ok(u8::try_from(last.saturating_add(1)).ok())
+}
+
+/// Every dictionary of the store: (id, bytes), by id; an id beyond one byte is damage.
+pub fn all(txn: &ReadTransaction) -> Result<Vec<(u8, Vec<u8>)>, FsError> {
+    let t = match txn.open_table(DICTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for r in t.iter()? {
+        let (k, v) = r?;
+        let id = u8::try_from(k.value()).map_err(|_| FsError::Refused {
+            why: format!(
+                "the store's dictionary table has an id {} beyond 255 (run wring fsck)",
+                k.value()
+            ),
+            errno: libc::EUCLEAN,
+        })?;
+        out.push((id, v.value().to_vec()));
+    }
+    Ok(out)
+}
+
+/// Dictionary `id`'s bytes, if the store has it.
+pub fn get(txn: &ReadTransaction, id: u8) -> Result<Option<Vec<u8>>, FsError> {
+    let t = match txn.open_table(DICTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(t.get(u32::from(id))?.map(|v| v.value().to_vec()))
+}
