@@ -416,7 +416,7 @@ pub(crate) fn wring_sync(mnt: &Path) -> Result<(), BenchError> {
 }
 
 /// (uncompressed, stored) from the `raw:` line of the fs's stat report of `path`.
-fn wring_usage(path: &Path) -> Result<(u64, u64), BenchError> {
+pub(crate) fn wring_usage(path: &Path) -> Result<(u64, u64), BenchError> {
     let text = daemon::get_xattr(path, STAT_XATTR).map_err(|source| BenchError::Fs {
         what: format!("reading the stat report of {}", path.display()),
         source,

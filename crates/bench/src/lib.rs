@@ -26,6 +26,7 @@
 
 pub mod blk;
 pub mod corpus;
+pub mod dict;
 mod error;
 pub mod fs;
 pub mod interrupt;

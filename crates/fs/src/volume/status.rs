@@ -16,8 +16,8 @@ use wring_engine::EngineStats;
 use wring_objstore::Stats;
 
 use crate::store::space::{SpaceCounts, SpaceReport};
-use crate::volume::stat::human;
 use crate::volume::data::dicts::DictStatus;
+use crate::volume::stat::human;
 use crate::volume::Volume;
 
 /// The whole report of a live mount.
@@ -62,11 +62,12 @@ fn dict_line(on: bool, d: &DictStatus) -> String {
         .map(|(id, n)| format!("{id}:{}", human(*n as u64)))
         .collect();
     let mut s = format!(
-        "dicts: {} count={} newest={} samples={}",
+        "dicts: {} count={} newest={} samples={} busy={}",
         if on { "auto" } else { "off" },
         d.dicts.len(),
         d.newest,
-        human(d.sample_bytes as u64)
+        human(d.sample_bytes as u64),
+        u8::from(d.busy)
     );
     if !list.is_empty() {
         s += &format!(" sizes={}", list.join(","));

@@ -38,6 +38,9 @@ pub enum Command {
     /// Many small files through a wring-fs mount — tar -x, find + stat, cp -a, git clone and
     /// status, rm -rf — with the kernel's btrfs and a plain FUSE pass-through beside it (needs root)
     Meta(super::bench_meta::Args),
+    /// Trained dictionaries on small files: bytes stored with dict=auto against dict=off and
+    /// the kernel's btrfs, tar -x and read-back times, at zstd:1, 3 and 9 (needs root)
+    Dict(super::bench_dict::Args),
     /// Seed 004's table: per request size, the offload API's CPU provider against a SIMULATED
     /// device (a test double) at a few latencies, with its threshold and with injected failures
     Offload(OffloadArgs),
@@ -310,6 +313,10 @@ pub fn run(c: Command) -> Result<()> {
         Command::Recompress(a) => super::bench_recompress::run(a),
         Command::Fs(a) => super::bench_fs::run(a),
         Command::Meta(a) => super::bench_meta::run(a),
+        Command::Dict(a) => {
+            install_ctrlc();
+            super::bench_dict::run(a)
+        }
         Command::Offload(a) => {
             install_ctrlc();
             run_offload(a)

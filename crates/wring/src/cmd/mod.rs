@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_dict;
 pub mod bench_fs;
 pub mod bench_meta;
 pub mod bench_recompress;

@@ -3,11 +3,18 @@
 //! empty, and most of a header file or a script is boilerplate its neighbours share; a zstd
 //! dictionary trained on the filesystem's own small extents gives each one that start.
 //!
-//! The life of a dictionary: writes of small extents under zstd offer copies of their data
-//! as samples until [`Options::dict_train_bytes`] are collected; the committer's tick then
-//! trains a dictionary of [`DICT_SIZE`] bytes on a thread of its own
-//! ([`Volume::train_dictionary`]), stores it under the next id in a transaction of its own
-//! (`store::dicts`), and from then on small extents are compressed with it and carry its id.
+//! The life of a dictionary: every write of small extents under zstd offers them to a
+//! reservoir of samples ([`RESERVOIR`] of them at most, each kept with equal chance: Vitter's
+//! algorithm R). Once [`Options::dict_train_bytes`] are in, the committer's tick trains a
+//! dictionary of [`DICT_SIZE`] bytes on a thread of its own ([`Volume::train_dictionary`]),
+//! stores it under the next id in a transaction of its own (`store::dicts`), and from then
+//! on small extents are compressed with it and carry its id. Content drifts (C headers,
+//! then Perl modules): after every [`RETRAIN_AFTER`] times `dict_train_bytes` of small
+//! extents, a candidate is trained on the reservoir, which holds the new content beside the
+//! old, and measured against the newest dictionary on the most recent small extents
+//! ([`RECENT_BYTES`] of them); it is stored and used only if it saves [`BETTER`] more. After
+//! each new dictionary a rewrite pass (`dict_rewrite.rs`) gives every small zstd extent the
+//! newest one where that makes it smaller.
 //! Reads keep every dictionary they met prepared ([`Dicts::get`]); one the store lacks, or
 //! cannot digest, is EIO with a log line naming the extent.
 //!
@@ -16,10 +23,10 @@
 //! and redb's commits are ordered, so whatever commit survives a crash holds the dictionary of
 //! every extent it holds.
 //!
-//! Left for later (said in the README): training again when the content drifts, and a pass
-//! that rewrites small extents written before the first dictionary or with an older one.
+//! Left for later (said in the README): deleting a dictionary no extent uses any more (each
+//! is 112 KiB; a store holds at most 255, then stops training).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use wring_engine::dict::Dictionary;
@@ -38,6 +45,15 @@ use crate::volume::Volume;
 pub const SMALL: usize = 16 << 10;
 /// Bytes of a trained dictionary: 112 KiB, zstd's default (`zstd --train`'s maxdict).
 pub const DICT_SIZE: usize = 112 << 10;
+/// Samples the reservoir keeps: at most 32 MiB of small extents, typically 10 MiB.
+pub const RESERVOIR: usize = 2048;
+/// A candidate is trained once this many times `dict_train_bytes` of small extents were
+/// written since the last training.
+pub const RETRAIN_AFTER: usize = 4;
+/// The most recent small extents a candidate is measured on.
+pub const RECENT_BYTES: usize = 1 << 20;
+/// A candidate must compress the recent extents to at most this share of the newest's.
+const BETTER: f64 = 0.97;
 
 /// The mount's dictionaries.
 #[derive(Default)]
@@ -51,11 +67,22 @@ struct State {
     newest: Option<DictUse>,
     /// Dictionaries prepared for reads, by id.
     loaded: HashMap<u8, Dictionary>,
-    /// Samples collected for the next training.
+    /// The reservoir of samples.
     samples: Vec<Vec<u8>>,
     sample_bytes: usize,
-    /// A training is running (its samples taken).
+    /// Small extents offered to the reservoir.
+    seen: u64,
+    /// xorshift state for the reservoir's choices.
+    rng: u64,
+    /// A training is running.
     training: bool,
+    /// Bytes of small extents offered since the last training.
+    since: usize,
+    /// The most recent small extents, up to [`RECENT_BYTES`].
+    recent: VecDeque<Vec<u8>>,
+    recent_bytes: usize,
+    /// A rewrite pass is running.
+    pub(super) rewriting: bool,
     /// No more trainings this mount (every id taken, or zstd failed).
     done: bool,
     /// The last training of this mount.
@@ -88,6 +115,8 @@ pub struct DictStatus {
     pub sample_bytes: usize,
     /// The last training of this mount.
     pub last: Option<Training>,
+    /// A training or a rewrite pass runs, or a training is due at the next tick.
+    pub busy: bool,
 }
 
 impl Dicts {
@@ -110,8 +139,8 @@ impl Dicts {
     }
 
     /// The dictionary for new small extents of `decision`'s writes, offering `small` (the
-    /// write's small extents) as samples while no dictionary exists.
-    fn attach(&self, decision: &mut Decision, small: &[&[u8]], train_bytes: usize) {
+    /// write's small extents) to the reservoir.
+    fn attach(&self, decision: &mut Decision, small: &[&[u8]]) {
         let Some(c) = decision.as_mut() else {
             return;
         };
@@ -119,41 +148,57 @@ impl Dicts {
             return;
         }
         let mut st = lock(&self.state);
-        if st.newest.is_none() && !st.training && !st.done {
-            for s in small {
-                if st.sample_bytes >= train_bytes {
-                    break;
-                }
-                st.sample_bytes += s.len();
-                st.samples.push(s.to_vec());
-            }
+        for s in small {
+            st.offer(s);
         }
         c.dict = st.newest.clone();
     }
 
-    /// Samples to train on, when enough are collected and no training runs.
-    fn take_samples(&self, train_bytes: usize) -> Option<Vec<Vec<u8>>> {
+    /// What a training needs — the reservoir, the newest dictionary and the recent extents
+    /// to measure a candidate on — when one is due and none runs.
+    fn take_samples(&self, train_bytes: usize) -> Option<Round> {
         let mut st = lock(&self.state);
-        if st.training || st.done || st.newest.is_some() || st.sample_bytes < train_bytes {
+        if st.training || !st.due(train_bytes) {
             return None;
         }
         st.training = true;
-        st.sample_bytes = 0;
-        Some(std::mem::take(&mut st.samples))
+        st.since = 0;
+        Some(Round {
+            samples: st.samples.clone(),
+            newest: st.newest.clone(),
+            recent: st.recent.iter().cloned().collect(),
+        })
     }
 
-    /// A training ended: with the stored dictionary, or with none (no more this mount).
-    fn trained(&self, new: Option<(DictUse, Training)>) {
+    /// A training ended: with a new dictionary stored, with a candidate not better than
+    /// the newest (`Kept`), or unable to train or store one (no more this mount).
+    fn trained(&self, outcome: Outcome) {
         let mut st = lock(&self.state);
         st.training = false;
-        match new {
-            Some((d, t)) => {
+        match outcome {
+            Outcome::New(d, t) => {
                 st.loaded.insert(d.id, d.dict.clone());
                 st.newest = Some(d);
                 st.last = Some(t);
             }
-            None => st.done = true,
+            Outcome::Kept => {}
+            Outcome::Failed => st.done = true,
         }
+    }
+
+    /// The dictionary new small extents get.
+    pub(super) fn newest(&self) -> Option<DictUse> {
+        lock(&self.state).newest.clone()
+    }
+
+    /// Mark a rewrite pass as running; false when one already is.
+    pub(super) fn start_rewrite(&self) -> bool {
+        !std::mem::replace(&mut lock(&self.state).rewriting, true)
+    }
+
+    /// A rewrite pass ended.
+    pub(super) fn end_rewrite(&self) {
+        lock(&self.state).rewriting = false;
     }
 
     /// The prepared dictionary `id`, from memory or the store.
@@ -174,13 +219,74 @@ impl Dicts {
         Ok(dict)
     }
 
-    fn status(&self) -> (u8, usize, Option<Training>) {
+    fn status(&self, train_bytes: usize) -> (u8, usize, Option<Training>, bool) {
         let st = lock(&self.state);
         (
             st.newest.as_ref().map_or(0, |d| d.id),
             st.sample_bytes,
             st.last,
+            st.training || st.rewriting || st.due(train_bytes),
         )
+    }
+}
+
+/// What a training works on.
+struct Round {
+    samples: Vec<Vec<u8>>,
+    newest: Option<DictUse>,
+    recent: Vec<Vec<u8>>,
+}
+
+/// How a training ended.
+enum Outcome {
+    /// A new dictionary, stored.
+    New(DictUse, Training),
+    /// The candidate did not beat the newest dictionary.
+    Kept,
+    /// No dictionary (zstd could not train, every id is taken, or the store refused it).
+    Failed,
+}
+
+impl State {
+    /// A training is due: the first once `train_bytes` of samples are in, then a candidate
+    /// after [`RETRAIN_AFTER`] times that of new small extents.
+    fn due(&self, train_bytes: usize) -> bool {
+        let wanted = match self.newest {
+            None => self.sample_bytes >= train_bytes,
+            Some(_) => self.since >= train_bytes.saturating_mul(RETRAIN_AFTER),
+        };
+        wanted && !self.done
+    }
+
+    /// Offer a small extent to the reservoir (algorithm R: the n-th is kept with chance
+    /// RESERVOIR / n, in place of one chosen at random) and to the recent ones.
+    fn offer(&mut self, s: &[u8]) {
+        self.since = self.since.saturating_add(s.len());
+        self.recent_bytes += s.len();
+        self.recent.push_back(s.to_vec());
+        while self.recent_bytes > RECENT_BYTES {
+            match self.recent.pop_front() {
+                Some(old) => self.recent_bytes -= old.len(),
+                None => break,
+            }
+        }
+        self.seen += 1;
+        if self.samples.len() < RESERVOIR {
+            self.sample_bytes += s.len();
+            self.samples.push(s.to_vec());
+            return;
+        }
+        // xorshift64: the choice needs no more than to be spread evenly.
+        let mut x = self.rng | 1;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        let j = (x % self.seen) as usize;
+        if let Some(slot) = self.samples.get_mut(j) {
+            self.sample_bytes = self.sample_bytes - slot.len() + s.len();
+            *slot = s.to_vec();
+        }
     }
 }
 
@@ -198,44 +304,64 @@ impl Volume {
             .map(|c| c.1.as_slice())
             .filter(|d| d.len() <= SMALL)
             .collect();
-        self.dicts.attach(decision, &small, opts.dict_train_bytes);
+        self.dicts.attach(decision, &small);
     }
 
     /// Train a dictionary when enough samples are collected, on a thread of its own; the
     /// committer's tick calls this.
     pub(crate) fn maybe_train(self: &Arc<Self>) {
-        let Some(samples) = self.dicts.take_samples(self.options().dict_train_bytes) else {
+        let Some(round) = self.dicts.take_samples(self.options().dict_train_bytes) else {
             return;
         };
         let weak = Arc::downgrade(self);
         let spawned = std::thread::Builder::new()
             .name("wring-dict".into())
             .spawn(move || {
-                if let Some(vol) = weak.upgrade() {
-                    let new = vol.train_dictionary(&samples);
-                    vol.dicts.trained(new);
+                let Some(vol) = weak.upgrade() else {
+                    return;
+                };
+                let outcome = vol.train_dictionary(&round);
+                let trained = matches!(outcome, Outcome::New(..));
+                vol.dicts.trained(outcome);
+                drop(vol);
+                if trained {
+                    Volume::rewrite_small(&weak);
                 }
             });
         if let Err(e) = spawned {
             log::error!("could not start training a dictionary: {e}");
-            self.dicts.trained(None);
+            self.dicts.trained(Outcome::Kept);
         }
     }
 
-    /// Train on `samples` and store the dictionary under the next id; `None` (logged) when
-    /// zstd cannot train on them, every id is taken, or the store refuses the transaction.
-    fn train_dictionary(&self, samples: &[Vec<u8>]) -> Option<(DictUse, Training)> {
-        let views: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    /// Train on the round's samples; store the dictionary under the next id if it is the
+    /// first, or if it compresses the recent extents better than the newest by [`BETTER`].
+    fn train_dictionary(&self, round: &Round) -> Outcome {
+        let views: Vec<&[u8]> = round.samples.iter().map(Vec::as_slice).collect();
         let dict = match Dictionary::train(&views, DICT_SIZE) {
             Ok(d) => d,
             Err(e) => {
                 log::warn!("no dictionary for small files this mount: {e}");
-                return None;
+                return Outcome::Failed;
             }
         };
+        if let Some(newest) = &round.newest {
+            let (now, candidate) = (
+                self.compressed(&newest.dict, &round.recent),
+                self.compressed(&dict, &round.recent),
+            );
+            if candidate as f64 > BETTER * now as f64 {
+                log::debug!(
+                    "a new dictionary would store the recent small extents in {candidate} \
+                     bytes against {now} with dictionary {}: kept",
+                    newest.id
+                );
+                return Outcome::Kept;
+            }
+        }
         match self.store_dictionary(&dict) {
             Ok(Some(id)) => {
-                let t = self.measure(id, &dict, samples);
+                let t = self.measure(id, &dict, &round.samples);
                 log::info!(
                     "trained dictionary {id} ({} bytes) on {} small extents: {} bytes \
                      compress to {} alone, {} with it (zstd:3)",
@@ -245,17 +371,33 @@ impl Volume {
                     t.alone,
                     t.with
                 );
-                Some((DictUse { id, dict }, t))
+                Outcome::New(DictUse { id, dict }, t)
             }
             Ok(None) => {
                 log::warn!("the store holds 255 dictionaries; no new one is trained");
-                None
+                Outcome::Failed
             }
             Err(e) => {
                 log::error!("storing a new dictionary failed: {e}");
-                None
+                Outcome::Failed
             }
         }
+    }
+
+    /// Bytes `samples` take compressed one by one with `dict` at zstd:3.
+    fn compressed(&self, dict: &Dictionary, samples: &[Vec<u8>]) -> u64 {
+        let spec = CompressSpec::new(Algorithm::Zstd, 3);
+        let mut out = Vec::new();
+        samples
+            .iter()
+            .map(|s| {
+                out.resize(s.len() + 64, 0);
+                let n = self
+                    .engine
+                    .compress_into_dict(spec, Some(dict), s, &mut out);
+                n.ok().flatten().unwrap_or(s.len()) as u64
+            })
+            .sum()
     }
 
     /// What dictionary `id` saves on the samples it was trained on, at zstd:3.
@@ -304,7 +446,11 @@ impl Volume {
     /// The dictionaries for `wring status`.
     pub fn dict_status(&self) -> Result<DictStatus, FsError> {
         let snap = self.store.read()?;
-        let (newest, sample_bytes, last) = self.dicts.status();
+        let o = self.options();
+        let (newest, sample_bytes, last, busy) = match o.dict {
+            true => self.dicts.status(o.dict_train_bytes),
+            false => self.dicts.status(usize::MAX),
+        };
         Ok(DictStatus {
             dicts: dicts::all(&snap)?
                 .into_iter()
@@ -313,6 +459,7 @@ impl Volume {
             newest,
             sample_bytes,
             last,
+            busy,
         })
     }
 }

@@ -10,6 +10,7 @@
 pub(super) mod cache;
 mod decode;
 pub(crate) mod delalloc;
+mod dict_rewrite;
 pub mod dicts;
 pub(crate) mod encode;
 pub mod extent;
