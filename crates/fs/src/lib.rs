@@ -65,6 +65,7 @@ pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options, Uring};
 pub use transport::{fuse, uring};
+pub use volume::data::dicts::{DictStatus, Training};
 pub use volume::names::acl;
 pub use volume::{Caller, NewInode, SetAttr, Volume};
 

@@ -25,13 +25,17 @@ pub const DEFAULT_COMPACT_THRESHOLD: u8 = 50;
 /// and Perl and Python modules, 4 MiB of samples gives within 2% of what 16 MiB gives, and
 /// leaves fewer extents written before there is a dictionary).
 pub const DEFAULT_DICT_TRAIN_BYTES: usize = 4 << 20;
+/// The smallest `dict_train=`: zstd wants a few dozen samples.
+pub const MIN_DICT_TRAIN: usize = 64 << 10;
+/// The largest `dict_train=`: the reservoir keeps at most 2,048 samples anyway.
+pub const MAX_DICT_TRAIN: usize = 1 << 30;
 /// The highest threshold accepted: a fresh segment (its extents, a 12-byte index entry each
 /// and a 32-byte trailer) is never under it, so compaction cannot rewrite its own output.
 pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
 streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=auto|0|1, \
-dict=auto|off, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
+dict=auto|off, dict_train=SIZE, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
 noexec, relatime, strictatime, noatime, lazytime, nolazytime";
 
 /// When a read updates a file's access time (mount(8)'s atime options; btrfs's default is
@@ -144,8 +148,8 @@ pub struct Options {
     /// filesystem trains on its own small extents; `dict=off`: none is trained or used for
     /// new data (extents written with one still read).
     pub dict: bool,
-    /// Bytes of small extents collected before a dictionary is trained (not a mount option:
-    /// tests lower it).
+    /// `dict_train=`: bytes of small extents collected before the first dictionary is
+    /// trained (and, four times over, before a candidate replaces it).
     pub dict_train_bytes: usize,
     /// Compact a store in a bucket (no effect on a local store).
     pub compact: bool,
@@ -357,6 +361,12 @@ impl Options {
                 ("dict", Some("auto")) => o.dict = true,
                 ("dict", Some("off")) => o.dict = false,
                 ("dict", Some(v)) => return Err(invalid(key, v, "auto (the default) or off")),
+                ("dict_train", Some(v)) => match parse_size(v) {
+                    Some(n) if (MIN_DICT_TRAIN..=MAX_DICT_TRAIN).contains(&n) => {
+                        o.dict_train_bytes = n
+                    }
+                    _ => return Err(invalid(key, v, "a size from 64K to 1G (default 4M)")),
+                },
                 ("uring", Some(v)) => o.uring = Uring::parse(key, v)?,
                 ("compact_threshold", Some(v)) => match v.parse::<u8>() {
                     Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
@@ -371,7 +381,7 @@ impl Options {
                 _ if mount8_option(key) => {}
                 (
                     "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
-                    | "threads" | "uring" | "dict" | "compact" | "compact_threshold",
+                    | "threads" | "uring" | "dict" | "dict_train" | "compact" | "compact_threshold",
                     None,
                 ) => return Err(invalid(key, "", "the option needs a value: KEY=VALUE")),
                 _ => return Err(OptionError::Unknown(item.to_string())),
@@ -431,6 +441,9 @@ impl fmt::Display for Options {
         }
         if !self.dict {
             f.write_str(",dict=off")?;
+        }
+        if self.dict_train_bytes != DEFAULT_DICT_TRAIN_BYTES {
+            write!(f, ",dict_train={}", format_size(self.dict_train_bytes))?;
         }
         if self.allow_other {
             f.write_str(",allow_other")?;

@@ -235,3 +235,82 @@ fn metadata_kill_9_cycles() {
     let total: u64 = acked.lock().unwrap().iter().sum();
     assert!(total > 100, "only {total} generations made durable in all");
 }
+
+/// A small header file, different for every (cycle, i), sharing a preamble with the others:
+/// what dictionaries are trained on.
+fn small_header(cycle: u64, i: u64) -> Vec<u8> {
+    let mut rng = Rng(cycle.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i ^ 0x5a5a);
+    let mut s = String::from(
+        "/* SPDX-License-Identifier: GPL-2.0 */\n/* A header of the kill -9 test: the same \
+         preamble in every file, then definitions of its own. */\n#pragma once\n\n",
+    );
+    for n in 0..20 + rng.below(100) {
+        s += &format!(
+            "#define KILL9_{cycle}_{i}_{n}\t(1U << {})\t/* {} */\n",
+            rng.below(32),
+            ["flag", "mask", "shift"][rng.below(3) as usize]
+        );
+    }
+    s.into_bytes()
+}
+
+/// kill -9 at random moments while small files are written and fsync'ed, and dictionaries
+/// are trained (every 64 KiB) and extents rewritten with them in the background: every
+/// fsync'ed file reads back, fsck finds nothing, and the store ends with dictionaries.
+#[test]
+fn kill_9_cycles_with_dictionaries() {
+    if !require_root("kill_9_cycles_with_dictionaries") {
+        return;
+    }
+    let mut m = Mount::new("crash-dicts");
+    let acked: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+    let mut rng = Rng(0xd1c7);
+    for cycle in 0..10u64 {
+        m.start("compress-force=zstd:3,dict_train=64K");
+        for &(c, i) in lock(&acked).iter() {
+            let back = std::fs::read(m.p(&format!("s/{c}-{i}.h")))
+                .unwrap_or_else(|e| panic!("cycle {cycle}: {c}-{i}.h was fsync'ed: {e}"));
+            assert!(back == small_header(c, i), "cycle {cycle}: {c}-{i}.h differs");
+        }
+        let _ = std::fs::create_dir(m.p("s"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (dir, stop, acked) = (m.p("s"), stop.clone(), acked.clone());
+            std::thread::spawn(move || {
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let path = dir.join(format!("{cycle}-{i}.h"));
+                    let ok = std::fs::File::create(&path)
+                        .and_then(|mut f| {
+                            std::io::Write::write_all(&mut f, &small_header(cycle, i))?;
+                            f.sync_all()
+                        })
+                        .is_ok();
+                    if !ok {
+                        return;
+                    }
+                    lock(&acked).push((cycle, i));
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(400 + rng.below(1600)));
+        m.kill();
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        let r = wring_fs::fsck::fsck(&m.store).unwrap();
+        assert!(r.problems.is_empty(), "cycle {cycle}: {:?}", r.problems);
+    }
+    let r = wring_fs::fsck::fsck(&m.store).unwrap();
+    eprintln!(
+        "{} files fsync'ed, {} dictionaries",
+        lock(&acked).len(),
+        r.dicts
+    );
+    assert!(r.dicts >= 1, "no dictionary was trained in ten cycles");
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -2,7 +2,8 @@
 //! dm-log-writes log to every flush): a seeded run of file operations on the real [`Volume`]
 //! over a [`SimDisk`], cut at many points — between operations and between the I/Os of one —
 //! and every cut must mount, pass fsck and give back each file as it was at or after its last
-//! fsync.
+//! fsync. A second run does the same with zstd and text, and trains dictionaries and
+//! rewrites extents with them (`dict=auto`) between the operations.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,8 @@ const STEPS: usize = 1000;
 /// The extent size: small, so a file has many extents, most of them in the data file.
 const EXTENT: u64 = 16 << 10;
 const OPTIONS: &str = "compress-force=lzo,max_extent=16K,streams=1";
+/// The run with dictionaries: zstd (which takes them), every extent small.
+const DICT_OPTIONS: &str = "compress-force=zstd:3,max_extent=16K,streams=1,dict=auto";
 /// Files grow up to about this size.
 const MAX_SIZE: u64 = 192 << 10;
 /// File names in use at most (all in the root directory).
@@ -86,15 +89,46 @@ fn random_bytes(rng: &mut Rng, len: usize) -> Vec<u8> {
     v
 }
 
-/// Mostly incompressible data (so extents go to the data file), some text, some zeros (holes).
-fn some_data(rng: &mut Rng, len: usize) -> Vec<u8> {
+/// Mostly incompressible data (so extents go to the data file), some text, some zeros (holes);
+/// with `words`, half of it words (what a dictionary can be trained on).
+fn some_data(rng: &mut Rng, len: usize, words: bool) -> Vec<u8> {
     match rng.below(10) {
         0 => vec![0; len],
         1 => (0..len)
             .map(|i| b"the quick brown fox jumps over "[(i * 7 + i / 31) % 31])
             .collect(),
+        2..=6 if words => word_data(rng, len),
         _ => random_bytes(rng, len),
     }
+}
+
+/// Words of a small vocabulary in random order, lines of a few.
+fn word_data(rng: &mut Rng, len: usize) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "#define ",
+        "extent ",
+        "inode ",
+        "struct ",
+        "btrfs_",
+        "zstd_",
+        "return ",
+        "static ",
+        "(1 << 4) ",
+        "u64 ",
+        "*/\n",
+        "/* ",
+        "if (",
+        "dictionary ",
+        "0x",
+        "\n",
+    ];
+    let mut v = Vec::with_capacity(len + 16);
+    while v.len() < len {
+        v.extend_from_slice(WORDS[rng.below(16) as usize].as_bytes());
+        v.extend_from_slice(format!("{:x} ", rng.below(4096)).as_bytes());
+    }
+    v.truncate(len);
+    v
 }
 
 /// Apply a write to the model, pushing a state per extent it touches: without writeback
@@ -122,6 +156,10 @@ struct Run {
     files: Vec<File>,
     rng: Rng,
     cuts: usize,
+    /// The run with dictionaries: words in the data, and dictionary rounds among the steps.
+    dict: bool,
+    /// Extents the dictionary rounds rewrote.
+    rewritten: u64,
 }
 
 impl Run {
@@ -173,7 +211,7 @@ impl Run {
             5000
         };
         let len = 1 + self.rng.below(max) as usize;
-        let data = some_data(&mut self.rng, len);
+        let data = some_data(&mut self.rng, len, self.dict);
         let f = &mut self.files[i];
         self.vol.write(f.ino, offset, &data, None).unwrap();
         write_model(f, offset, &data);
@@ -245,8 +283,22 @@ impl Run {
         Op("sync".into(), Durable::All)
     }
 
+    /// Train a dictionary if one is due and rewrite the extents with it, as the committer's
+    /// tick and the training's thread do (here on this thread, between operations).
+    fn dict_round(&mut self) -> Op {
+        let new = self.vol.dict_round_now();
+        self.rewritten += new;
+        Op(
+            format!("dictionary round ({new} extents rewritten)"),
+            Durable::Nothing,
+        )
+    }
+
     /// One random operation.
     fn step(&mut self) -> Op {
+        if self.dict && self.rng.below(20) == 0 {
+            return self.dict_round();
+        }
         match self.rng.below(100) {
             0..=7 => self.create(),
             8..=62 => self.write(),
@@ -277,7 +329,7 @@ impl Run {
     /// Mount what the disk `cut` holds and check it.
     fn verify(&mut self, cut: &SimDisk, at: &str) {
         self.cuts += 1;
-        let mut vol = Volume::open_sim(cut.file(0), cut.file(1), options())
+        let mut vol = Volume::open_sim(cut.file(0), cut.file(1), options(self.dict))
             .unwrap_or_else(|e| panic!("{at}: the store does not mount after the power cut: {e}"));
         let mut names = names(&vol);
         for f in &self.files {
@@ -310,8 +362,15 @@ impl Run {
     }
 }
 
-fn options() -> Options {
-    Options::parse(OPTIONS).unwrap()
+fn options(dict: bool) -> Options {
+    match dict {
+        false => Options::parse(OPTIONS).unwrap(),
+        true => {
+            let mut o = Options::parse(DICT_OPTIONS).unwrap();
+            o.dict_train_bytes = 48 << 10;
+            o
+        }
+    }
 }
 
 /// Names in the root directory, by inode.
@@ -347,17 +406,40 @@ fn observe(vol: &Volume, ino: u64, names: Vec<Vec<u8>>) -> Result<State, String>
 
 #[test]
 fn power_cuts_keep_what_fsync_made_durable() {
+    power_cuts(false);
+}
+
+#[test]
+fn power_cuts_keep_what_fsync_made_durable_with_dictionaries() {
+    let run = power_cuts(true);
+    let st = run.vol.dict_status().unwrap();
+    assert!(
+        st.dicts.len() >= 2,
+        "the run trained {} dictionaries; it must train and replace one",
+        st.dicts.len()
+    );
+    assert!(run.rewritten > 0, "the dictionary rounds rewrote nothing");
+    eprintln!(
+        "{} dictionaries, {} extents rewritten",
+        st.dicts.len(),
+        run.rewritten
+    );
+}
+
+fn power_cuts(dict: bool) -> Run {
     let t = Instant::now();
     let disk = SimDisk::default();
     let (db, data) = (disk.new_file(), disk.new_file());
     crate::store::Store::mkfs_sim(&db).unwrap();
-    let vol = Volume::open_sim(db, data, options()).unwrap();
+    let vol = Volume::open_sim(db, data, options(dict)).unwrap();
     let mut run = Run {
         disk,
         vol,
         files: Vec::new(),
         rng: Rng(SEED),
         cuts: 0,
+        dict,
+        rewritten: 0,
     };
     let mut trapped = 0;
     for step in 0..STEPS {
@@ -385,4 +467,5 @@ fn power_cuts_keep_what_fsync_made_durable() {
         t.elapsed()
     );
     assert!(run.cuts >= 200 && trapped >= 50, "too few cuts");
+    run
 }

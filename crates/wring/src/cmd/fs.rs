@@ -142,7 +142,9 @@ pub enum Command {
         /// lz4hc:1..12), compress-force=ALG[:LEVEL], compress=no; and wring's:
         /// max_extent=SIZE (4K..4M, default 128K), streams=N (1..1024), reclaim=SECONDS,
         /// workspace_mem=BYTES|unlimited, page_pool=PAGES (0..1048576), threads=N (1..64),
-        /// uring=auto|0|1 (FUSE over io_uring; auto: when the kernel offers it), compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
+        /// uring=auto|0|1 (FUSE over io_uring; auto: when the kernel offers it), dict=auto|off
+        /// (trained dictionaries for small zstd extents), dict_train=SIZE (64K..1G, default
+        /// 4M), compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
         /// bucket), allow_other; and mount(8)'s ro, rw, suid, dev, noexec (nosuid, nodev, exec),
         /// relatime (default), strictatime, noatime, lazytime (man 5 wring-mount-options)
         #[arg(short = 'o')]

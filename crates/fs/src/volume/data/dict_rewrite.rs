@@ -79,6 +79,18 @@ impl Volume {
         }
     }
 
+    /// One pass with `newest` on this thread, to the end or the first error; the extents
+    /// rewritten.
+    #[cfg(test)]
+    pub(crate) fn rewrite_all(&self, newest: &DictUse) -> u64 {
+        let mut from = (0, 0);
+        let mut n = 0;
+        while let Ok(Some(done)) = self.rewrite_batch(newest, &mut from) {
+            n += done;
+        }
+        n
+    }
+
     /// Rewrite the next batch of candidates from `from` on; `None` when the scan is done.
     fn rewrite_batch(
         &self,

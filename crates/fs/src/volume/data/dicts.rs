@@ -334,6 +334,22 @@ impl Volume {
         }
     }
 
+    /// A training if one is due, and a rewrite pass if it gave a new dictionary, on this
+    /// thread (the power-loss simulation's step); the extents rewritten.
+    #[cfg(test)]
+    pub(crate) fn dict_round_now(&self) -> u64 {
+        let Some(round) = self.dicts.take_samples(self.options().dict_train_bytes) else {
+            return 0;
+        };
+        let outcome = self.train_dictionary(&round);
+        let new = matches!(outcome, Outcome::New(..));
+        self.dicts.trained(outcome);
+        match (new, self.dicts.newest()) {
+            (true, Some(newest)) => self.rewrite_all(&newest),
+            _ => 0,
+        }
+    }
+
     /// Train on the round's samples; store the dictionary under the next id if it is the
     /// first, or if it compresses the recent extents better than the newest by [`BETTER`].
     fn train_dictionary(&self, round: &Round) -> Outcome {

@@ -1,0 +1,240 @@
+//! Trained dictionaries for small files (`dict=auto`), on the volume directly (no root): small
+//! files get a dictionary trained on their own kind and read back everywhere — on the live
+//! volume, after a reopen, through fsck; files written before it are rewritten with it; a
+//! missing dictionary is EIO with a log line and fsck names it; a store of a newer format is
+//! refused in plain words; `dict=off` trains nothing; and a store made before dictionaries
+//! (the fixture in tests/fixtures) mounts, reads and takes new data.
+mod common;
+use common::Rng;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wring_fs::store::dicts::DICTS;
+use wring_fs::store::{Store, META, ROOT};
+use wring_fs::{NewInode, Options, Volume};
+
+/// A header file of the kind dictionaries are for: a preamble every file shares, then
+/// definitions of its own.
+fn header(rng: &mut Rng, n: usize) -> Vec<u8> {
+    let mut s = String::from(
+        "/* SPDX-License-Identifier: GPL-2.0 */\n/*\n * Copyright (C) the wring authors.\n * \
+         This file is part of a test tree: every file starts with the same preamble, as the \
+         headers of one project do,\n * and goes on with definitions of its own.\n */\n\
+         #ifndef _WRING_TEST_H\n#define _WRING_TEST_H\n\n#include <linux/types.h>\n\
+         #include <linux/compiler.h>\n\n",
+    );
+    for i in 0..40 + rng.below(80) {
+        let name: String = (0..8)
+            .map(|_| (b'A' + rng.below(26) as u8) as char)
+            .collect();
+        s += &format!(
+            "#define WRING_{name}_{n}_{i}\t(1U << {})\t/* {} */\n",
+            rng.below(32),
+            ["flag", "mask", "shift", "bit"][rng.below(4) as usize]
+        );
+    }
+    s += "\n#endif /* _WRING_TEST_H */\n";
+    s.into_bytes()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wring-dicts-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Options with a training after `train` bytes of samples.
+fn opts(text: &str, train: usize) -> Options {
+    let mut o = Options::parse(text).unwrap();
+    o.dict_train_bytes = train;
+    o
+}
+
+fn open(dir: &Path, o: Options) -> Arc<Volume> {
+    let vol = Arc::new(Volume::open(dir, o).unwrap());
+    vol.start_writeback();
+    vol.start_committer().unwrap();
+    vol
+}
+
+/// Write `n` header files named `h{i}.h`; their contents.
+fn write_headers(vol: &Volume, rng: &mut Rng, from: usize, n: usize) -> Vec<(String, Vec<u8>)> {
+    (from..from + n)
+        .map(|i| {
+            let name = format!("h{i}.h");
+            let data = header(rng, i);
+            let ino = vol
+                .create(ROOT, name.as_bytes(), NewInode::file(0o644))
+                .unwrap()
+                .0;
+            vol.write(ino, 0, &data, None).unwrap();
+            (name, data)
+        })
+        .collect()
+}
+
+/// Wait until no training or rewrite pass runs or is due; the dictionaries' count.
+fn settle(vol: &Volume) -> usize {
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        vol.sync().unwrap();
+        let st = vol.dict_status().unwrap();
+        if !st.busy {
+            return st.dicts.len();
+        }
+        assert!(Instant::now() < until, "dictionaries still busy: {st:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn read_back(vol: &Volume, files: &[(String, Vec<u8>)]) {
+    for (name, data) in files {
+        let (ino, _) = vol.lookup(ROOT, name.as_bytes()).unwrap();
+        let got = vol.read(ino, 0, data.len() as u32 + 10).unwrap();
+        assert!(got == *data, "{name} differs");
+    }
+}
+
+#[test]
+fn small_files_get_a_dictionary_and_read_back_everywhere() {
+    let dir = scratch("trained");
+    Store::mkfs(&dir).unwrap();
+    let vol = open(&dir, opts("compress-force=zstd:3", 256 << 10));
+    let mut rng = Rng(0x6469_6374);
+    let files = write_headers(&vol, &mut rng, 0, 400);
+    let dicts = settle(&vol);
+    assert!(dicts >= 1, "no dictionary was trained");
+    let st = vol.dict_status().unwrap();
+    let t = st.last.expect("a training this mount");
+    assert!(t.with < t.alone, "the dictionary saves nothing: {t:?}");
+    // Files written before the dictionary were rewritten with it: nearly every small extent
+    // names one.
+    let report = vol.stat_report(ROOT).unwrap();
+    let with: u64 = report.by_dict.values().map(|u| u.extents).sum();
+    assert!(
+        with * 10 >= files.len() as u64 * 9,
+        "{with} of {} extents use a dictionary",
+        files.len()
+    );
+    read_back(&vol, &files);
+    drop(vol);
+
+    let vol = open(&dir, opts("compress-force=zstd:3", 256 << 10));
+    read_back(&vol, &files);
+    drop(vol);
+    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+    assert_eq!(fsck.dicts as usize, dicts);
+
+    // Without the dictionary its extents are EIO, and fsck names it.
+    {
+        let store = Store::open(&dir).unwrap();
+        let txn = store.write().unwrap();
+        txn.open_table(DICTS).unwrap().retain(|_, _| false).unwrap();
+        store.commit(txn, true).unwrap();
+    }
+    let vol = Volume::open(&dir, Options::default()).unwrap();
+    let (ino, _) = vol.lookup(ROOT, files[200].0.as_bytes()).unwrap();
+    let err = vol.read(ino, 0, 4096).unwrap_err();
+    assert_eq!(err.errno(), libc::EIO, "{err}");
+    assert!(err.to_string().contains("dictionary"), "{err}");
+    drop(vol);
+    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
+    assert!(
+        fsck.problems.iter().any(|p| p.contains("dictionary")),
+        "{:?}",
+        fsck.problems
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_store_of_a_newer_format_is_refused_in_plain_words() {
+    let dir = scratch("newer");
+    Store::mkfs(&dir).unwrap();
+    {
+        let store = Store::open(&dir).unwrap();
+        let txn = store.write().unwrap();
+        txn.open_table(META).unwrap().insert("version", 3).unwrap();
+        store.commit(txn, true).unwrap();
+    }
+    let err = Volume::open(&dir, Options::default())
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("format version 3"), "{err}");
+    let err = wring_fs::fsck::fsck(&dir).err().expect("refused");
+    assert!(err.to_string().contains("newer wring"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dict_off_trains_nothing() {
+    let dir = scratch("off");
+    Store::mkfs(&dir).unwrap();
+    let vol = open(&dir, opts("compress-force=zstd:3,dict=off", 64 << 10));
+    let mut rng = Rng(7);
+    let files = write_headers(&vol, &mut rng, 0, 100);
+    assert_eq!(settle(&vol), 0);
+    assert!(vol.stat_report(ROOT).unwrap().by_dict.is_empty());
+    read_back(&vol, &files);
+    drop(vol);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_store_made_before_dictionaries_mounts_reads_and_takes_new_data() {
+    let dir = scratch("fixture");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v1.tar.gz");
+    let out = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&fixture)
+        .arg("-C")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+
+    let vol = open(&dir, opts("compress-force=zstd:3", 128 << 10));
+    let small: String = (1..=60)
+        .map(|i| {
+            format!(
+                "#define WRING_FIXTURE_{i} (1 << {}) /* bit {i} */\n",
+                i % 31
+            )
+        })
+        .collect();
+    let big: String = (1..=50_000).map(|i| format!("{i}\n")).collect();
+    let old = vec![
+        (
+            "hello.txt".to_string(),
+            b"hello from a store made before dictionaries\n".to_vec(),
+        ),
+        ("small.h".to_string(), small.into_bytes()),
+        ("big.txt".to_string(), big.into_bytes()),
+    ];
+    read_back(&vol, &old);
+    let (sub, _) = vol.lookup(ROOT, b"sub").unwrap();
+    let (link, _) = vol.lookup(sub, b"link").unwrap();
+    assert_eq!(vol.readlink(link).unwrap(), b"../hello.txt");
+    assert_eq!(vol.getxattr(sub, b"user.note").unwrap(), b"kept");
+
+    // New data, with a dictionary trained on it, beside the old.
+    let mut rng = Rng(11);
+    let new = write_headers(&vol, &mut rng, 0, 200);
+    assert!(settle(&vol) >= 1, "no dictionary was trained");
+    read_back(&vol, &old);
+    read_back(&vol, &new);
+    drop(vol);
+    let vol = open(&dir, opts("compress-force=zstd:3", 128 << 10));
+    read_back(&vol, &old);
+    read_back(&vol, &new);
+    drop(vol);
+    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+    let _ = std::fs::remove_dir_all(&dir);
+}
