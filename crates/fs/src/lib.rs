@@ -71,6 +71,9 @@ pub use volume::{Caller, NewInode, SetAttr, Volume};
 
 /// Extended attribute holding the per-file/per-directory compression property (btrfs's name).
 pub const PROP_XATTR: &str = "btrfs.compression";
+/// A file's or a directory's switch for trained dictionaries (`auto` or `off`), over the
+/// mount's `dict=`; new inodes inherit it from their directory, as the property.
+pub const DICT_XATTR: &str = "wring.dict";
 /// Control attribute on the mount root: read for the live options and engine statistics.
 pub const STATUS_XATTR: &str = "wring.status";
 /// Control attribute on the mount root: write option text to remount.

@@ -270,7 +270,10 @@ fn kill_9_cycles_with_dictionaries() {
         for &(c, i) in lock(&acked).iter() {
             let back = std::fs::read(m.p(&format!("s/{c}-{i}.h")))
                 .unwrap_or_else(|e| panic!("cycle {cycle}: {c}-{i}.h was fsync'ed: {e}"));
-            assert!(back == small_header(c, i), "cycle {cycle}: {c}-{i}.h differs");
+            assert!(
+                back == small_header(c, i),
+                "cycle {cycle}: {c}-{i}.h differs"
+            );
         }
         let _ = std::fs::create_dir(m.p("s"));
         let stop = Arc::new(AtomicBool::new(false));

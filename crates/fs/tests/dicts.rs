@@ -61,12 +61,23 @@ fn open(dir: &Path, o: Options) -> Arc<Volume> {
 
 /// Write `n` header files named `h{i}.h`; their contents.
 fn write_headers(vol: &Volume, rng: &mut Rng, from: usize, n: usize) -> Vec<(String, Vec<u8>)> {
+    write_headers_in(vol, ROOT, rng, from, n)
+}
+
+/// [`write_headers`] in directory `dir`.
+fn write_headers_in(
+    vol: &Volume,
+    dir: u64,
+    rng: &mut Rng,
+    from: usize,
+    n: usize,
+) -> Vec<(String, Vec<u8>)> {
     (from..from + n)
         .map(|i| {
             let name = format!("h{i}.h");
             let data = header(rng, i);
             let ino = vol
-                .create(ROOT, name.as_bytes(), NewInode::file(0o644))
+                .create(dir, name.as_bytes(), NewInode::file(0o644))
                 .unwrap()
                 .0;
             vol.write(ino, 0, &data, None).unwrap();
@@ -147,6 +158,36 @@ fn small_files_get_a_dictionary_and_read_back_everywhere() {
         "{:?}",
         fsck.problems
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_directory_says_off_and_its_files_never_get_one() {
+    let dir = scratch("switch");
+    Store::mkfs(&dir).unwrap();
+    let vol = open(&dir, opts("compress-force=zstd:3", 128 << 10));
+    let new_dir = NewInode {
+        kind: wring_fs::store::records::Kind::Dir,
+        ..NewInode::file(0o755)
+    };
+    let (plain, _) = vol.create(ROOT, b"plain", new_dir).unwrap();
+    let err = vol.setxattr(plain, b"wring.dict", b"sometimes", 0).unwrap_err();
+    assert_eq!(err.errno(), libc::EINVAL);
+    vol.setxattr(plain, b"wring.dict", b"off", 0).unwrap();
+    let mut rng = Rng(3);
+    let inside = write_headers_in(&vol, plain, &mut rng, 0, 150);
+    let outside = write_headers(&vol, &mut rng, 1000, 150);
+    assert!(settle(&vol) >= 1, "no dictionary was trained");
+    let (ino, _) = vol.lookup(plain, inside[0].0.as_bytes()).unwrap();
+    assert_eq!(vol.getxattr(ino, b"wring.dict").unwrap(), b"off", "inherited");
+    assert!(vol.stat_report(plain).unwrap().by_dict.is_empty());
+    assert!(!vol.stat_report(ROOT).unwrap().by_dict.is_empty());
+    read_back(&vol, &outside);
+    for (name, data) in &inside {
+        let (ino, _) = vol.lookup(plain, name.as_bytes()).unwrap();
+        assert!(vol.read(ino, 0, data.len() as u32).unwrap() == *data);
+    }
+    drop(vol);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

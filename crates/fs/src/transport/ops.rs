@@ -707,7 +707,7 @@ impl Ops {
                 .map(|o| log::info!("remounted: {o}"))
         } else if name == acl::ACCESS || name == acl::DEFAULT {
             self.vol.set_acl(ino, name, value, flags, c)
-        } else if name.starts_with(b"wring.") {
+        } else if name.starts_with(b"wring.") && name != crate::DICT_XATTR.as_bytes() {
             Err(FsError::Errno(libc::EPERM))
         } else {
             self.vol.setxattr(ino, name, value, flags)

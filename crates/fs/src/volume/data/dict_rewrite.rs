@@ -17,9 +17,10 @@ use redb::ReadableTable;
 
 use crate::error::FsError;
 use crate::store::records::Encoding;
-use crate::store::{self, EXTENTS, INODES};
+use crate::store::{self, EXTENTS, INODES, XATTRS};
 use crate::volume::data::dicts::SMALL;
 use crate::volume::data::encode::{encode_batch, value, Compression, Decision, DictUse};
+use crate::volume::names::xattr::dict_switch;
 use crate::volume::Volume;
 
 /// Extents per transaction of the pass.
@@ -97,7 +98,7 @@ impl Volume {
         newest: &DictUse,
         from: &mut (u64, u64),
     ) -> Result<Option<u64>, FsError> {
-        if self.store.read_only() || !self.options().dict {
+        if self.store.read_only() {
             return Ok(None);
         }
         let (candidates, next) = self.candidates(newest.id, *from)?;
@@ -122,6 +123,8 @@ impl Volume {
     ) -> Result<(Vec<Candidate>, Option<(u64, u64)>), FsError> {
         let snap = self.store.read()?;
         let extents = snap.open_table(EXTENTS)?;
+        let xattrs = snap.open_table(XATTRS)?;
+        let mount = self.options().dict;
         let mut out = Vec::new();
         let mut scanned = 0usize;
         for r in extents.range(from..)? {
@@ -139,6 +142,10 @@ impl Volume {
                 _ => continue,
             };
             if h.dict == id || h.ram_len as usize > SMALL || self.da.dirty(ino, idx).is_some() {
+                continue;
+            }
+            // The file's `wring.dict`, else the mount's `dict=`.
+            if !dict_switch(&xattrs, ino)?.unwrap_or(mount) {
                 continue;
             }
             let mut data = vec![0; h.ram_len as usize];

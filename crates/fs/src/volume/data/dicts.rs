@@ -294,9 +294,14 @@ impl Volume {
     /// Give `decision` the dictionary for a write's extents `chunks` when `dict=auto` and
     /// some are small, collecting samples while there is none. The write's large extents
     /// drop it again when queued ([`crate::volume::data::encode::for_len`]).
-    pub(crate) fn with_dictionary(&self, decision: &mut Decision, chunks: &[(u64, Vec<u8>)]) {
-        let opts = self.options();
-        if !opts.dict {
+    /// `switch` is the inode's `wring.dict`, which overrides the mount's `dict=`.
+    pub(crate) fn with_dictionary(
+        &self,
+        decision: &mut Decision,
+        chunks: &[(u64, Vec<u8>)],
+        switch: Option<bool>,
+    ) {
+        if !switch.unwrap_or_else(|| self.options().dict) {
             return;
         }
         let small: Vec<&[u8]> = chunks

@@ -372,7 +372,13 @@ impl Volume {
         if inode.kind != Kind::File {
             return Err(errno(libc::EINVAL));
         }
-        let prop = property(&rtxn.open_table(XATTRS)?, ino)?;
+        let (prop, dict) = {
+            let xattrs = rtxn.open_table(XATTRS)?;
+            (
+                property(&xattrs, ino)?,
+                crate::volume::names::xattr::dict_switch(&xattrs, ino)?,
+            )
+        };
         let pending = self.da.pending(ino);
         let e = match pending {
             Some(p) => p.extent_size as u64,
@@ -422,7 +428,7 @@ impl Volume {
             Room::Free => None,
         };
         let mut decision = decide(&opts, &inode, prop);
-        self.with_dictionary(&mut decision, &chunks);
+        self.with_dictionary(&mut decision, &chunks, dict);
         self.da
             .enqueue(ino, e as u32, new_size, decision, chunks, reservation);
         drop(g);

@@ -11,4 +11,4 @@ pub mod dir;
 pub mod fsflags;
 pub mod inode;
 mod tmpfile;
-mod xattr;
+pub(crate) mod xattr;

@@ -21,7 +21,7 @@ use crate::store::{self, INODES, XATTRS};
 use crate::volume::delayed::Change;
 use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
-use crate::PROP_XATTR;
+use crate::{DICT_XATTR, PROP_XATTR};
 
 /// A new inode's ACLs from its directory's default ACL (posix_acl_create): the access ACL is
 /// the default one narrowed by the mode (kept only if the mode cannot say it alone), and a
@@ -51,20 +51,32 @@ pub(super) fn inherit_acl(
     Ok(())
 }
 
-/// A new inode's `compression` property from its directory (props.c's inheritance).
+/// A new inode's `compression` property and dictionary switch from its directory (props.c's
+/// inheritance).
 pub(super) fn inherit_property(
     txn: &WriteTransaction,
     parent: u64,
     ino: u64,
 ) -> Result<(), FsError> {
     let mut xattrs = txn.open_table(XATTRS)?;
-    let prop = xattrs
-        .get((parent, PROP_XATTR.as_bytes()))?
-        .map(|v| v.value().to_vec());
-    if let Some(p) = prop {
-        xattrs.insert((ino, PROP_XATTR.as_bytes()), p.as_slice())?;
+    for name in [PROP_XATTR.as_bytes(), DICT_XATTR.as_bytes()] {
+        let prop = xattrs.get((parent, name))?.map(|v| v.value().to_vec());
+        if let Some(p) = prop {
+            xattrs.insert((ino, name), p.as_slice())?;
+        }
     }
     Ok(())
+}
+
+/// `ino`'s dictionary switch: `Some(true)` for `auto`, `Some(false)` for `off`, `None` when
+/// unset (the mount's `dict=` decides).
+pub(crate) fn dict_switch<T: ReadableTable<(u64, &'static [u8]), &'static [u8]>>(
+    xattrs: &T,
+    ino: u64,
+) -> Result<Option<bool>, FsError> {
+    Ok(xattrs
+        .get((ino, DICT_XATTR.as_bytes()))?
+        .map(|v| v.value() != b"off"))
 }
 
 /// The setxattr flags against what is there: XATTR_CREATE of an attribute that exists is
@@ -209,6 +221,27 @@ impl Volume {
             return Err(errno(libc::E2BIG));
         }
         let mut value = value.to_vec();
+        if name == DICT_XATTR.as_bytes() {
+            let text = String::from_utf8_lossy(&value)
+                .trim()
+                .trim_end_matches('\0')
+                .to_string();
+            match text.as_str() {
+                "" => {
+                    return match self.removexattr(ino, name) {
+                        Err(FsError::Errno(libc::ENODATA)) if flags & libc::XATTR_REPLACE == 0 => {
+                            Ok(())
+                        }
+                        r => r,
+                    }
+                }
+                "auto" | "off" => value = text.into_bytes(),
+                _ => {
+                    log::warn!("{DICT_XATTR}: '{text}' is not understood; accepted: auto, off");
+                    return Err(errno(libc::EINVAL));
+                }
+            }
+        }
         if name == PROP_XATTR.as_bytes() {
             let text = String::from_utf8_lossy(&value)
                 .trim()
