@@ -205,7 +205,7 @@ fn a_store_of_a_newer_format_is_refused_in_plain_words() {
         .err()
         .expect("refused");
     assert!(err.to_string().contains("format version 3"), "{err}");
-    let err = wring_fs::fsck::fsck(&dir).err().expect("refused");
+    let err = wring_fs::fsck::fsck(&dir).expect_err("refused");
     assert!(err.to_string().contains("newer wring"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
