@@ -146,6 +146,15 @@ fn store_record_seeds(dir: &Path) -> std::io::Result<()> {
     let mut time = i64::MAX.to_le_bytes().to_vec();
     time.extend_from_slice(&999_999_999u32.to_le_bytes());
     seeds.push((4, time));
+    // A dictionary record: id 1 and a dictionary trained on header-like lines.
+    let samples: Vec<Vec<u8>> = (0..200)
+        .map(|i| format!("#define SEED_{i} (1 << {}) /* flag {i} */\n", i % 31).repeat(3))
+        .map(String::into_bytes)
+        .collect();
+    let views: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+    if let Ok(d) = wring_engine::dict::Dictionary::train(&views, 4096) {
+        seeds.push((5, [&1u32.to_le_bytes()[..], d.bytes()].concat()));
+    }
     for (i, (kind, record)) in seeds.iter().enumerate() {
         let seed = [&[*kind][..], record].concat();
         write(dir, "store_records", &format!("seed-{i}"), &seed)?;

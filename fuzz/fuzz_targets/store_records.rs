@@ -1,6 +1,7 @@
 //! Every record wring-fs reads back from its store and interprets, on arbitrary bytes: inode
 //! items, extent items (inline or in the data file), directory entries' kind byte, POSIX ACL
-//! xattrs, and times. The first byte picks the record, the rest is the record.
+//! xattrs, times, and the dictionary table's records (a 4-byte key, then zstd's dictionary
+//! format). The first byte picks the record, the rest is the record.
 //!
 //! Decoding never panics; what decodes is valid and re-encodes to bytes that decode the same;
 //! what the filesystem then builds from it — the FUSE attributes, the byte range of the file's
@@ -20,14 +21,29 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, record)) = data.split_first() else {
         return;
     };
-    match which % 5 {
+    match which % 6 {
         0 => inode(record),
         1 => extent_item(record),
         2 => dirent(record),
         3 => acl(record),
-        _ => time(record),
+        4 => time(record),
+        _ => dictionary(record),
     }
 });
+
+/// A record of the dictionary table: an id an extent can name, and a dictionary zstd
+/// digests, whose bytes are the record's.
+fn dictionary(b: &[u8]) {
+    let Some((key, bytes)) = b.split_first_chunk::<4>() else {
+        return;
+    };
+    let key = u32::from_le_bytes(*key);
+    if let Ok((id, dict)) = wring_fs::store::dicts::record(key, bytes) {
+        assert_eq!(u32::from(id), key);
+        assert!(id != 0);
+        assert_eq!(dict.bytes(), bytes);
+    }
+}
 
 fn inode(b: &[u8]) {
     let Ok(i) = Inode::decode(b) else {

@@ -171,7 +171,9 @@ fn a_directory_says_off_and_its_files_never_get_one() {
         ..NewInode::file(0o755)
     };
     let (plain, _) = vol.create(ROOT, b"plain", new_dir).unwrap();
-    let err = vol.setxattr(plain, b"wring.dict", b"sometimes", 0).unwrap_err();
+    let err = vol
+        .setxattr(plain, b"wring.dict", b"sometimes", 0)
+        .unwrap_err();
     assert_eq!(err.errno(), libc::EINVAL);
     vol.setxattr(plain, b"wring.dict", b"off", 0).unwrap();
     let mut rng = Rng(3);
@@ -179,7 +181,11 @@ fn a_directory_says_off_and_its_files_never_get_one() {
     let outside = write_headers(&vol, &mut rng, 1000, 150);
     assert!(settle(&vol) >= 1, "no dictionary was trained");
     let (ino, _) = vol.lookup(plain, inside[0].0.as_bytes()).unwrap();
-    assert_eq!(vol.getxattr(ino, b"wring.dict").unwrap(), b"off", "inherited");
+    assert_eq!(
+        vol.getxattr(ino, b"wring.dict").unwrap(),
+        b"off",
+        "inherited"
+    );
     assert!(vol.stat_report(plain).unwrap().by_dict.is_empty());
     assert!(!vol.stat_report(ROOT).unwrap().by_dict.is_empty());
     read_back(&vol, &outside);

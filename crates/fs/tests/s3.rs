@@ -184,6 +184,21 @@ impl Node {
         }
     }
 
+    /// Wait (up to two minutes) until no dictionary training or rewrite pass runs or is due;
+    /// the dictionaries' count.
+    fn dicts_settle(&self) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while status_figure(&self.mnt, "dicts:", "busy=") != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "dictionaries stay busy:\n{}",
+                self.status()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        status_figure(&self.mnt, "dicts:", "count=")
+    }
+
     /// Wait (up to two minutes) until dead bytes are at most `percent` of the bucket.
     fn dead_settles(&self, percent: u64) {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -803,11 +818,20 @@ fn handover_between_two_machines() {
     };
     let (mut a, mut b) = (Node::new("hand-a", &s3), Node::new("hand-b", &s3));
     s3.mkfs(&a.store, "hand", Some(1 << 20));
-    let opts = "compress=zstd:3";
+    // Small files get trained dictionaries, which the snapshot carries to the other machine.
+    let opts = "compress=zstd:3,dict_train=64K";
     a.start(opts, false);
     let src = a.base.join("src");
     slice(&src, 1 << 20);
+    run(&format!(
+        "mkdir -p {s}/h && cd {s}/h && for i in $(seq 1 300); do \
+         (echo '/* SPDX-License-Identifier: GPL-2.0 */'; echo '#pragma once'; \
+         for j in $(seq 1 $((20 + i % 40))); do echo \"#define H${{i}}_$j (1U << $((j % 31))) /* flag */\"; \
+         done) > h$i.h; done",
+        s = src.display()
+    ));
     run(&format!("cp -a {} {}", src.display(), a.p("one").display()));
+    assert!(a.dicts_settle() >= 1, "no dictionary:\n{}", a.status());
     a.stop();
     // Machine B takes over from the snapshot A's unmount left in the bucket.
     s3.fetch("hand", &b.store, false)
@@ -822,6 +846,14 @@ fn handover_between_two_machines() {
         src.display(),
         b.p("one").display()
     ));
+    let stat = String::from_utf8_lossy(
+        &wring_fs::daemon::get_xattr(&b.p("one"), wring_fs::STAT_XATTR).unwrap(),
+    )
+    .into_owned();
+    assert!(
+        stat.contains("\ndict "),
+        "no extent uses a dictionary on B:\n{stat}"
+    );
     run(&format!("cp -a {} {}", src.display(), b.p("two").display()));
     // While B holds the lease, A can neither mount its old copy nor fetch the new one.
     let e = a.try_start(opts, false).unwrap_err();

@@ -162,10 +162,10 @@ pub(crate) fn check(vol: &Volume, report: &mut FsckReport) -> Result<(), FsError
         }
     }
     // Every dictionary digests (the extents that name one are decoded with it below).
-    for (id, bytes) in crate::store::dicts::all(&txn)? {
+    for (key, bytes) in crate::store::dicts::all(&txn)? {
         report.dicts += 1;
-        if let Err(e) = wring_engine::dict::Dictionary::new(bytes) {
-            report.problems.push(format!("dictionary {id}: {e}"));
+        if let Err(e) = crate::store::dicts::record(key, &bytes) {
+            report.problems.push(e);
         }
     }
     let mut disk: HashMap<u64, u64> = HashMap::new();

@@ -11,6 +11,8 @@
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
+use wring_engine::dict::Dictionary;
+
 use crate::error::FsError;
 use crate::store::META;
 
@@ -54,8 +56,8 @@ pub fn next_id(txn: &WriteTransaction) -> Result<Option<u8>, FsError> {
     Ok(u8::try_from(last.saturating_add(1)).ok())
 }
 
-/// Every dictionary of the store: (id, bytes), by id; an id beyond one byte is damage.
-pub fn all(txn: &ReadTransaction) -> Result<Vec<(u8, Vec<u8>)>, FsError> {
+/// Every record of the dictionary table as stored: (key, bytes), by key.
+pub fn all(txn: &ReadTransaction) -> Result<Vec<(u32, Vec<u8>)>, FsError> {
     let t = match txn.open_table(DICTS) {
         Ok(t) => t,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
@@ -64,16 +66,20 @@ pub fn all(txn: &ReadTransaction) -> Result<Vec<(u8, Vec<u8>)>, FsError> {
     let mut out = Vec::new();
     for r in t.iter()? {
         let (k, v) = r?;
-        let id = u8::try_from(k.value()).map_err(|_| FsError::Refused {
-            why: format!(
-                "the store's dictionary table has an id {} beyond 255 (run wring fsck)",
-                k.value()
-            ),
-            errno: libc::EUCLEAN,
-        })?;
-        out.push((id, v.value().to_vec()));
+        out.push((k.value(), v.value().to_vec()));
     }
     Ok(out)
+}
+
+/// A record of the dictionary table, checked: its id (1 to 255, what an extent header can
+/// name) and the dictionary, digested. The error says what is damaged.
+pub fn record(key: u32, bytes: &[u8]) -> Result<(u8, Dictionary), String> {
+    let id = u8::try_from(key)
+        .ok()
+        .filter(|&id| id != 0)
+        .ok_or_else(|| format!("dictionary id {key} is not one an extent can name (1 to 255)"))?;
+    let dict = Dictionary::new(bytes.to_vec()).map_err(|e| format!("dictionary {id}: {e}"))?;
+    Ok((id, dict))
 }
 
 /// Dictionary `id`'s bytes, if the store has it.

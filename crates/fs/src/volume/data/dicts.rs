@@ -120,17 +120,18 @@ pub struct DictStatus {
 }
 
 impl Dicts {
-    /// The dictionaries of a store: the newest (highest id) is used for new extents.
-    pub(crate) fn load(all: Vec<(u8, Vec<u8>)>) -> Dicts {
+    /// The dictionaries of a store (its table's records): the newest (highest id) is used
+    /// for new extents.
+    pub(crate) fn load(all: Vec<(u32, Vec<u8>)>) -> Dicts {
         let mut st = State::default();
-        for (id, bytes) in all {
-            match Dictionary::new(bytes) {
-                Ok(dict) => {
+        for (key, bytes) in all {
+            match dicts::record(key, &bytes) {
+                Ok((id, dict)) => {
                     st.loaded.insert(id, dict.clone());
                     st.newest = Some(DictUse { id, dict });
                 }
-                // Its extents fail when read (EIO, logged there); new ones use none.
-                Err(e) => log::error!("the store's dictionary {id} is damaged: {e}"),
+                // Its extents fail when read (EIO, logged there); new ones use another.
+                Err(e) => log::error!("the store's dictionary table is damaged: {e}"),
             }
         }
         Dicts {
@@ -213,8 +214,8 @@ impl Dicts {
         let bytes = load()
             .map_err(|e| format!("reading dictionary {id}: {e}"))?
             .ok_or_else(|| format!("the store has no dictionary {id}"))?;
-        let dict =
-            Dictionary::new(bytes).map_err(|e| format!("dictionary {id} is damaged: {e}"))?;
+        let (_, dict) = dicts::record(u32::from(id), &bytes)
+            .map_err(|e| format!("the store's {e} (damaged)"))?;
         lock(&self.state).loaded.insert(id, dict.clone());
         Ok(dict)
     }
@@ -475,7 +476,7 @@ impl Volume {
         Ok(DictStatus {
             dicts: dicts::all(&snap)?
                 .into_iter()
-                .map(|(id, b)| (id, b.len()))
+                .filter_map(|(k, b)| Some((u8::try_from(k).ok()?, b.len())))
                 .collect(),
             newest,
             sample_bytes,
