@@ -18,10 +18,10 @@
 //! Reads keep every dictionary they met prepared ([`Dicts::get`]); one the store lacks, or
 //! cannot digest, is EIO with a log line naming the extent.
 //!
-//! Crash rules: the dictionary's transaction commits before any extent that names it is
-//! written (an extent gets the dictionary only once it is in `newest`, set after that commit),
-//! and redb's commits are ordered, so whatever commit survives a crash holds the dictionary of
-//! every extent it holds.
+//! Crash rules: the dictionary's transaction commits durably before any extent that names it
+//! is written (an extent gets the dictionary only once it is in `newest`, set after that
+//! commit), so whatever commit survives a crash — or the store's return to its last durable
+//! commit after an I/O error — holds the dictionary of every extent it holds.
 //!
 //! Left for later (said in the README): deleting a dictionary no extent uses any more (each
 //! is 112 KiB; a store holds at most 255, then stops training).
@@ -444,15 +444,17 @@ impl Volume {
         t
     }
 
-    /// Store `dict` under the next free id, in a transaction of its own; `None` when every
-    /// id is taken.
+    /// Store `dict` under the next free id, in a transaction of its own, committed durably:
+    /// a store that goes back to its last durable commit after an I/O error (see
+    /// `store::recovery`) keeps every dictionary an extent may name. `None` when every id is
+    /// taken.
     fn store_dictionary(&self, dict: &Dictionary) -> Result<Option<u8>, FsError> {
         let txn = self.store.write()?;
         let Some(id) = dicts::next_id(&txn)? else {
             return Ok(None);
         };
         dicts::put(&txn, id, dict.bytes())?;
-        self.store.commit(txn, false)?;
+        self.store.commit(txn, true)?;
         Ok(Some(id))
     }
 
