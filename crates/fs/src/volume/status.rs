@@ -62,12 +62,13 @@ fn dict_line(on: bool, d: &DictStatus) -> String {
         .map(|(id, n)| format!("{id}:{}", human(*n as u64)))
         .collect();
     let mut s = format!(
-        "dicts: {} count={} newest={} samples={} busy={}",
+        "dicts: {} count={} newest={} samples={} busy={} rewritten={}",
         if on { "auto" } else { "off" },
         d.dicts.len(),
         d.newest,
         human(d.sample_bytes as u64),
-        u8::from(d.busy)
+        u8::from(d.busy),
+        d.rewritten
     );
     if !list.is_empty() {
         s += &format!(" sizes={}", list.join(","));

@@ -57,7 +57,10 @@ impl Volume {
                 return;
             };
             match vol.rewrite_batch(&newest, &mut from) {
-                Ok(Some(n)) => rewritten += n,
+                Ok(Some(n)) => {
+                    rewritten += n;
+                    vol.dicts.rewrote(n);
+                }
                 Ok(None) => {
                     vol.dicts.end_rewrite();
                     if vol.dicts.newest().map(|d| d.id) != Some(newest.id) {
@@ -88,6 +91,7 @@ impl Volume {
         let mut n = 0;
         while let Ok(Some(done)) = self.rewrite_batch(newest, &mut from) {
             n += done;
+            self.dicts.rewrote(done);
         }
         n
     }

@@ -83,6 +83,8 @@ struct State {
     recent_bytes: usize,
     /// A rewrite pass is running.
     pub(super) rewriting: bool,
+    /// Extents the rewrite passes of this mount rewrote.
+    rewritten: u64,
     /// No more trainings this mount (every id taken, or zstd failed).
     done: bool,
     /// The last training of this mount.
@@ -117,6 +119,8 @@ pub struct DictStatus {
     pub last: Option<Training>,
     /// A training or a rewrite pass runs, or a training is due at the next tick.
     pub busy: bool,
+    /// Extents the rewrite passes of this mount rewrote.
+    pub rewritten: u64,
 }
 
 impl Dicts {
@@ -202,6 +206,11 @@ impl Dicts {
         lock(&self.state).rewriting = false;
     }
 
+    /// A batch of the rewrite pass replaced `n` extents.
+    pub(super) fn rewrote(&self, n: u64) {
+        lock(&self.state).rewritten += n;
+    }
+
     /// The prepared dictionary `id`, from memory or the store.
     pub(crate) fn get(
         &self,
@@ -220,14 +229,16 @@ impl Dicts {
         Ok(dict)
     }
 
-    fn status(&self, train_bytes: usize) -> (u8, usize, Option<Training>, bool) {
+    fn status(&self, train_bytes: usize) -> DictStatus {
         let st = lock(&self.state);
-        (
-            st.newest.as_ref().map_or(0, |d| d.id),
-            st.sample_bytes,
-            st.last,
-            st.training || st.rewriting || st.due(train_bytes),
-        )
+        DictStatus {
+            dicts: Vec::new(),
+            newest: st.newest.as_ref().map_or(0, |d| d.id),
+            sample_bytes: st.sample_bytes,
+            last: st.last,
+            busy: st.training || st.rewriting || st.due(train_bytes),
+            rewritten: st.rewritten,
+        }
     }
 }
 
@@ -471,19 +482,14 @@ impl Volume {
     pub fn dict_status(&self) -> Result<DictStatus, FsError> {
         let snap = self.store.read()?;
         let o = self.options();
-        let (newest, sample_bytes, last, busy) = match o.dict {
+        let mut st = match o.dict {
             true => self.dicts.status(o.dict_train_bytes),
             false => self.dicts.status(usize::MAX),
         };
-        Ok(DictStatus {
-            dicts: dicts::all(&snap)?
-                .into_iter()
-                .filter_map(|(k, b)| Some((u8::try_from(k).ok()?, b.len())))
-                .collect(),
-            newest,
-            sample_bytes,
-            last,
-            busy,
-        })
+        st.dicts = dicts::all(&snap)?
+            .into_iter()
+            .filter_map(|(k, b)| Some((u8::try_from(k).ok()?, b.len())))
+            .collect();
+        Ok(st)
     }
 }
