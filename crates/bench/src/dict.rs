@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use wring_engine::{Algorithm, CompressSpec};
-use wring_fs::store::Store;
 use wring_fs::STATUS_XATTR;
 
 use crate::error::BenchError;
-use crate::fs::{quote, sh, wring_sync, wring_usage, Launcher, WringMount};
+use crate::fs::{fresh_store, quote, sh, wring_sync, wring_usage, Launcher, WringMount};
 use crate::kernel::{image_size, usage, KernelFs};
+use crate::metrics::median;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -127,11 +127,6 @@ fn read_all(root: &Path) -> Result<(), BenchError> {
 /// Reads of a tree, each from a fresh mount.
 const READS: usize = 3;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// (stored, tar s, read s) on the kernel's btrfs.
 fn kernel(tar: &Path, bytes: u64, level: i32) -> Result<(u64, f64, f64), BenchError> {
     let spec = CompressSpec::new(Algorithm::Zstd, level);
@@ -149,7 +144,7 @@ fn kernel(tar: &Path, bytes: u64, level: i32) -> Result<(u64, f64, f64), BenchEr
         progress(&format!("btrfs {}: read back", fs.options()));
         reads.push(timed(|| read_all(fs.path()))?);
     }
-    Ok((stored, tar_s, median(reads)))
+    Ok((stored, tar_s, median(&reads)))
 }
 
 /// The `dicts:` line of a mount's status.
@@ -194,13 +189,7 @@ struct WringRun {
 /// One run on wring with `dict` (`auto` or `off`).
 fn wring(cfg: &DictConfig, tar: &Path, level: i32, dict: &str) -> Result<WringRun, BenchError> {
     let base = cfg.work.join(format!("wring-{dict}"));
-    let (store, mnt) = (base.join("store"), base.join("mnt"));
-    std::fs::create_dir_all(&mnt)
-        .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
-    Store::mkfs(&store).map_err(|source| BenchError::Fs {
-        what: format!("making a store in {}", store.display()),
-        source,
-    })?;
+    let (store, mnt) = fresh_store(&base)?;
     let opts = format!("compress-force=zstd:{level},dict={dict}");
     let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
     progress(&format!("wring {opts}: tar -x"));
@@ -232,7 +221,7 @@ fn wring(cfg: &DictConfig, tar: &Path, level: i32, dict: &str) -> Result<WringRu
         stored,
         tar_s,
         background_s,
-        read_s: median(reads),
+        read_s: median(&reads),
         dicts,
     })
 }

@@ -399,6 +399,18 @@ impl Drop for WringMount {
 }
 
 /// syncfs (writes back the kernel's dirty pages through FUSE), then a durable commit.
+/// A new store in `base/store` and a mount point `base/mnt`: (store, mount point).
+pub(crate) fn fresh_store(base: &Path) -> Result<(PathBuf, PathBuf), BenchError> {
+    let (store, mnt) = (base.join("store"), base.join("mnt"));
+    std::fs::create_dir_all(&mnt)
+        .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
+    Store::mkfs(&store).map_err(|source| BenchError::Fs {
+        what: format!("making a store in {}", store.display()),
+        source,
+    })?;
+    Ok((store, mnt))
+}
+
 pub(crate) fn wring_sync(mnt: &Path) -> Result<(), BenchError> {
     let f = File::open(mnt).map_err(|e| BenchError::io(format!("opening {}", mnt.display()), e))?;
     // SAFETY: syncfs on an open descriptor.

@@ -27,7 +27,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 use wring_engine::CompressSpec;
-use wring_fs::store::Store;
 use wring_fs::{PID_XATTR, STATUS_XATTR};
 
 use crate::fs::{drop_caches, quote, sh, wring_sync, Launcher, WringMount};
@@ -491,13 +490,7 @@ fn wring_steps(
     entries: usize,
 ) -> Result<WringSteps, BenchError> {
     let base = cfg.work.join("wring");
-    let (store, mnt) = (base.join("store"), base.join("mnt"));
-    std::fs::create_dir_all(&mnt)
-        .map_err(|e| BenchError::io(format!("creating {}", mnt.display()), e))?;
-    Store::mkfs(&store).map_err(|source| BenchError::Fs {
-        what: format!("making a store in {}", store.display()),
-        source,
-    })?;
+    let (store, mnt) = crate::fs::fresh_store(&base)?;
     let mut opts = format!("compress-force={}", cfg.method);
     if !cfg.wring_options.is_empty() {
         opts = format!("{opts},{}", cfg.wring_options);

@@ -297,24 +297,30 @@ fn a_store_made_before_dictionaries_mounts_reads_and_takes_new_data() {
 /// Writers overwrite small files (whole, in part, or cut short) while dictionaries are
 /// trained and rewrite passes run under them: every read sees the last write, and so does
 /// the store after a reopen and fsck. The pass replaces an extent only if it is still the one
-/// it read; a write in between must win.
+/// it read; a write in between must win. (A pass starts once writing pauses, so the writers
+/// pause once, and 2,000 other files give the pass batches to go on with after they resume.)
 #[test]
 fn writes_racing_the_rewrite_pass_win() {
     let dir = scratch("race");
     Store::mkfs(&dir).unwrap();
     let vol = open(&dir, opts("compress-force=zstd:3", 64 << 10));
+    let filler = write_headers(&vol, &mut Rng(99), 100_000, 2000);
     let threads = 4;
     let per = 40;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pause = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..threads)
         .map(|t| {
-            let (vol, stop) = (vol.clone(), stop.clone());
+            let (vol, stop, pause) = (vol.clone(), stop.clone(), pause.clone());
             std::thread::spawn(move || {
                 let mut rng = Rng(0x7261_6365 + t as u64);
                 let mut files = write_headers(&vol, &mut rng, t * 1000, per);
                 let mut rounds = 0u64;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) || rounds < 200 {
                     rounds += 1;
+                    while pause.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                     let i = rng.below(per as u64) as usize;
                     let (ino, _) = vol.lookup(ROOT, files[i].0.as_bytes()).unwrap();
                     let new = header(&mut rng, t * 1000 + i);
@@ -350,6 +356,14 @@ fn writes_racing_the_rewrite_pass_win() {
             })
         })
         .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    pause.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Until a pass starts (or two and a half seconds).
+    let until = Instant::now() + Duration::from_millis(2500);
+    while vol.dict_status().unwrap().rewritten == 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pause.store(false, std::sync::atomic::Ordering::Relaxed);
     std::thread::sleep(Duration::from_secs(3));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let files: Vec<_> = workers
@@ -363,9 +377,11 @@ fn writes_racing_the_rewrite_pass_win() {
         "no rewrite pass rewrote anything under the writers"
     );
     read_back(&vol, &files);
+    read_back(&vol, &filler);
     drop(vol);
     let vol = open(&dir, opts("compress-force=zstd:3", 64 << 10));
     read_back(&vol, &files);
+    read_back(&vol, &filler);
     drop(vol);
     let fsck = wring_fs::fsck::fsck(&dir).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);

@@ -1,8 +1,10 @@
 //! The rewrite pass: after a dictionary is trained, every small zstd extent that does not
 //! use it yet — written before there was one, or with an older one — is decoded and
 //! compressed again with it, at its own level, as `btrfs filesystem defragment -c` rewrites
-//! extents with a new compression. It runs on the training's thread, in batches of
-//! [`BATCH`] extents, each batch one transaction.
+//! extents with a new compression. It runs on the training's thread, at the lowest CPU
+//! priority, in batches of [`BATCH`] extents, each batch one transaction. It starts once
+//! writing of small extents has paused for a tick (a copy is not slowed by rewriting what it
+//! just wrote), and while writing goes on it waits [`BUSY_PAUSE`] between batches.
 //!
 //! Crash rules are writeback's: the new values go in with `put_value` in one transaction,
 //! and the old stored bytes are freed by its commit. Nothing is locked while a batch is
@@ -12,6 +14,7 @@
 //! wins, and the rewritten extent keeps exactly the bytes the file had.
 
 use std::sync::Weak;
+use std::time::Duration;
 
 use redb::ReadableTable;
 
@@ -25,6 +28,10 @@ use crate::volume::Volume;
 
 /// Extents per transaction of the pass.
 const BATCH: usize = 256;
+/// The pause between batches while small extents are being written.
+const BUSY_PAUSE: Duration = Duration::from_millis(100);
+/// How often a pass waiting to start looks again.
+const START_POLL: Duration = Duration::from_millis(500);
 
 /// An extent the pass rewrites: its key, its item as read, and its decoded bytes.
 struct Candidate {
@@ -48,10 +55,20 @@ impl Volume {
         drop(vol);
         let mut from = (0u64, 0u64);
         let mut rewritten = 0u64;
+        let mut started = false;
         loop {
             let Some(vol) = weak.upgrade() else {
                 return;
             };
+            match (started, vol.dicts.quiet()) {
+                (_, true) => started = true,
+                (false, false) => {
+                    drop(vol);
+                    std::thread::sleep(START_POLL);
+                    continue;
+                }
+                (true, false) => std::thread::sleep(BUSY_PAUSE),
+            }
             let Some(newest) = vol.dicts.newest() else {
                 vol.dicts.end_rewrite();
                 return;
@@ -190,7 +207,19 @@ impl Volume {
             .map(|(c, d)| (c.data.as_slice(), d))
             .collect();
         let mut outs = vec![Vec::new(); candidates.len()];
-        let shapes = encode_batch(&self.offload, &extents, &mut outs);
+        // One extent per batch: a batch of one runs on this thread, which is niced (see
+        // `Volume::maybe_train`), so the pass takes what CPU the mount's own work leaves.
+        let shapes: Vec<_> = extents
+            .iter()
+            .zip(outs.iter_mut())
+            .flat_map(|(e, out)| {
+                encode_batch(
+                    &self.offload,
+                    std::slice::from_ref(e),
+                    std::slice::from_mut(out),
+                )
+            })
+            .collect();
         let txn = self.store.write()?;
         let mut n = 0;
         for (((c, d), shape), out) in candidates.iter().zip(&decisions).zip(shapes).zip(&outs) {

@@ -12,9 +12,11 @@
 //! then Perl modules): after every [`RETRAIN_AFTER`] times `dict_train_bytes` of small
 //! extents, a candidate is trained on the reservoir, which holds the new content beside the
 //! old, and measured against the newest dictionary on the most recent small extents
-//! ([`RECENT_BYTES`] of them); it is stored and used only if it saves [`BETTER`] more. After
-//! each new dictionary a rewrite pass (`dict_rewrite.rs`) gives every small zstd extent the
-//! newest one where that makes it smaller.
+//! ([`RECENT_BYTES`] of them); it is stored and used only if it saves [`BETTER`] more. A
+//! candidate is also trained when writing pauses after new small extents (the end of a
+//! copy: the reservoir then stands for all of it). After each new dictionary a rewrite pass
+//! (`dict_rewrite.rs`) gives every small zstd extent the newest one where that makes it
+//! smaller. Training and pass run on a thread at the lowest CPU priority.
 //! Reads keep every dictionary they met prepared ([`Dicts::get`]); one the store lacks, or
 //! cannot digest, is EIO with a log line naming the extent.
 //!
@@ -54,6 +56,8 @@ pub const RETRAIN_AFTER: usize = 4;
 pub const RECENT_BYTES: usize = 1 << 20;
 /// A candidate must compress the recent extents to at most this share of the newest's.
 const BETTER: f64 = 0.97;
+/// Committer ticks (seconds) without a new small extent that make writing paused.
+const IDLE_TICKS: u32 = 2;
 
 /// The mount's dictionaries.
 #[derive(Default)]
@@ -78,6 +82,9 @@ struct State {
     training: bool,
     /// Bytes of small extents offered since the last training.
     since: usize,
+    /// `seen` at the committer's last tick, and the ticks since it last changed.
+    seen_at_tick: u64,
+    idle_ticks: u32,
     /// The most recent small extents, up to [`RECENT_BYTES`].
     recent: VecDeque<Vec<u8>>,
     recent_bytes: usize,
@@ -163,6 +170,7 @@ impl Dicts {
     /// to measure a candidate on — when one is due and none runs.
     fn take_samples(&self, train_bytes: usize) -> Option<Round> {
         let mut st = lock(&self.state);
+        st.tick();
         if st.training || !st.due(train_bytes) {
             return None;
         }
@@ -201,6 +209,12 @@ impl Dicts {
         !std::mem::replace(&mut lock(&self.state).rewriting, true)
     }
 
+    /// No small extent was written since the committer's last tick: a rewrite pass may
+    /// start, and runs its batches without a pause.
+    pub(super) fn quiet(&self) -> bool {
+        lock(&self.state).idle_ticks >= 1
+    }
+
     /// A rewrite pass ended.
     pub(super) fn end_rewrite(&self) {
         lock(&self.state).rewriting = false;
@@ -236,7 +250,7 @@ impl Dicts {
             newest: st.newest.as_ref().map_or(0, |d| d.id),
             sample_bytes: st.sample_bytes,
             last: st.last,
-            busy: st.training || st.rewriting || st.due(train_bytes),
+            busy: st.training || st.rewriting || st.pending(train_bytes),
             rewritten: st.rewritten,
         }
     }
@@ -259,15 +273,50 @@ enum Outcome {
     Failed,
 }
 
+/// Give the calling thread the lowest CPU priority (nice 19; Linux sets it per thread): the
+/// training and the rewrite pass take what the mount's own work leaves.
+fn lowest_priority() {
+    // SAFETY: gettid has no preconditions; setpriority on this thread's own id changes only
+    // its scheduling priority, and a failure (reported in the return value) changes nothing.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+    if r != 0 {
+        log::debug!(
+            "could not lower the dictionary thread's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 impl State {
-    /// A training is due: the first once `train_bytes` of samples are in, then a candidate
-    /// after [`RETRAIN_AFTER`] times that of new small extents.
+    /// A training is due: the first once `train_bytes` of samples are in; then a candidate
+    /// after [`RETRAIN_AFTER`] times that of new small extents, or after `train_bytes` of
+    /// them once writing has paused for [`IDLE_TICKS`] ticks (the end of a copy: the
+    /// reservoir then stands for all of it).
     fn due(&self, train_bytes: usize) -> bool {
         let wanted = match self.newest {
             None => self.sample_bytes >= train_bytes,
-            Some(_) => self.since >= train_bytes.saturating_mul(RETRAIN_AFTER),
+            Some(_) => {
+                self.since >= train_bytes.saturating_mul(RETRAIN_AFTER)
+                    || (self.since >= train_bytes && self.idle_ticks >= IDLE_TICKS)
+            }
         };
         wanted && !self.done
+    }
+
+    /// A training is due, or will be once writing pauses.
+    fn pending(&self, train_bytes: usize) -> bool {
+        let later = self.newest.is_some() && self.since >= train_bytes;
+        (self.due(train_bytes) || later) && !self.done
+    }
+
+    /// The committer's tick: count the ticks without a new small extent.
+    fn tick(&mut self) {
+        if self.seen == self.seen_at_tick {
+            self.idle_ticks = self.idle_ticks.saturating_add(1);
+        } else {
+            self.seen_at_tick = self.seen;
+            self.idle_ticks = 0;
+        }
     }
 
     /// Offer a small extent to the reservoir (algorithm R: the n-th is kept with chance
@@ -334,6 +383,7 @@ impl Volume {
         let spawned = std::thread::Builder::new()
             .name("wring-dict".into())
             .spawn(move || {
+                lowest_priority();
                 let Some(vol) = weak.upgrade() else {
                     return;
                 };

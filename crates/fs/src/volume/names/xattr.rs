@@ -79,6 +79,26 @@ pub(crate) fn dict_switch<T: ReadableTable<(u64, &'static [u8]), &'static [u8]>>
         .map(|v| v.value() != b"off"))
 }
 
+/// The stored value of the `compression` property `text` (normalised as btrfs does).
+fn compression_value(text: &str) -> Result<Vec<u8>, FsError> {
+    let spec = parse_spec("compression", text)?;
+    Ok(match spec.algorithm {
+        None => b"none".to_vec(),
+        Some(_) => spec.to_string().into_bytes(),
+    })
+}
+
+/// The stored value of the dictionary switch `text`: `auto` or `off`, else EINVAL (logged).
+fn dict_value(text: &str) -> Result<Vec<u8>, FsError> {
+    match text {
+        "auto" | "off" => Ok(text.as_bytes().to_vec()),
+        _ => {
+            log::warn!("{DICT_XATTR}: '{text}' is not understood; accepted: auto, off");
+            Err(errno(libc::EINVAL))
+        }
+    }
+}
+
 /// The setxattr flags against what is there: XATTR_CREATE of an attribute that exists is
 /// EEXIST, XATTR_REPLACE of one that does not ENODATA.
 fn check_set_flags(
@@ -221,28 +241,7 @@ impl Volume {
             return Err(errno(libc::E2BIG));
         }
         let mut value = value.to_vec();
-        if name == DICT_XATTR.as_bytes() {
-            let text = String::from_utf8_lossy(&value)
-                .trim()
-                .trim_end_matches('\0')
-                .to_string();
-            match text.as_str() {
-                "" => {
-                    return match self.removexattr(ino, name) {
-                        Err(FsError::Errno(libc::ENODATA)) if flags & libc::XATTR_REPLACE == 0 => {
-                            Ok(())
-                        }
-                        r => r,
-                    }
-                }
-                "auto" | "off" => value = text.into_bytes(),
-                _ => {
-                    log::warn!("{DICT_XATTR}: '{text}' is not understood; accepted: auto, off");
-                    return Err(errno(libc::EINVAL));
-                }
-            }
-        }
-        if name == PROP_XATTR.as_bytes() {
+        if name == DICT_XATTR.as_bytes() || name == PROP_XATTR.as_bytes() {
             let text = String::from_utf8_lossy(&value)
                 .trim()
                 .trim_end_matches('\0')
@@ -256,10 +255,9 @@ impl Volume {
                     r => r,
                 };
             }
-            let spec = parse_spec("compression", &text)?;
-            value = match spec.algorithm {
-                None => b"none".to_vec(),
-                Some(_) => spec.to_string().into_bytes(),
+            value = match name == DICT_XATTR.as_bytes() {
+                true => dict_value(&text)?,
+                false => compression_value(&text)?,
             };
         }
         self.store.check_room(META_OP + value.len() as u64)?;
