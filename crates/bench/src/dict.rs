@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use wring_engine::{Algorithm, CompressSpec};
-use wring_fs::STATUS_XATTR;
 
 use crate::error::BenchError;
 use crate::fs::{fresh_store, quote, sh, wring_sync, wring_usage, Launcher, WringMount};
@@ -29,6 +28,9 @@ pub struct DictConfig {
     pub whole: Vec<PathBuf>,
     /// zstd levels.
     pub levels: Vec<i32>,
+    /// More mount options for wring, after `compress-force=` and `dict=` (e.g.
+    /// `dict_train=256K`).
+    pub wring_options: String,
     /// How to start wring.
     pub launcher: Launcher,
     /// Scratch directory.
@@ -149,11 +151,7 @@ fn kernel(tar: &Path, bytes: u64, level: i32) -> Result<(u64, f64, f64), BenchEr
 
 /// The `dicts:` line of a mount's status.
 fn dict_line(mnt: &Path) -> Result<String, BenchError> {
-    let text = wring_fs::daemon::get_xattr(mnt, STATUS_XATTR).map_err(|source| BenchError::Fs {
-        what: format!("reading the status of {}", mnt.display()),
-        source,
-    })?;
-    let text = String::from_utf8_lossy(&text);
+    let text = crate::fs::status_text(mnt)?;
     Ok(text
         .lines()
         .find(|l| l.starts_with("dicts:"))
@@ -190,7 +188,10 @@ struct WringRun {
 fn wring(cfg: &DictConfig, tar: &Path, level: i32, dict: &str) -> Result<WringRun, BenchError> {
     let base = cfg.work.join(format!("wring-{dict}"));
     let (store, mnt) = fresh_store(&base)?;
-    let opts = format!("compress-force=zstd:{level},dict={dict}");
+    let mut opts = format!("compress-force=zstd:{level},dict={dict}");
+    if !cfg.wring_options.is_empty() {
+        opts = format!("{opts},{}", cfg.wring_options);
+    }
     let m = WringMount::mount(&cfg.launcher, &store, &mnt, &opts)?;
     progress(&format!("wring {opts}: tar -x"));
     let tar_s = timed(|| {

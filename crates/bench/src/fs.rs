@@ -399,6 +399,15 @@ impl Drop for WringMount {
 }
 
 /// syncfs (writes back the kernel's dirty pages through FUSE), then a durable commit.
+/// The text of `wring status` of the mount at `mnt`.
+pub(crate) fn status_text(mnt: &Path) -> Result<String, BenchError> {
+    let text = daemon::get_xattr(mnt, wring_fs::STATUS_XATTR).map_err(|source| BenchError::Fs {
+        what: format!("reading the status of {}", mnt.display()),
+        source,
+    })?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
 /// A new store in `base/store` and a mount point `base/mnt`: (store, mount point).
 pub(crate) fn fresh_store(base: &Path) -> Result<(PathBuf, PathBuf), BenchError> {
     let (store, mnt) = (base.join("store"), base.join("mnt"));

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use wring_engine::CompressSpec;
-use wring_fs::{PID_XATTR, STATUS_XATTR};
+use wring_fs::PID_XATTR;
 
 use crate::fs::{drop_caches, quote, sh, wring_sync, Launcher, WringMount};
 use crate::kernel::{require_root, KernelFs};
@@ -404,12 +404,9 @@ fn kernel_steps(cfg: &MetaConfig, tar: &Path, steps: &[Step]) -> Result<KernelSt
 /// The mount's counters: `name=value` of the `fuse:`, `transactions:` and `writeback_waits:`
 /// lines of its status.
 fn counters(mnt: &Path) -> Result<BTreeMap<String, f64>, BenchError> {
-    let text = wring_fs::daemon::get_xattr(mnt, STATUS_XATTR).map_err(|source| BenchError::Fs {
-        what: format!("reading the status of {}", mnt.display()),
-        source,
-    })?;
+    let text = crate::fs::status_text(mnt)?;
     let mut out = BTreeMap::new();
-    for line in String::from_utf8_lossy(&text).lines() {
+    for line in text.lines() {
         let Some((head, rest)) = line.split_once(": ") else {
             continue;
         };
@@ -431,11 +428,7 @@ fn counters(mnt: &Path) -> Result<BTreeMap<String, f64>, BenchError> {
 
 /// The transport the mount's status names (`transport:` line).
 fn transport(mnt: &Path) -> Result<String, BenchError> {
-    let text = wring_fs::daemon::get_xattr(mnt, STATUS_XATTR).map_err(|source| BenchError::Fs {
-        what: format!("reading the status of {}", mnt.display()),
-        source,
-    })?;
-    let text = String::from_utf8_lossy(&text);
+    let text = crate::fs::status_text(mnt)?;
     let found = text.lines().find_map(|l| l.strip_prefix("transport: "));
     Ok(found.unwrap_or("an unknown transport").to_string())
 }

@@ -108,6 +108,19 @@ fn size(len: u64) -> wring_fs::SetAttr {
     }
 }
 
+/// Close the volume, open it again and read every file of `sets` back, then close it and
+/// check the store with fsck.
+fn reopen_and_check(vol: Arc<Volume>, dir: &Path, o: Options, sets: &[&[(String, Vec<u8>)]]) {
+    drop(vol);
+    let vol = open(dir, o);
+    for files in sets {
+        read_back(&vol, files);
+    }
+    drop(vol);
+    let fsck = wring_fs::fsck::fsck(dir).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+}
+
 fn read_back(vol: &Volume, files: &[(String, Vec<u8>)]) {
     for (name, data) in files {
         let (ino, _) = vol.lookup(ROOT, name.as_bytes()).unwrap();
@@ -138,14 +151,9 @@ fn small_files_get_a_dictionary_and_read_back_everywhere() {
         files.len()
     );
     read_back(&vol, &files);
-    drop(vol);
-
-    let vol = open(&dir, opts("compress-force=zstd:3", 256 << 10));
-    read_back(&vol, &files);
-    drop(vol);
-    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
-    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
-    assert_eq!(fsck.dicts as usize, dicts);
+    let o = opts("compress-force=zstd:3", 256 << 10);
+    reopen_and_check(vol, &dir, o, &[&files]);
+    assert_eq!(wring_fs::fsck::fsck(&dir).unwrap().dicts as usize, dicts);
 
     // Without the dictionary its extents are EIO, and fsck names it.
     {
@@ -284,13 +292,8 @@ fn a_store_made_before_dictionaries_mounts_reads_and_takes_new_data() {
     assert!(settle(&vol) >= 1, "no dictionary was trained");
     read_back(&vol, &old);
     read_back(&vol, &new);
-    drop(vol);
-    let vol = open(&dir, opts("compress-force=zstd:3", 128 << 10));
-    read_back(&vol, &old);
-    read_back(&vol, &new);
-    drop(vol);
-    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
-    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+    let o = opts("compress-force=zstd:3", 128 << 10);
+    reopen_and_check(vol, &dir, o, &[&old, &new]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -378,12 +381,7 @@ fn writes_racing_the_rewrite_pass_win() {
     );
     read_back(&vol, &files);
     read_back(&vol, &filler);
-    drop(vol);
-    let vol = open(&dir, opts("compress-force=zstd:3", 64 << 10));
-    read_back(&vol, &files);
-    read_back(&vol, &filler);
-    drop(vol);
-    let fsck = wring_fs::fsck::fsck(&dir).unwrap();
-    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+    let o = opts("compress-force=zstd:3", 64 << 10);
+    reopen_and_check(vol, &dir, o, &[&files, &filler]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,6 +23,10 @@ pub struct Args {
     /// Directories measured whole (small and large files mixed), repeatable; `none` for none
     #[arg(long = "whole", default_values = ["/usr/share/doc"])]
     whole: Vec<PathBuf>,
+    /// More mount options for wring, after compress-force and dict (e.g. `dict_train=1M`,
+    /// `uring=0`)
+    #[arg(short = 'o', long = "options", default_value = "")]
+    options: String,
     /// zstd levels, comma-separated
     #[arg(long, value_delimiter = ',', default_value = "1,3,9")]
     levels: Vec<i32>,
@@ -36,6 +40,7 @@ pub struct Args {
 
 /// Run `wring bench dict`.
 pub fn run(args: Args) -> Result<()> {
+    wring_fs::options::Options::parse(&args.options).context("--options")?;
     for &l in &args.levels {
         wring_fs::options::parse_spec("--levels", &format!("zstd:{l}"))?;
     }
@@ -48,6 +53,7 @@ pub fn run(args: Args) -> Result<()> {
             .filter(|w| w.as_os_str() != "none")
             .collect(),
         levels: args.levels,
+        wring_options: args.options,
         launcher: Launcher::Cli(std::env::current_exe().context("finding the wring executable")?),
         work: args.work_dir.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("wring-bench-dict-{}", std::process::id()))
