@@ -3,6 +3,7 @@
 //!
 //! * [`ioctl`] — the uapi struct, ioctl numbers and safe wrappers ([`encoded_read`],
 //!   [`encoded_write`]);
+//! * [`codec`] — one extent's bytes in the kernel's formats, encoded or decoded in memory;
 //! * [`extents`] — walk a file extent by extent in its on-disk encoding;
 //! * [`verify`] — decode each extent with the engine and compare with the kernel's read;
 //! * [`search`] — a file's extent items from tree search (what compsize reads);
@@ -17,6 +18,7 @@
 //! Mirrors the user-facing side of fs/btrfs/ioctl.c and fs/btrfs/inode.c's encoded I/O.
 //! Encoded I/O needs CAP_SYS_ADMIN and Linux 5.18 or later.
 
+pub mod codec;
 mod error;
 pub mod extents;
 pub mod fsinfo;

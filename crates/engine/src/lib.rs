@@ -12,6 +12,7 @@
 //!   managers; [`stream::compress_batch`] compresses many on the engine's streams.
 //! * [`offload::Offload`] is the one asynchronous way front ends compress: requests submitted
 //!   to the CPU workers (one per stream) or a device, completed later (seed 004's acomp).
+//! * [`frame`] compresses and decompresses buffers of any size in one call (the bindings').
 //! * [`Engine::stats`] reads every manager's and the pool's counters.
 //! * [`size`] parses and formats sizes (`128K`, `1M`) for every crate's options.
 //!
@@ -24,6 +25,7 @@ pub mod codec;
 pub mod dict;
 mod engine;
 mod error;
+pub mod frame;
 pub mod heuristic;
 pub mod levels;
 pub mod offload;

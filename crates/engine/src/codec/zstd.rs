@@ -368,6 +368,17 @@ impl ZstdState {
     }
 }
 
+/// The decoded size a zstd frame declares in its header, when it declares one.
+pub(crate) fn content_size(src: &[u8]) -> Option<usize> {
+    // SAFETY: reads only within `src`.
+    let n = unsafe { z::ZSTD_getFrameContentSize(src.as_ptr().cast(), src.len()) };
+    // ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest u64 values.
+    match n >= u64::MAX - 1 {
+        true => None,
+        false => usize::try_from(n).ok(),
+    }
+}
+
 /// The length of the one frame at the start of an extent, which may carry zero padding up to
 /// the sector after it.
 fn frame_len(src: &[u8]) -> Result<usize, Error> {

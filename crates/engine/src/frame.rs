@@ -1,0 +1,297 @@
+//! One-shot calls on buffers of any size, for the library bindings (Python, C): what
+//! python-zstandard's `compress()`/`decompress()` and liblz4's one-shot calls are, through the
+//! engine's one codec table.
+//!
+//! The output is each codec's own format, the one btrfs or zram stores: a zstd frame with its
+//! content size, a zlib stream, btrfs's LZO framing, a raw lz4 block, raw deflate. An input of
+//! at most [`Engine::max_extent`] bytes goes through the engine's workspace managers (a
+//! 4 KiB call reuses a workspace, so it allocates nothing but its result); a larger one gets a
+//! codec state of its own sized for it, as the filesystem's large extents do.
+//!
+//! Decompression takes the decoded size when the caller knows it. When it does not, a zstd
+//! frame's declared content size is used, and otherwise the output grows geometrically until
+//! the data fits or `max_size` is reached: any valid frame decodes, including frames that do
+//! not record their size (python-zstandard #150), and corrupt input never allocates more than
+//! `max_size`.
+
+use crate::codec;
+use crate::dict::Dictionary;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::spec::{Algorithm, CompressSpec};
+
+/// The first guess at a decoded size, as a multiple of the compressed size.
+const FIRST_GUESS_RATIO: usize = 4;
+/// The smallest first guess.
+const FIRST_GUESS_MIN: usize = 64 * 1024;
+
+/// The most btrfs's LZO framing holds (wring_lzo's limit).
+const LZO_MAX: usize = 4 << 20;
+
+/// Why a one-shot call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The codec refused: corrupt input, a short buffer, a library failure.
+    #[error(transparent)]
+    Codec(#[from] Error),
+    /// The decoded data would exceed the caller's `max_size`.
+    #[error("the data decodes to more than max_size ({max_size} bytes)")]
+    TooLarge {
+        /// The caller's limit.
+        max_size: usize,
+    },
+    /// btrfs's LZO framing holds at most 4 MiB, and its encoder gives up on data that grows
+    /// (the kernel then stores the extent raw): such data has no lzo frame.
+    #[error("lzo (btrfs's LZO framing) cannot hold this input: {0}")]
+    NotInLzo(&'static str),
+    /// A codec state for a large input could not be allocated.
+    #[error("could not allocate {bytes} bytes of codec memory")]
+    NoMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+}
+
+impl From<codec::AllocError> for FrameError {
+    fn from(e: codec::AllocError) -> FrameError {
+        FrameError::NoMemory { bytes: e.bytes }
+    }
+}
+
+/// Most bytes [`compress`] can produce for `len` input bytes under `spec`: the output buffer
+/// [`compress_into`] always succeeds with.
+pub fn compress_bound(spec: CompressSpec, len: usize) -> usize {
+    match spec.algorithm {
+        None => len,
+        // The largest bound of the codecs (lzo's framing: 4 bytes per segment on top of
+        // lzo1x's len + len/16 + 64 + 3), plus a header; generous for the others.
+        Some(_) => len + len / 8 + 1024,
+    }
+}
+
+/// Compress `src` of any size under `spec` (no storage rule: the result may be larger than
+/// the input), with `dictionary` when one is given (zstd only). `no` copies the input.
+pub fn compress(
+    engine: &Engine,
+    spec: CompressSpec,
+    dictionary: Option<&Dictionary>,
+    src: &[u8],
+) -> Result<Vec<u8>, FrameError> {
+    let mut dst = vec![0u8; compress_bound(spec, src.len())];
+    let n = compress_into(engine, spec, dictionary, src, &mut dst)?;
+    dst.truncate(n);
+    Ok(dst)
+}
+
+/// As [`compress`], into `dst`; returns the bytes written. A `dst` shorter than the result is
+/// [`Error::ShortBuffer`] (with [`compress_bound`] as what it needs).
+pub fn compress_into(
+    engine: &Engine,
+    spec: CompressSpec,
+    dictionary: Option<&Dictionary>,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<usize, FrameError> {
+    let got = dst.len();
+    let short = || Error::ShortBuffer {
+        got,
+        need: compress_bound(spec, src.len()),
+    };
+    let Some(algorithm) = spec.algorithm else {
+        let out = dst.get_mut(..src.len()).ok_or_else(short)?;
+        out.copy_from_slice(src);
+        return Ok(src.len());
+    };
+    if dictionary.is_some() && !algorithm.takes_dictionary() {
+        return Err(Error::NoDictionary(algorithm).into());
+    }
+    if algorithm == Algorithm::Lzo && src.len() > LZO_MAX {
+        return Err(FrameError::NotInLzo("it is larger than 4 MiB"));
+    }
+    let done = match src.len() <= engine.max_extent() {
+        true => engine.compress_into_dict(spec, dictionary, src, dst)?,
+        false => {
+            let mut state = codec::standalone(algorithm, spec.level, src.len())?;
+            match dictionary {
+                None => state.compress(spec.level, src, dst)?,
+                Some(d) => state
+                    .compress_dict(spec.level, d, src, dst)
+                    .unwrap_or(Err(Error::NoDictionary(algorithm)))?,
+            }
+        }
+    };
+    match done {
+        Some(n) => Ok(n),
+        None if algorithm == Algorithm::Lzo && got >= compress_bound(spec, src.len()) => Err(
+            FrameError::NotInLzo("it does not compress (the kernel stores such data raw)"),
+        ),
+        None => Err(short().into()),
+    }
+}
+
+/// Decode `src` (`algorithm`'s format) into `dst`; returns the bytes produced. Output that
+/// would not fit is [`Error::Oversized`]; the rest of `dst` is left as the codec left it.
+pub fn decompress_into(
+    engine: &Engine,
+    algorithm: Algorithm,
+    dictionary: Option<&Dictionary>,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<usize, FrameError> {
+    if dictionary.is_some() && !algorithm.takes_dictionary() {
+        return Err(Error::NoDictionary(algorithm).into());
+    }
+    Ok(engine.decompress_dict(algorithm, dictionary, src, dst)?)
+}
+
+/// Decode `src` of `algorithm`'s format. `size` is the decoded size when the caller knows it
+/// (the result is then at most that long); without it the output grows, up to `max_size`
+/// bytes (see the module's notes).
+pub fn decompress(
+    engine: &Engine,
+    algorithm: Algorithm,
+    dictionary: Option<&Dictionary>,
+    src: &[u8],
+    size: Option<usize>,
+    max_size: usize,
+) -> Result<Vec<u8>, FrameError> {
+    if let Some(size) = size {
+        if size > max_size {
+            return Err(FrameError::TooLarge { max_size });
+        }
+        let mut dst = vec![0u8; size];
+        let n = decompress_into(engine, algorithm, dictionary, src, &mut dst)?;
+        dst.truncate(n);
+        return Ok(dst);
+    }
+    let mut guess = first_guess(algorithm, src).min(max_size);
+    loop {
+        let mut dst = vec![0u8; guess];
+        match decompress_into(engine, algorithm, dictionary, src, &mut dst) {
+            Ok(n) => {
+                dst.truncate(n);
+                return Ok(dst);
+            }
+            Err(FrameError::Codec(Error::Oversized { .. })) if guess < max_size => {
+                guess = guess.saturating_mul(2).min(max_size);
+            }
+            Err(FrameError::Codec(Error::Oversized { .. })) => {
+                return Err(FrameError::TooLarge { max_size })
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The first output size to try: a zstd frame's declared content size, else a multiple of
+/// the input.
+fn first_guess(algorithm: Algorithm, src: &[u8]) -> usize {
+    if algorithm == Algorithm::Zstd {
+        if let Some(n) = codec::zstd::content_size(src) {
+            return n;
+        }
+    }
+    src.len()
+        .saturating_mul(FIRST_GUESS_RATIO)
+        .max(FIRST_GUESS_MIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+
+    fn text(n: usize) -> Vec<u8> {
+        let words = b"wring squeezes extents the way btrfs and zram do; ";
+        (0..n).map(|i| words[i % words.len()] ^ (i / 7919) as u8).collect()
+    }
+
+    fn noise(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn engine() -> Engine {
+        Engine::new(EngineConfig::default())
+    }
+
+    #[test]
+    fn every_algorithm_round_trips_every_size_with_and_without_the_size() {
+        let engine = engine();
+        for algorithm in Algorithm::ALL {
+            let sizes = [0, 1, 4096, 128 * 1024, 128 * 1024 + 1, 3 << 20];
+            for (n, data) in sizes.iter().flat_map(|&n| [(n, text(n)), (n, noise(n))]) {
+                let spec = CompressSpec::default_for(algorithm);
+                let packed = match compress(&engine, spec, None, &data) {
+                    Err(FrameError::NotInLzo(_)) if algorithm == Algorithm::Lzo => continue,
+                    r => r.unwrap(),
+                };
+                let known = decompress(&engine, algorithm, None, &packed, Some(n), usize::MAX);
+                assert_eq!(known.unwrap(), data, "{algorithm} {n} with the size");
+                let grown = decompress(&engine, algorithm, None, &packed, None, usize::MAX);
+                assert_eq!(grown.unwrap(), data, "{algorithm} {n} without the size");
+            }
+        }
+    }
+
+    #[test]
+    fn lzo_refuses_what_its_framing_cannot_hold() {
+        let engine = engine();
+        let spec = CompressSpec::default_for(Algorithm::Lzo);
+        let err = compress(&engine, spec, None, &noise(100_000)).unwrap_err();
+        assert!(err.to_string().contains("does not compress"), "{err}");
+        let err = compress(&engine, spec, None, &text(5 << 20)).unwrap_err();
+        assert!(err.to_string().contains("larger than 4 MiB"), "{err}");
+        assert!(compress(&engine, spec, None, &noise(4096)).is_ok());
+    }
+
+    #[test]
+    fn no_copies_and_a_short_buffer_says_what_it_needs() {
+        let engine = engine();
+        let none = CompressSpec::parse("no").unwrap().0;
+        assert_eq!(compress(&engine, none, None, b"abc").unwrap(), b"abc");
+        let spec = CompressSpec::default_for(Algorithm::Zstd);
+        let mut small = [0u8; 4];
+        let err = compress_into(&engine, spec, None, &text(10_000), &mut small).unwrap_err();
+        assert!(matches!(err, FrameError::Codec(Error::ShortBuffer { got: 4, .. })));
+    }
+
+    #[test]
+    fn growth_stops_at_max_size_and_corrupt_input_is_an_error() {
+        let engine = engine();
+        let spec = CompressSpec::default_for(Algorithm::Zlib);
+        let packed = compress(&engine, spec, None, &vec![0u8; 1 << 20]).unwrap();
+        let err = decompress(&engine, Algorithm::Zlib, None, &packed, None, 100_000);
+        assert_eq!(err.unwrap_err(), FrameError::TooLarge { max_size: 100_000 });
+        for algorithm in Algorithm::ALL {
+            let r = decompress(&engine, algorithm, None, &[0xff; 100], None, 1 << 20);
+            assert!(r.is_err(), "{algorithm} accepted garbage");
+        }
+    }
+
+    #[test]
+    fn dictionaries_round_trip_and_other_algorithms_refuse_them() {
+        let engine = engine();
+        let samples: Vec<Vec<u8>> = (0..400).map(|i| text(300 + i)).collect();
+        let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+        let dict = Dictionary::train(&refs, 16 * 1024).unwrap();
+        let spec = CompressSpec::default_for(Algorithm::Zstd);
+        for n in [500, 300 * 1024] {
+            let data = text(n);
+            let packed = compress(&engine, spec, Some(&dict), &data).unwrap();
+            let back = decompress(&engine, Algorithm::Zstd, Some(&dict), &packed, None, 1 << 30);
+            assert_eq!(back.unwrap(), data);
+        }
+        let lz4 = CompressSpec::default_for(Algorithm::Lz4);
+        let err = compress(&engine, lz4, Some(&dict), b"x").unwrap_err();
+        assert_eq!(err, FrameError::Codec(Error::NoDictionary(Algorithm::Lz4)));
+    }
+}
