@@ -18,6 +18,7 @@ use crate::codec;
 use crate::dict::Dictionary;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::offload::{BatchJob, Completed, Offload, Op};
 use crate::spec::{Algorithm, CompressSpec};
 
 /// The first guess at a decoded size, as a multiple of the compressed size.
@@ -45,6 +46,12 @@ pub enum FrameError {
     /// (the kernel then stores the extent raw): such data has no lzo frame.
     #[error("lzo (btrfs's LZO framing) cannot hold this input: {0}")]
     NotInLzo(&'static str),
+    /// A batch item's decoded size is needed and neither given nor in its header.
+    #[error("the decoded size is not known: {algorithm} data does not record it; pass it")]
+    UnknownSize {
+        /// The data's algorithm.
+        algorithm: Algorithm,
+    },
     /// A codec state for a large input could not be allocated.
     #[error("could not allocate {bytes} bytes of codec memory")]
     NoMemory {
@@ -184,6 +191,130 @@ pub fn decompress(
     }
 }
 
+/// Compress every input (each at most the engine's `max_extent`) on the offload's streams, as
+/// one borrowed batch: the inputs are not copied, and the calling thread compresses nothing.
+/// One result per input, in order.
+pub fn compress_many(
+    offload: &Offload,
+    spec: CompressSpec,
+    dictionary: Option<&Dictionary>,
+    inputs: &[&[u8]],
+) -> Vec<Result<Vec<u8>, FrameError>> {
+    let Some(algorithm) = spec.algorithm else {
+        return inputs.iter().map(|i| Ok(i.to_vec())).collect();
+    };
+    let mut outputs: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|i| vec![0u8; compress_bound(spec, i.len())])
+        .collect();
+    let mut jobs: Vec<BatchJob<'_>> = inputs
+        .iter()
+        .zip(outputs.iter_mut())
+        .map(|(input, output)| {
+            BatchJob::new(Op::CompressInto { spec }, input, output).with_dictionary(dictionary)
+        })
+        .collect();
+    offload.run_batch(&mut jobs);
+    let results: Vec<_> = jobs.into_iter().map(|j| j.result).collect();
+    results
+        .into_iter()
+        .zip(outputs)
+        .zip(inputs)
+        .map(|((result, mut out), input)| match result {
+            Some(Ok(Completed::CompressedInto(Some(n)))) => {
+                out.truncate(n);
+                Ok(out)
+            }
+            Some(Ok(_)) if algorithm == Algorithm::Lzo => Err(FrameError::NotInLzo(
+                "it does not compress (the kernel stores such data raw)",
+            )),
+            Some(Err(e)) => Err(e.into()),
+            _ => Err(Error::ShortBuffer {
+                got: out.len(),
+                need: compress_bound(spec, input.len()),
+            }
+            .into()),
+        })
+        .collect()
+}
+
+/// Decode every input on the offload's streams. `sizes[i]` is input i's decoded size; `None`
+/// takes a zstd frame's declared size, and is [`FrameError::UnknownSize`] for data that
+/// records none. A size over `max_size` is [`FrameError::TooLarge`].
+pub fn decompress_many(
+    offload: &Offload,
+    algorithm: Algorithm,
+    dictionary: Option<&Dictionary>,
+    inputs: &[&[u8]],
+    sizes: &[Option<usize>],
+    max_size: usize,
+) -> Vec<Result<Vec<u8>, FrameError>> {
+    let wanted: Vec<Result<usize, FrameError>> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let size = sizes.get(i).copied().flatten();
+            let size = size
+                .or_else(|| {
+                    (algorithm == Algorithm::Zstd)
+                        .then(|| codec::zstd::content_size(input))
+                        .flatten()
+                })
+                .ok_or(FrameError::UnknownSize { algorithm })?;
+            match size <= max_size {
+                true => Ok(size),
+                false => Err(FrameError::TooLarge { max_size }),
+            }
+        })
+        .collect();
+    let mut outputs: Vec<Vec<u8>> = wanted
+        .iter()
+        .map(|w| vec![0u8; *w.as_ref().unwrap_or(&0)])
+        .collect();
+    let mut jobs = Vec::new();
+    let mut index = Vec::new();
+    for (i, ((input, output), w)) in inputs
+        .iter()
+        .zip(outputs.iter_mut())
+        .zip(&wanted)
+        .enumerate()
+    {
+        if let Ok(len) = w {
+            let op = Op::Decompress {
+                algorithm,
+                len: *len,
+            };
+            jobs.push(BatchJob::new(op, input, output).with_dictionary(dictionary));
+            index.push(i);
+        }
+    }
+    offload.run_batch(&mut jobs);
+    let mut results: Vec<Option<Result<Completed, Error>>> = vec![None; inputs.len()];
+    for (job, i) in jobs.into_iter().zip(index) {
+        results[i] = job.result;
+    }
+    wanted
+        .into_iter()
+        .zip(results)
+        .zip(outputs)
+        .map(|((w, result), mut out)| {
+            w?;
+            match result {
+                Some(Ok(Completed::Decompressed(n))) => {
+                    out.truncate(n);
+                    Ok(out)
+                }
+                Some(Err(e)) => Err(e.into()),
+                _ => Err(Error::Library {
+                    algorithm,
+                    reason: "the batch returned no decompression".into(),
+                }
+                .into()),
+            }
+        })
+        .collect()
+}
+
 /// The first output size to try: a zstd frame's declared content size, else a multiple of
 /// the input.
 fn first_guess(algorithm: Algorithm, src: &[u8]) -> usize {
@@ -204,7 +335,9 @@ mod tests {
 
     fn text(n: usize) -> Vec<u8> {
         let words = b"wring squeezes extents the way btrfs and zram do; ";
-        (0..n).map(|i| words[i % words.len()] ^ (i / 7919) as u8).collect()
+        (0..n)
+            .map(|i| words[i % words.len()] ^ (i / 7919) as u8)
+            .collect()
     }
 
     fn noise(n: usize) -> Vec<u8> {
@@ -243,6 +376,47 @@ mod tests {
     }
 
     #[test]
+    fn batches_round_trip_in_order_with_errors_in_place() {
+        use crate::offload::OffloadConfig;
+        use std::sync::Arc;
+        let engine = Arc::new(Engine::new(EngineConfig::default()));
+        let offload = Offload::new(engine.clone(), OffloadConfig::for_engine(&engine)).unwrap();
+        let data: Vec<Vec<u8>> = (0..40).map(|i| text(1000 + i * 3000)).collect();
+        let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+        for name in ["zstd:3", "lz4", "zlib:6", "lzo"] {
+            let spec: CompressSpec = name.parse().unwrap();
+            let packed: Vec<Vec<u8>> = compress_many(&offload, spec, None, &refs)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+            let prefs: Vec<&[u8]> = packed.iter().map(Vec::as_slice).collect();
+            let sizes: Vec<Option<usize>> = data.iter().map(|d| Some(d.len())).collect();
+            let algorithm = spec.algorithm.unwrap();
+            let back = decompress_many(&offload, algorithm, None, &prefs, &sizes, 1 << 20);
+            for (b, d) in back.into_iter().zip(&data) {
+                assert_eq!(&b.unwrap(), d, "{name}");
+            }
+        }
+        let zstd: CompressSpec = "zstd:1".parse().unwrap();
+        let frames = compress_many(&offload, zstd, None, &refs);
+        let mut prefs: Vec<&[u8]> = frames
+            .iter()
+            .map(|f| f.as_ref().unwrap().as_slice())
+            .collect();
+        prefs[3] = b"not a frame";
+        let back = decompress_many(&offload, Algorithm::Zstd, None, &prefs, &[], 1 << 20);
+        assert!(back[3].is_err());
+        assert_eq!(back[4].as_ref().unwrap(), &data[4], "sizes from the frames");
+        let lz4 = decompress_many(&offload, Algorithm::Lz4, None, &prefs[..1], &[], 1 << 20);
+        let want = FrameError::UnknownSize {
+            algorithm: Algorithm::Lz4,
+        };
+        assert_eq!(lz4[0], Err(want));
+        let huge = vec![0u8; engine.max_extent() + 1];
+        assert!(compress_many(&offload, zstd, None, &[&huge])[0].is_err());
+    }
+
+    #[test]
     fn lzo_refuses_what_its_framing_cannot_hold() {
         let engine = engine();
         let spec = CompressSpec::default_for(Algorithm::Lzo);
@@ -261,7 +435,10 @@ mod tests {
         let spec = CompressSpec::default_for(Algorithm::Zstd);
         let mut small = [0u8; 4];
         let err = compress_into(&engine, spec, None, &text(10_000), &mut small).unwrap_err();
-        assert!(matches!(err, FrameError::Codec(Error::ShortBuffer { got: 4, .. })));
+        assert!(matches!(
+            err,
+            FrameError::Codec(Error::ShortBuffer { got: 4, .. })
+        ));
     }
 
     #[test]
@@ -287,7 +464,14 @@ mod tests {
         for n in [500, 300 * 1024] {
             let data = text(n);
             let packed = compress(&engine, spec, Some(&dict), &data).unwrap();
-            let back = decompress(&engine, Algorithm::Zstd, Some(&dict), &packed, None, 1 << 30);
+            let back = decompress(
+                &engine,
+                Algorithm::Zstd,
+                Some(&dict),
+                &packed,
+                None,
+                1 << 30,
+            );
             assert_eq!(back.unwrap(), data);
         }
         let lz4 = CompressSpec::default_for(Algorithm::Lz4);
