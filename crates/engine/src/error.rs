@@ -26,6 +26,21 @@ pub enum SpecError {
         /// The default level.
         default: i32,
     },
+    /// A level outside the algorithm's range, where the caller asked not to clamp it
+    /// ([`crate::CompressSpec::parse_strict`]).
+    #[error("invalid level {level} for {algorithm}: accepted are {min}..={max} (0 means the default, {default})")]
+    LevelOutOfRange {
+        /// The algorithm named before the colon.
+        algorithm: Algorithm,
+        /// The level asked for.
+        level: i32,
+        /// Lowest accepted level.
+        min: i32,
+        /// Highest accepted level.
+        max: i32,
+        /// The default level.
+        default: i32,
+    },
     /// `lzo:5`, `no:3`: a level where the algorithm takes none.
     #[error("{0} takes no level")]
     NoLevels(String),

@@ -256,6 +256,21 @@ impl CompressSpec {
         self.btrfs_option().is_ok()
     }
 
+    /// As [`CompressSpec::parse`], for libraries: a level out of range is an error
+    /// ([`SpecError::LevelOutOfRange`]) instead of a warning and a clamp, as mount options have.
+    pub fn parse_strict(text: &str) -> Result<CompressSpec, SpecError> {
+        match CompressSpec::parse(text)? {
+            (spec, None) => Ok(spec),
+            (_, Some(w)) => Err(SpecError::LevelOutOfRange {
+                algorithm: w.algorithm,
+                level: w.requested,
+                min: w.algorithm.min_level(),
+                max: w.algorithm.max_level(),
+                default: w.algorithm.default_level(),
+            }),
+        }
+    }
+
     /// Parse btrfs's syntax, returning a warning when the level had to be clamped.
     pub fn parse(text: &str) -> Result<(CompressSpec, Option<SpecWarning>), SpecError> {
         let text = text.trim();
@@ -325,6 +340,17 @@ impl fmt::Display for CompressSpec {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strict_parsing_refuses_what_mount_options_clamp() {
+        assert_eq!(CompressSpec::parse_strict("zstd:3").unwrap().level, 3);
+        let err = CompressSpec::parse_strict("zstd:99").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid level 99 for zstd: accepted are -15..=22 (0 means the default, 3)"
+        );
+        assert!(CompressSpec::parse("zstd:99").unwrap().1.is_some());
+    }
+
     use super::*;
 
     fn parse(s: &str) -> (CompressSpec, Option<SpecWarning>) {
