@@ -6,7 +6,7 @@
 #   usage: scripts/setup.sh [--fuzz] [--package]
 set -euo pipefail
 
-PACKAGES=(btrfs-progs btrfs-compsize xfsprogs fuse3 attr acl sqlite3 git fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd nbdkit libnbd-bin qemu-utils man-db systemd python3 bindfs stress-ng)
+PACKAGES=(btrfs-progs btrfs-compsize xfsprogs fuse3 attr acl sqlite3 git fonts-dejavu-core cmake pkg-config build-essential util-linux e2fsprogs xxd nbdkit libnbd-bin qemu-utils man-db systemd python3 python3-venv bindfs stress-ng cbindgen)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: formatting, lints, unit/property/integration tests, the Debian package installed
-# and used (scripts/test-package.sh), the shuttle model tests, the kernel compatibility tests
+# and used (scripts/test-package.sh), the C ABI and the Python package (scripts/capi.sh,
+# scripts/python.sh), the shuttle model tests, the kernel compatibility tests
 # (root: loop-mounted btrfs) and a short fuzz smoke run of every decoder.
 #   FUZZ_SECONDS=N (default 20) sets the fuzz time per target; WRING_CORPUS=DIR picks a corpus;
 #   WRING_SKIP_ROOT=1, WRING_SKIP_CORPUS=1, WRING_SKIP_ZRAM=1, WRING_SKIP_S3=1 skip (and count) the tests that
@@ -96,6 +97,14 @@ if [ "$(id -u)" -ne 0 ] && [ "${WRING_SKIP_ROOT:-}" = 1 ]; then
 else
   scripts/test-package.sh --from-tests
 fi
+# The C ABI: wring.h from cbindgen, libwring.so and libwring.a installed under target/capi, and
+# a C program compiled against them, linked both ways and run (scripts/capi.sh).
+step "C ABI"
+scripts/capi.sh --test
+# The Python package: a maturin wheel in a fresh venv, pytest against python-zstandard, zlib,
+# numpy and the kernel's btrfs, and the abi3 wheel imported by every other CPython 3.9+ here.
+step "Python package"
+scripts/python.sh --test
 step "model checking (shuttle)"
 cargo test -p wring-engine --features shuttle --test model
 cargo test -p wring-blk --features shuttle --test model

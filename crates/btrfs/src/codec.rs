@@ -85,7 +85,10 @@ pub fn decode_extent(
         });
     }
     if compression == Compression::None {
-        let mut out = data.get(..ram_bytes.min(data.len())).unwrap_or(data).to_vec();
+        let mut out = data
+            .get(..ram_bytes.min(data.len()))
+            .unwrap_or(data)
+            .to_vec();
         out.resize(ram_bytes, 0);
         return Ok(out);
     }
@@ -109,12 +112,17 @@ mod tests {
     #[test]
     fn every_btrfs_spec_round_trips_and_others_are_refused() {
         let engine = Engine::new(EngineConfig::default());
-        for spec in ["zlib:1", "zlib:9", "lzo", "zstd:-3", "zstd:3", "zstd:15", "zstd:19"] {
+        for spec in [
+            "zlib:1", "zlib:9", "lzo", "zstd:-3", "zstd:3", "zstd:15", "zstd:19",
+        ] {
             let spec: CompressSpec = spec.parse().unwrap();
             for n in [4097, 60_000, MAX_UNCOMPRESSED] {
                 let data = text(n);
                 let (compression, bytes) = encode_extent(&engine, spec, &data).unwrap().unwrap();
-                assert_eq!(decode_extent(&engine, compression, &bytes, n).unwrap(), data);
+                assert_eq!(
+                    decode_extent(&engine, compression, &bytes, n).unwrap(),
+                    data
+                );
             }
         }
         let lz4: CompressSpec = "lz4".parse().unwrap();

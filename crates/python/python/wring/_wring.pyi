@@ -1,0 +1,61 @@
+"""Type stubs of wring's native module (re-exported by ``wring`` and ``wring.btrfs``)."""
+
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from typing_extensions import Buffer
+
+DEFAULT_MAX_SIZE: int
+__version__: str
+
+class CorruptError(ValueError):
+    """The compressed data is damaged or not of the algorithm named."""
+
+class Dict:
+    """A zstd dictionary (trained, or loaded from its bytes)."""
+
+    def __init__(self, data: Buffer) -> None: ...
+    @property
+    def id(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+    def __len__(self) -> int: ...
+
+class Engine:
+    """An engine with its own compression streams."""
+
+    def __init__(self, streams: Optional[int] = None, workspace_mem: Optional[int] = None) -> None: ...
+    @property
+    def streams(self) -> int: ...
+    def compress_many(
+        self, items: Iterable[Buffer], spec: str = "zstd:3", *, dict: Optional[Dict] = None
+    ) -> list[bytes]: ...
+    def decompress_many(
+        self,
+        items: Iterable[Buffer],
+        spec: str = "zstd",
+        sizes: Union[None, int, Sequence[Optional[int]]] = None,
+        *,
+        dict: Optional[Dict] = None,
+        max_size: int = ...,
+    ) -> list[bytes]: ...
+    def stats(self) -> dict[str, Any]: ...
+
+def compress(data: Buffer, spec: str = "zstd:3", *, dict: Optional[Dict] = None) -> bytes: ...
+def compress_into(
+    data: Buffer, out: Buffer, spec: str = "zstd:3", *, dict: Optional[Dict] = None
+) -> int: ...
+def decompress(
+    data: Buffer,
+    spec: str = "zstd",
+    size: Optional[int] = None,
+    *,
+    dict: Optional[Dict] = None,
+    max_size: int = ...,
+) -> bytes: ...
+def decompress_into(
+    data: Buffer, out: Buffer, spec: str = "zstd", *, dict: Optional[Dict] = None
+) -> int: ...
+def compress_bound(spec: str, size: int) -> int: ...
+def levels() -> list[dict[str, Any]]: ...
+def train_dict(samples: Iterable[Buffer], size: int = 114688) -> Dict: ...
+def btrfs_encode_extent(data: Buffer, spec: str = "zstd:3") -> Optional[bytes]: ...
+def btrfs_decode_extent(data: Buffer, algorithm: Union[str, int], ram_bytes: int) -> bytes: ...
