@@ -345,15 +345,7 @@ mod tests {
     }
 
     fn noise(n: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        wring_testing::random_bytes(7, n)
     }
 
     fn engine() -> Engine {
