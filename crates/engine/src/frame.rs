@@ -181,6 +181,7 @@ pub fn decompress(
         match decompress_into(engine, algorithm, dictionary, src, &mut dst) {
             Ok(n) => {
                 dst.truncate(n);
+                confirm_exact(engine, algorithm, src, &mut dst)?;
                 return Ok(dst);
             }
             Err(FrameError::Codec(Error::Oversized { .. })) if guess < max_size => {
@@ -317,6 +318,30 @@ pub fn decompress_many(
             }
         })
         .collect()
+}
+
+/// An lz4 block that breaks the format's end-of-block rules (the last literals, no match near
+/// the end) can decode into a larger buffer and fail into one of its exact size, since lz4
+/// checks those rules against the buffer's end (found by the frame_decompress fuzz target). A
+/// valid block decodes into its exact size, so a grown lz4 decode is confirmed there; the other
+/// decoders do not depend on the buffer's size.
+fn confirm_exact(
+    engine: &Engine,
+    algorithm: Algorithm,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<(), FrameError> {
+    if !matches!(algorithm, Algorithm::Lz4 | Algorithm::Lz4hc) {
+        return Ok(());
+    }
+    match decompress_into(engine, algorithm, None, src, dst) {
+        Ok(n) if n == dst.len() => Ok(()),
+        _ => Err(Error::corrupt(
+            algorithm,
+            "malformed block: it breaks lz4's end-of-block rules",
+        )
+        .into()),
+    }
 }
 
 /// The first output size to try: a zstd frame's declared content size, else a multiple of

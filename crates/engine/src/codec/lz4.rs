@@ -151,6 +151,20 @@ fn decompress(algorithm: Algorithm, src: &[u8], dst: &mut [u8]) -> Result<usize,
     if n >= 0 {
         return Ok(n as usize);
     }
+    if cap == 0 {
+        // Into no room, lz4 refuses every block but the one empty block ([0]), so "filled
+        // the whole buffer" below would call any garbage oversized: ask a 1-byte buffer
+        // instead (found by the frame_decompress fuzz target: [0x05] decoded to nothing in
+        // 64 KiB, and was "oversized" for 0 bytes).
+        return match decompress(algorithm, src, &mut [0u8; 1]) {
+            Ok(0) => Ok(0),
+            Ok(_) => Err(Error::Oversized {
+                algorithm,
+                limit: 0,
+            }),
+            Err(e) => Err(e),
+        };
+    }
     // LZ4_decompress_safe gives one error for both; a block that fills the whole buffer
     // when decoding stops there is one that decodes to more than the extent holds.
     // SAFETY: as above; the partial decoder writes at most cap bytes.
@@ -175,6 +189,19 @@ fn decompress(algorithm: Algorithm, src: &[u8], dst: &mut [u8]) -> Result<usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_destination_agrees_with_a_large_one() {
+        for src in [&[0x05u8][..], &[0x00], &[0xff, 0x00], &[0x10, b'a']] {
+            let big = decompress(Algorithm::Lz4, src, &mut [0u8; 65536]);
+            let empty = decompress(Algorithm::Lz4, src, &mut []);
+            match big {
+                Ok(0) => assert_eq!(empty, Ok(0), "{src:?}"),
+                Ok(_) => assert!(matches!(empty, Err(Error::Oversized { .. })), "{src:?}"),
+                Err(_) => assert!(empty.is_err(), "{src:?}"),
+            }
+        }
+    }
 
     /// Text-like bytes that differ with `seed`.
     fn input(seed: u64, len: usize) -> Vec<u8> {
