@@ -61,8 +61,11 @@ def best_of(rounds: int, run):
 
 
 def pool(fn, items, threads=2):
+    """Run fn over items on a thread pool, keeping every result as a caller would (as the
+    batch calls do)."""
     with cf.ThreadPoolExecutor(threads) as ex:
-        return sum(len(x) for x in ex.map(fn, items, chunksize=16))
+        results = list(ex.map(fn, items, chunksize=16))
+    return sum(len(x) for x in results)
 
 
 def per_thread(make):

@@ -71,11 +71,35 @@ fn compress<'py>(
     let src = Buffer::read(data)?;
     let d = dict.as_ref().map(|d| &d.inner);
     let input = src.as_slice();
-    let out = maybe_detached(py, input.len(), || {
-        frame::compress(oneshot(), spec, d, input)
+    let bound = frame::compress_bound(spec, input.len());
+    with_scratch(bound, |scratch| {
+        let n = maybe_detached(py, input.len(), || {
+            frame::compress_into(oneshot(), spec, d, input, scratch)
+        })
+        .map_err(errors::frame)?;
+        Ok(PyBytes::new(py, &scratch[..n]))
     })
-    .map_err(errors::frame)?;
-    Ok(PyBytes::new(py, &out))
+}
+
+/// Scratch kept for the next call up to this size (a compression's output before its copy
+/// into the result; python-zstandard shrinks a bytes object in place, which abi3 cannot).
+const SCRATCH_KEEP: usize = 8 << 20;
+
+/// Run `f` with this thread's scratch buffer of at least `len` bytes: a call reuses it
+/// instead of zeroing a fresh output buffer each time.
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if buf.len() < len {
+        buf = vec![0u8; len];
+    }
+    let r = f(&mut buf[..len]);
+    if buf.len() <= SCRATCH_KEEP {
+        SCRATCH.with(|s| *s.borrow_mut() = buf);
+    }
+    r
 }
 
 /// compress_into(data, out, spec="zstd:3", *, dict=None) -> int
@@ -125,11 +149,30 @@ fn decompress<'py>(
         return Ok(PyBytes::new(py, input));
     };
     let d = dict.as_ref().map(|d| &d.inner);
-    let out = maybe_detached(py, input.len() * 4, || {
-        frame::decompress(oneshot(), algorithm, d, input, size, max_size)
-    })
-    .map_err(errors::frame)?;
-    Ok(PyBytes::new(py, &out))
+    match size {
+        // The size known: decode straight into the result.
+        Some(size) if size <= max_size => {
+            let mut produced = size;
+            let out = PyBytes::new_with(py, size, |buf| {
+                produced = maybe_detached(py, size, || {
+                    frame::decompress_into(oneshot(), algorithm, d, input, buf)
+                })
+                .map_err(errors::frame)?;
+                Ok(())
+            })?;
+            match produced == size {
+                true => Ok(out),
+                false => Ok(PyBytes::new(py, &out.as_bytes()[..produced])),
+            }
+        }
+        _ => {
+            let out = maybe_detached(py, input.len() * 4, || {
+                frame::decompress(oneshot(), algorithm, d, input, size, max_size)
+            })
+            .map_err(errors::frame)?;
+            Ok(PyBytes::new(py, &out))
+        }
+    }
 }
 
 /// decompress_into(data, out, spec="zstd", *, dict=None) -> int
