@@ -27,7 +27,7 @@ const FIRST_GUESS_RATIO: usize = 4;
 const FIRST_GUESS_MIN: usize = 64 * 1024;
 
 /// Inputs a batch call submits at a time, each with its reused scratch output (16 x 147 KiB).
-const BATCH_CHUNK: usize = 16;
+pub const BATCH_CHUNK: usize = 16;
 
 /// The most btrfs's LZO framing holds (wring_lzo's limit).
 const LZO_MAX: usize = 4 << 20;
@@ -196,51 +196,100 @@ pub fn decompress(
 }
 
 /// Compress every input (each at most the engine's `max_extent`) on the offload's streams, as
-/// one borrowed batch: the inputs are not copied, and the calling thread compresses nothing.
-/// One result per input, in order.
+/// borrowed batches of [`BATCH_CHUNK`]: the inputs are not copied, and the calling thread
+/// compresses nothing. One result per input, in order.
 pub fn compress_many(
     offload: &Offload,
     spec: CompressSpec,
     dictionary: Option<&Dictionary>,
     inputs: &[&[u8]],
 ) -> Vec<Result<Vec<u8>, FrameError>> {
-    let Some(algorithm) = spec.algorithm else {
-        return inputs.iter().map(|i| Ok(i.to_vec())).collect();
-    };
-    // Scratch outputs reused chunk after chunk. One fresh bound-sized buffer per input faults
-    // in new pages for every extent: `bench.py` measured 0.82x (zstd:3) and 0.78x (lz4) the
-    // fastest peer that way, 0.86x and 0.73x with chunks of 256, and 0.98-0.99x and 0.98-1.01x
-    // with chunks of 16 or 64 (crates/python/bench).
-    let chunk = BATCH_CHUNK.min(inputs.len());
-    let widest = inputs.iter().map(|i| i.len()).max().unwrap_or(0);
-    let mut scratch = vec![vec![0u8; compress_bound(spec, widest)]; chunk];
+    let mut scratch = Scratch::for_inputs(spec, inputs);
     let mut results = Vec::with_capacity(inputs.len());
-    for part in inputs.chunks(BATCH_CHUNK.max(1)) {
-        let mut jobs: Vec<BatchJob<'_>> = part
-            .iter()
-            .zip(scratch.iter_mut())
-            .map(|(input, output)| {
-                let op = Op::CompressInto { spec };
-                BatchJob::new(op, input, output).with_dictionary(dictionary)
-            })
-            .collect();
-        offload.run_batch(&mut jobs);
-        for (job, input) in jobs.iter().zip(part) {
-            results.push(match &job.result {
-                Some(Ok(Completed::CompressedInto(Some(n)))) => Ok(job.output[..*n].to_vec()),
-                Some(Ok(_)) if algorithm == Algorithm::Lzo => Err(FrameError::NotInLzo(
-                    "it does not compress (the kernel stores such data raw)",
-                )),
-                Some(Err(e)) => Err(e.clone().into()),
-                _ => Err(Error::ShortBuffer {
-                    got: job.output.len(),
-                    need: compress_bound(spec, input.len()),
-                }
-                .into()),
-            });
-        }
+    for part in inputs.chunks(BATCH_CHUNK) {
+        let done = compress_chunk(offload, spec, dictionary, part, &mut scratch);
+        results.extend(done.into_iter().map(|r| r.map(<[u8]>::to_vec)));
     }
     results
+}
+
+/// Reused outputs for [`compress_chunk`]: one bound-sized buffer per input of a chunk.
+///
+/// One fresh buffer per input faults in new pages for every extent: `bench.py` measured 0.82x
+/// (zstd:3) and 0.78x (lz4) the fastest peer that way, 0.86x and 0.73x with chunks of 256,
+/// and 0.98-0.99x and 0.98-1.01x with chunks of 16 or 64 (crates/python/bench).
+#[derive(Debug, Default)]
+pub struct Scratch(Vec<Vec<u8>>);
+
+impl Scratch {
+    /// Buffers for chunks of `inputs` under `spec`.
+    pub fn for_inputs(spec: CompressSpec, inputs: &[&[u8]]) -> Scratch {
+        let widest = inputs.iter().map(|i| i.len()).max().unwrap_or(0);
+        let bound = compress_bound(spec, widest);
+        Scratch(vec![vec![0u8; bound]; BATCH_CHUNK.min(inputs.len())])
+    }
+
+    /// Output buffer `i` of the last chunk: input i's result is its first bytes, as many as
+    /// [`compress_chunk`] said.
+    pub fn buffer(&self, i: usize) -> &[u8] {
+        self.0.get(i).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Compress one chunk (at most [`BATCH_CHUNK`] inputs, none wider than `scratch` was made
+/// for) as one borrowed batch: each result is its compressed bytes in `scratch`, valid until
+/// the next chunk. Front ends that keep results in their own objects (the Python package)
+/// convert one chunk while the next compresses.
+pub fn compress_chunk<'s>(
+    offload: &Offload,
+    spec: CompressSpec,
+    dictionary: Option<&Dictionary>,
+    inputs: &[&[u8]],
+    scratch: &'s mut Scratch,
+) -> Vec<Result<&'s [u8], FrameError>> {
+    let Some(algorithm) = spec.algorithm else {
+        for (out, input) in scratch.0.iter_mut().zip(inputs) {
+            out.clear();
+            out.extend_from_slice(input);
+        }
+        return scratch
+            .0
+            .iter()
+            .take(inputs.len())
+            .map(|o| Ok(o.as_slice()))
+            .collect();
+    };
+    if inputs.len() > scratch.0.len() {
+        let need = compress_bound(spec, inputs.iter().map(|i| i.len()).max().unwrap_or(0));
+        scratch.0.resize(inputs.len(), vec![0u8; need]);
+    }
+    let mut jobs: Vec<BatchJob<'_>> = inputs
+        .iter()
+        .zip(scratch.0.iter_mut())
+        .map(|(input, output)| {
+            let op = Op::CompressInto { spec };
+            BatchJob::new(op, input, output).with_dictionary(dictionary)
+        })
+        .collect();
+    offload.run_batch(&mut jobs);
+    let outcomes: Vec<_> = jobs.into_iter().map(|j| j.result).collect();
+    outcomes
+        .into_iter()
+        .zip(scratch.0.iter())
+        .zip(inputs)
+        .map(|((result, output), input)| match result {
+            Some(Ok(Completed::CompressedInto(Some(n)))) => Ok(&output[..n]),
+            Some(Ok(_)) if algorithm == Algorithm::Lzo => Err(FrameError::NotInLzo(
+                "it does not compress (the kernel stores such data raw)",
+            )),
+            Some(Err(e)) => Err(e.into()),
+            _ => Err(Error::ShortBuffer {
+                got: output.len(),
+                need: compress_bound(spec, input.len()),
+            }
+            .into()),
+        })
+        .collect()
 }
 
 /// Decode every input on the offload's streams. `sizes[i]` is input i's decoded size; `None`

@@ -51,6 +51,17 @@ def test_a_failure_names_its_item():
         wring.Engine(streams=0)
 
 
+def test_many_chunks_keep_their_order_and_a_late_failure_names_its_item():
+    engine = wring.Engine(streams=2)
+    items = [text(1000 + 97 * i) for i in range(100)]  # several chunks of the batch
+    frames = engine.compress_many(items, "lz4")
+    assert [wring.decompress(f, "lz4", size=len(i)) for f, i in zip(frames, items)] == items
+    items[70] = bytes(128 * 1024 + 1)
+    with pytest.raises(ValueError, match="item 70: extent of 131073 bytes"):
+        engine.compress_many(items, "lz4")
+    assert engine.compress_many(items[:70], "lz4") == frames[:70]  # the engine still works
+
+
 def test_stats_count_the_work():
     engine = wring.Engine(streams=2, workspace_mem=64 << 20)
     assert engine.streams == 2
