@@ -38,7 +38,7 @@ echo "python: built $(basename "$wheel")"
 venv="$repo/target/python-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check "$wheel" pytest zstandard numpy lz4
+"$venv/bin/pip" install -q --disable-pip-version-check "$wheel" pytest zstandard numpy lz4 mypy
 
 if [ "$mode" = --bench ]; then
   corpus="${WRING_CORPUS:-$repo/target/corpus}"
@@ -48,6 +48,8 @@ fi
 
 # The tests import the installed wheel, not the sources: run them from outside the checkout.
 (cd "$venv" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/crates/python/tests")
+# The type stubs against the module itself.
+(cd "$venv" && "$venv/bin/python" -m mypy.stubtest wring._wring)
 
 # The same wheel in every other CPython 3.9+ on this machine (pyenv's, /usr/bin's).
 for py in /usr/bin/python3.* "$HOME"/.pyenv/versions/3.*/bin/python3; do

@@ -53,7 +53,7 @@ impl Dict {
 /// Train a zstd dictionary of at most `size` bytes on an iterable of buffers (zstd's
 /// ZDICT_trainFromBuffer, as `wring blk` and the filesystem's small files use).
 #[pyfunction]
-#[pyo3(signature = (samples, size = 112 * 1024))]
+#[pyo3(signature = (samples, size = 114_688))]
 pub fn train_dict(py: Python<'_>, samples: &Bound<'_, PyAny>, size: usize) -> PyResult<Dict> {
     let buffers = samples
         .try_iter()?

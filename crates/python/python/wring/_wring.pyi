@@ -1,28 +1,46 @@
 """Type stubs of wring's native module (re-exported by ``wring`` and ``wring.btrfs``)."""
 
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, Union, final
 
 from typing_extensions import Buffer
 
+__all__ = [
+    "CorruptError",
+    "DEFAULT_MAX_SIZE",
+    "Dict",
+    "Engine",
+    "__version__",
+    "btrfs_decode_extent",
+    "btrfs_encode_extent",
+    "compress",
+    "compress_bound",
+    "compress_into",
+    "decompress",
+    "decompress_into",
+    "levels",
+    "train_dict",
+]
 DEFAULT_MAX_SIZE: int
 __version__: str
 
 class CorruptError(ValueError):
     """The compressed data is damaged or not of the algorithm named."""
 
+@final
 class Dict:
     """A zstd dictionary (trained, or loaded from its bytes)."""
 
-    def __init__(self, data: Buffer) -> None: ...
+    def __new__(cls, data: Buffer) -> "Dict": ...
     @property
     def id(self) -> int: ...
     def __bytes__(self) -> bytes: ...
     def __len__(self) -> int: ...
 
+@final
 class Engine:
     """An engine with its own compression streams."""
 
-    def __init__(self, streams: Optional[int] = None, workspace_mem: Optional[int] = None) -> None: ...
+    def __new__(cls, streams: Optional[int] = None, workspace_mem: Optional[int] = None) -> "Engine": ...
     @property
     def streams(self) -> int: ...
     def compress_many(
