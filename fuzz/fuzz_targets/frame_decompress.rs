@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
         Ok(out) => {
             assert!(out.len() <= MAX_SIZE, "{algorithm}: {} bytes", out.len());
             let again = frame::decompress(engine, algorithm, None, src, Some(out.len()), MAX_SIZE);
-            assert_eq!(again.as_deref(), Ok(&out[..]), "{algorithm}: the sized decode differs");
+            assert_eq!(
+                again.as_deref(),
+                Ok(&out[..]),
+                "{algorithm}: the sized decode differs"
+            );
         }
         Err(FrameError::TooLarge { max_size }) => assert_eq!(max_size, MAX_SIZE),
         Err(_) => {}
