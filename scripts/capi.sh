@@ -41,8 +41,10 @@ if [ "$test" = 1 ]; then
   flags=(-std=c11 -Wall -Wextra -Werror -O1 -I"$prefix/include")
   cc "${flags[@]}" crates/capi/tests/c/wring_test.c -L"$prefix/lib" -lwring -Wl,-rpath,"$prefix/lib" -o "$out/wring_test_shared"
   cc "${flags[@]}" crates/capi/tests/c/wring_test.c "$prefix/lib/libwring.a" -lpthread -ldl -lm -o "$out/wring_test_static"
-  ldd "$out/wring_test_shared" | grep -q "$prefix/lib/libwring.so" || { echo "capi: the shared test is not linked to libwring.so" >&2; exit 1; }
-  if ldd "$out/wring_test_static" | grep -q libwring; then echo "capi: the static test loads libwring.so" >&2; exit 1; fi
+  # ldd's output in a variable first: `ldd | grep -q` under pipefail fails when grep exits early.
+  shared_libs="$(ldd "$out/wring_test_shared")" static_libs="$(ldd "$out/wring_test_static")"
+  [[ "$shared_libs" == *"$prefix/lib/libwring.so"* ]] || { echo "capi: the shared test is not linked to libwring.so" >&2; exit 1; }
+  [[ "$static_libs" != *libwring* ]] || { echo "capi: the static test loads libwring.so" >&2; exit 1; }
   "$out/wring_test_shared"
   "$out/wring_test_static"
 fi

@@ -138,14 +138,11 @@ pub unsafe extern "C" fn wring_engine_decompress_many(
             .iter()
             .map(|j| (j.dst_len > 0).then_some(j.dst_len))
             .collect();
-        let results = frame::decompress_many(
-            &engine.offload,
-            algorithm,
-            dict,
-            &inputs,
-            &sizes,
-            usize::MAX,
-        );
+        // No job can take more than the widest destination: a frame declaring more is refused
+        // before anything that size is allocated.
+        let max_size = jobs.iter().map(|j| j.dst_cap).max().unwrap_or(0);
+        let results =
+            frame::decompress_many(&engine.offload, algorithm, dict, &inputs, &sizes, max_size);
         finish(jobs, results)
     })
 }
