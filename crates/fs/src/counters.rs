@@ -248,6 +248,8 @@ pub struct DelayedCounts {
     pub flushes: AtomicU64,
     /// Items of deleted inodes dropped unwritten.
     pub discarded: AtomicU64,
+    /// Creates and unlinks delayed (with their directory entries).
+    pub names: AtomicU64,
 }
 
 impl DelayedCounts {
@@ -257,13 +259,14 @@ impl DelayedCounts {
         self.flushes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `delayed_inodes: updates=N written=N flushes=N discarded=N held=N`, `held` being the
-    /// items in memory now.
+    /// `delayed_inodes: updates=N names=N written=N flushes=N discarded=N held=N`, `held`
+    /// being the records and entries in memory now.
     pub fn line(&self, held: usize) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
-            "delayed_inodes: updates={} written={} flushes={} discarded={} held={held}\n",
+            "delayed_inodes: updates={} names={} written={} flushes={} discarded={} held={held}\n",
             get(&self.updates),
+            get(&self.names),
             get(&self.written),
             get(&self.flushes),
             get(&self.discarded)

@@ -314,6 +314,133 @@ fn kill_9_cycles_with_dictionaries() {
     assert!(r.dicts >= 1, "no dictionary was trained in ten cycles");
 }
 
+/// What the names worker has made durable: files whose create and contents an fsync
+/// acknowledged, and files whose unlink an fsync of their directory acknowledged.
+#[derive(Default)]
+struct Names {
+    acked: std::collections::BTreeSet<u64>,
+    removed: std::collections::BTreeSet<u64>,
+}
+
+/// The contents of file `n{k}`.
+fn name_body(k: u64) -> Vec<u8> {
+    format!("file {k}\n")
+        .repeat(1 + (k % 7) as usize)
+        .into_bytes()
+}
+
+/// One step of the names worker: file `n{k}` made, written and fsync'ed; every third step
+/// the unlink of an earlier file, made durable by an fsync of the directory. False once
+/// the daemon is gone.
+fn names_step(dir: &std::path::Path, k: u64, names: &Mutex<Names>, rng: &mut Rng) -> bool {
+    use std::io::Write;
+    let made = std::fs::File::create(dir.join(format!("n{k}")))
+        .and_then(|mut f| f.write_all(&name_body(k)).and_then(|()| f.sync_all()));
+    if made.is_err() {
+        return false;
+    }
+    lock(names).acked.insert(k);
+    if !k.is_multiple_of(3) {
+        return true;
+    }
+    let victim = {
+        let mut n = lock(names);
+        let pick = rng.below(n.acked.len() as u64) as usize;
+        let j = n.acked.iter().nth(pick).copied();
+        // Begun: may or may not have happened until the directory's fsync returns.
+        j.inspect(|j| {
+            n.acked.remove(j);
+        })
+    };
+    let Some(j) = victim else {
+        return true;
+    };
+    let gone = std::fs::remove_file(dir.join(format!("n{j}")))
+        .and_then(|()| std::fs::File::open(dir)?.sync_all());
+    if gone.is_err() {
+        return false;
+    }
+    lock(names).removed.insert(j);
+    true
+}
+
+/// kill -9 at random moments under a worker that creates small files (fsync'ed) and unlinks
+/// some (each unlink made durable by an fsync of the directory) — delayed creates and
+/// unlinks, written by the fsyncs: after every cycle the store mounts again, every file
+/// acknowledged is there with its contents, none whose unlink was acknowledged is, any other
+/// file holds its contents or nothing, and fsck finds nothing.
+#[test]
+fn names_kill_9_cycles() {
+    if !require_root("names_kill_9_cycles") {
+        return;
+    }
+    let mut m = Mount::new("crash-names");
+    let names = Arc::new(Mutex::new(Names::default()));
+    let mut rng = Rng(777);
+    let mut next = 1u64;
+    for cycle in 0..8 {
+        m.start("compress=zstd:1");
+        let dir = m.p("n");
+        if cycle == 0 {
+            std::fs::create_dir(&dir).unwrap();
+            wring_fs::daemon::get_xattr(&m.mnt, wring_fs::SYNC_XATTR).unwrap();
+        }
+        {
+            let n = lock(&names);
+            for k in &n.acked {
+                let back = std::fs::read(dir.join(format!("n{k}")));
+                let back = back.unwrap_or_else(|e| panic!("cycle {cycle}: n{k}: {e}"));
+                assert!(
+                    back == name_body(*k),
+                    "cycle {cycle}: n{k} reads back wrong"
+                );
+            }
+            for j in &n.removed {
+                let p = dir.join(format!("n{j}"));
+                assert!(!p.exists(), "cycle {cycle}: n{j} is back after its unlink");
+            }
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                let k: u64 = name[1..].parse().unwrap();
+                let back = std::fs::read(dir.join(&name)).unwrap();
+                assert!(
+                    back.is_empty() || back == name_body(k),
+                    "cycle {cycle}: {name} holds what was never written to it"
+                );
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (names, stop, dir) = (names.clone(), stop.clone(), dir.clone());
+            let mut wrng = Rng(rng.next() | 1);
+            std::thread::spawn(move || {
+                let mut k = next;
+                while !stop.load(Ordering::Relaxed) && names_step(&dir, k, &names, &mut wrng) {
+                    k += 1;
+                }
+                k + 1
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200 + rng.below(800)));
+        m.kill();
+        stop.store(true, Ordering::Relaxed);
+        next = worker.join().unwrap();
+        let r = wring_fs::fsck::fsck(&m.store).unwrap();
+        assert!(r.problems.is_empty(), "cycle {cycle}: {:?}", r.problems);
+    }
+    let n = lock(&names);
+    eprintln!(
+        "{} files acknowledged, {} unlinks",
+        n.acked.len(),
+        n.removed.len()
+    );
+    assert!(
+        n.removed.len() > 50,
+        "only {} unlinks acknowledged",
+        n.removed.len()
+    );
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

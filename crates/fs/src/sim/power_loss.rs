@@ -160,6 +160,9 @@ struct Run {
     dict: bool,
     /// Extents the dictionary rounds rewrote.
     rewritten: u64,
+    /// Files unlinked while held (as the kernel holds what it looked up): orphans until the
+    /// next sync step releases them. Their unlinks are delayed.
+    held: Vec<u64>,
 }
 
 impl Run {
@@ -263,6 +266,10 @@ impl Run {
             return self.create();
         };
         let name = self.files[i].name.take().unwrap_or_default();
+        if self.rng.below(2) == 0 {
+            self.vol.open_existing(self.files[i].ino).unwrap();
+            self.held.push(self.files[i].ino);
+        }
         self.vol.remove(ROOT, &name, false).unwrap();
         self.files[i].changed();
         let what = format!("unlink {}", String::from_utf8_lossy(&name));
@@ -279,6 +286,9 @@ impl Run {
     }
 
     fn sync(&mut self) -> Op {
+        for ino in std::mem::take(&mut self.held) {
+            self.vol.released(ino).unwrap();
+        }
         self.vol.sync().unwrap();
         Op("sync".into(), Durable::All)
     }
@@ -440,6 +450,7 @@ fn power_cuts(dict: bool) -> Run {
         cuts: 0,
         dict,
         rewritten: 0,
+        held: Vec::new(),
     };
     let mut trapped = 0;
     for step in 0..STEPS {
@@ -467,5 +478,12 @@ fn power_cuts(dict: bool) -> Run {
         t.elapsed()
     );
     assert!(run.cuts >= 200 && trapped >= 50, "too few cuts");
+    let delayed = &run.vol.store().delayed_counts.names;
+    let delayed = delayed.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("{delayed} creates and unlinks delayed");
+    assert!(
+        delayed >= 50,
+        "the run delayed {delayed} creates and unlinks"
+    );
     run
 }

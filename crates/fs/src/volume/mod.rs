@@ -863,6 +863,15 @@ impl Volume {
         Ok(h)
     }
 
+    /// `ino`'s record in `snap`, or the record a delayed create keeps of it (see
+    /// [`delayed`]) while `snap` has none: such an inode has nothing else in the store yet.
+    pub(crate) fn record_in(&self, snap: &store::Snapshot<'_>, ino: u64) -> Result<Inode, FsError> {
+        match store::get_inode(&snap.open_table(INODES)?, ino) {
+            Err(FsError::Errno(libc::ENOENT)) => self.store.inode(ino),
+            r => r,
+        }
+    }
+
     /// Read an inode: its delayed record or the last commit's, with what its dirty extents
     /// add.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {

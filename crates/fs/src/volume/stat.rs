@@ -234,6 +234,8 @@ impl Volume {
 
     /// The regular files at or under `ino` that `viewer` (everyone when `None`) may see.
     fn files_under(&self, ino: u64, viewer: Option<&Viewer>) -> Result<Vec<u64>, FsError> {
+        // The walk reads directories from one snapshot: delayed entries are written first.
+        self.store.flush()?;
         let (txn, delayed) = self.store.snapshot()?;
         let inodes = txn.open_table(INODES)?;
         let dirents = txn.open_table(DIRENTS)?;
@@ -333,6 +335,8 @@ impl Volume {
     pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
         // Files removed and forgotten by the kernel: their space shows at once.
         self.purge_forgotten();
+        // Delayed creates count once written.
+        self.store.flush()?;
         let txn = self.store.read()?;
         let used = store::counter(&txn, "used")?;
         let inodes = store::counter(&txn, "inodes")? + 1;

@@ -218,7 +218,7 @@ impl Volume {
         out: &mut Vec<u8>,
     ) -> Result<(), FsError> {
         let (pending, dirty, txn) = self.read_view(ino, offset, size)?;
-        let inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
+        let inode = self.record_in(&txn, ino)?;
         if inode.kind == Kind::Dir {
             return Err(errno(libc::EISDIR));
         }
@@ -368,7 +368,7 @@ impl Volume {
         let g = self.inode_lock(ino);
         let opts = self.options();
         let rtxn = self.store.read()?;
-        let inode = store::get_inode(&rtxn.open_table(INODES)?, ino)?;
+        let inode = self.record_in(&rtxn, ino)?;
         if inode.kind != Kind::File {
             return Err(errno(libc::EINVAL));
         }

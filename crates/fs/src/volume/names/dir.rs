@@ -11,7 +11,7 @@ use redb::{ReadableTable, WriteTransaction};
 use crate::error::{errno, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::{self, DIRENTS, INODES};
-use crate::volume::{lock, Volume};
+use crate::volume::{delayed, lock, Volume};
 
 /// Longest name (btrfs: BTRFS_NAME_LEN).
 pub const NAME_MAX: usize = 255;
@@ -96,13 +96,19 @@ impl Volume {
     /// a file handle into an inode it has forgotten (exportfs: LOOKUP of `.` by node id, of
     /// any kind, and of `..` to connect a directory to the root): the inode itself while it
     /// exists (ENOENT once deleted, which the kernel answers ESTALE), and a directory's parent.
+    /// A delayed entry (see [`crate::volume::delayed`]) is looked at before the store.
     fn find(&self, parent: u64, name: &[u8]) -> Result<u64, FsError> {
         if name.len() > NAME_MAX {
             return Err(errno(libc::ENAMETOOLONG));
         }
-        let txn = self.store.read()?;
-        let inodes = txn.open_table(INODES)?;
-        let pinode = store::get_inode(&inodes, parent)?;
+        if name != b"." && name != b".." {
+            if self.store.inode(parent)?.kind != Kind::Dir {
+                return Err(errno(libc::ENOTDIR));
+            }
+            let found = self.store.name(parent, name)?;
+            return found.map(|(ino, _)| ino).ok_or(errno(libc::ENOENT));
+        }
+        let pinode = self.store.inode(parent)?;
         if name == b"." {
             return match pinode.nlink {
                 0 => Err(errno(libc::ENOENT)),
@@ -112,12 +118,8 @@ impl Volume {
         if pinode.kind != Kind::Dir {
             return Err(errno(libc::ENOTDIR));
         }
-        if name == b".." {
-            return store::parent_of(&txn, parent);
-        }
-        let dirents = txn.open_table(DIRENTS)?;
-        let found = dirents.get((parent, name))?.map(|v| v.value().0);
-        found.ok_or(errno(libc::ENOENT))
+        let txn = self.store.read()?;
+        store::parent_of(&txn, parent)
     }
 
     /// Start a listing of `dir`; returns its handle. The directory counts as open until
@@ -151,9 +153,10 @@ impl Volume {
         Ok(list)
     }
 
-    /// `.`, `..` and the entries of `dir`, from one snapshot.
+    /// `.`, `..` and the entries of `dir`, from one snapshot and the delayed entries as they
+    /// were when it was taken.
     fn list(&self, dir: u64) -> Result<Vec<DirEntry>, FsError> {
-        let txn = self.store.read()?;
+        let (txn, delayed) = self.store.names_in(dir)?;
         if store::get_inode(&txn.open_table(INODES)?, dir)?.nlink == 0 {
             // Removed while open: Linux lists nothing of a dead directory.
             return Err(errno(libc::ENOENT));
@@ -171,15 +174,19 @@ impl Volume {
                 name: b"..".to_vec(),
             },
         ];
+        let mut stored: delayed::Listing = Vec::new();
         for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
             let (k, v) = r?;
             let (ino, kind) = v.value();
-            list.push(DirEntry {
-                ino,
-                kind: Kind::from_u8(kind).unwrap_or(Kind::File),
-                name: k.value().1.to_vec(),
-            });
+            let kind = Kind::from_u8(kind).unwrap_or(Kind::File);
+            stored.push((k.value().1.to_vec(), ino, kind));
         }
+        if !delayed.is_empty() {
+            let seq = store::counter(&txn, delayed::SEQ_KEY)?;
+            delayed::merge(&mut stored, &delayed, seq);
+        }
+        let entries = stored.into_iter();
+        list.extend(entries.map(|(name, ino, kind)| DirEntry { ino, kind, name }));
         Ok(list)
     }
 

@@ -17,7 +17,7 @@ use crate::error::{errno, FsError};
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
 use crate::store::space::META_OP;
 use crate::store::{self, DIRENTS, INODES, PARENTS, SYMLINKS, XATTRS};
-use crate::volume::delayed::Change;
+use crate::volume::delayed::{Change, NameEntry};
 use crate::volume::names::dir::{check_name, dir_inode, dir_record, entry_in, has_entries};
 use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
@@ -278,6 +278,13 @@ impl Volume {
     ) -> Result<(u64, Inode), FsError> {
         check_name(name)?;
         self.store.check_room(META_OP)?;
+        let mut allocated = Some(allocated);
+        if let Some(made) = self.create_delayed(parent, name, &new, &mut allocated)? {
+            return Ok(made);
+        }
+        let Some(allocated) = allocated else {
+            return Err(errno(libc::EIO));
+        };
         let txn = self.store.write()?;
         // The directory and inode tables are opened once for the parent, the entry and the
         // new inode (see `remove`).
@@ -334,6 +341,98 @@ impl Volume {
         Ok((ino, inode))
     }
 
+    /// [`Volume::create`] as a delayed change (see [`crate::volume::delayed`]): no
+    /// transaction, the next one writes the entry and both records. For what touches only
+    /// them — a file, node, fifo or socket in a directory without xattrs (nothing to
+    /// inherit); `None` leaves anything else to a transaction. `allocated` is taken when it
+    /// is called.
+    fn create_delayed(
+        &self,
+        parent: u64,
+        name: &[u8],
+        new: &NewInode<'_>,
+        allocated: &mut Option<impl FnOnce(u64)>,
+    ) -> Result<Option<(u64, Inode)>, FsError> {
+        if matches!(new.kind, Kind::Dir | Kind::Symlink) || new.target.is_some() {
+            return Ok(None);
+        }
+        self.store.change(|n| {
+            let mut pinode = n.inode(parent)?;
+            if pinode.kind != Kind::Dir {
+                return Err(errno(libc::ENOTDIR));
+            }
+            guard(&pinode, Mutation::AddEntry)?;
+            if n.name(parent, name)?.is_some() {
+                return Err(errno(libc::EEXIST));
+            }
+            if !self.is_bare(parent) {
+                let xattrs = n.snap()?.open_table(XATTRS)?;
+                let mut any = xattrs.range((parent, &[][..])..(parent + 1, &[][..]))?;
+                if any.next().is_some() {
+                    return Ok(None);
+                }
+            }
+            let ino = n.next_ino()?;
+            let mut inode = Inode::new(new.kind, new.perm, new.uid, new.gid);
+            inode.rdev = new.rdev;
+            inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
+            if pinode.perm & libc::S_ISGID != 0 {
+                inode.gid = pinode.gid;
+            }
+            inode.perm &= !(new.umask & 0o777);
+            if let Some(f) = allocated.take() {
+                f(ino);
+            }
+            // Before its name is visible: nobody can set an xattr on it before.
+            self.set_bare(ino);
+            touched(&mut pinode, 0);
+            n.new_inode(ino, inode.clone());
+            n.put_inode(parent, pinode);
+            n.put_name(parent, name, NameEntry::Is(ino, new.kind));
+            Ok(Some((ino, inode)))
+        })
+    }
+
+    /// An unlink as a delayed change (see [`crate::volume::delayed`]): the entry's removal,
+    /// the inode's link count and both times, with no transaction. An inode left without
+    /// links while held becomes an orphan as in [`Volume::drop_link_of`]; one nobody holds is
+    /// deleted, which `None` leaves to a transaction, as anything but an unlink.
+    fn unlink_delayed(&self, parent: u64, name: &[u8]) -> Result<Option<()>, FsError> {
+        self.store.change(|n| {
+            let mut pinode = n.inode(parent)?;
+            if pinode.kind != Kind::Dir {
+                return Err(errno(libc::ENOTDIR));
+            }
+            guard(&pinode, Mutation::RemoveEntry)?;
+            let Some((ino, kind)) = n.name(parent, name)? else {
+                return Err(errno(libc::ENOENT));
+            };
+            let mut inode = n.inode(ino)?;
+            guard(&inode, Mutation::Name)?;
+            if kind == Kind::Dir {
+                return Err(errno(libc::EISDIR));
+            }
+            inode.nlink = inode.nlink.saturating_sub(1);
+            inode.ctime = Time::now();
+            touched(&mut pinode, 0);
+            match inode.nlink {
+                0 => {
+                    // Looked at and marked together, as drop_link_of does.
+                    let mut open = crate::volume::lock(&self.open);
+                    if !open.counts.contains_key(&ino) {
+                        return Ok(None);
+                    }
+                    open.orphans.insert(ino);
+                    n.orphan(ino, inode);
+                }
+                _ => n.put_inode(ino, inode),
+            }
+            n.put_inode(parent, pinode);
+            n.put_name(parent, name, NameEntry::Removed(ino));
+            Ok(Some(()))
+        })
+    }
+
     /// A new hard link to `ino` named `name` in `parent`.
     pub fn link(&self, ino: u64, parent: u64, name: &[u8]) -> Result<Inode, FsError> {
         check_name(name)?;
@@ -381,6 +480,9 @@ impl Volume {
     /// table is a lookup and an update of the table tree: rm -rf spent as much on them as on
     /// the changes).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
+        if !dir && self.unlink_delayed(parent, name)?.is_some() {
+            return Ok(());
+        }
         let txn = self.store.write()?;
         let (ino, inode) = {
             let mut dirents = txn.open_table(DIRENTS)?;

@@ -144,7 +144,7 @@ impl Volume {
             return Err(errno(libc::ENODATA));
         }
         let txn = self.store.read()?;
-        store::get_inode(&txn.open_table(INODES)?, ino)?;
+        self.record_in(&txn, ino)?;
         let xattrs = txn.open_table(XATTRS)?;
         let v = xattrs.get((ino, name))?.map(|v| v.value().to_vec());
         v.ok_or(errno(libc::ENODATA))
@@ -280,7 +280,7 @@ impl Volume {
             return Ok(Vec::new());
         }
         let txn = self.store.read()?;
-        store::get_inode(&txn.open_table(INODES)?, ino)?;
+        self.record_in(&txn, ino)?;
         let xattrs = txn.open_table(XATTRS)?;
         let mut names = Vec::new();
         for r in xattrs.range((ino, &[][..])..(ino + 1, &[][..]))? {

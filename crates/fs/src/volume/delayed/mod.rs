@@ -29,15 +29,21 @@
 //! number is below the mark (the commit has not landed), else the committed record. Without
 //! this a reader could see a size, then an older one (the shuttle model below found it).
 //!
+//! Creates and unlinks are delayed the same way, with their directory entries ([`names`]).
+//!
 //! The protocol is generic over what it sits on ([`InodeStore`]): the redb [`Store`], or in the
 //! shuttle model (`cargo test -p wring-fs --features shuttle --lib model`) a toy store.
+
+mod names;
+
+pub use names::{merge, Listing, NameEntry, Record, Written};
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use crate::error::FsError;
-use crate::store::records::Inode;
-use crate::store::{self, Store, INODES};
+use crate::store::records::{Inode, Kind};
+use crate::store::{self, Store, DIRENTS, INODES, ORPHANS};
 use crate::sync::{lock, Mutex, MutexGuard};
 use redb::ReadableTable;
 
@@ -58,8 +64,9 @@ pub trait InodeStore {
         Self: 's;
     /// Begin a write transaction.
     fn begin(&self) -> Result<Self::Txn<'_>, FsError>;
-    /// Write inode records into `txn`, with the number of the transaction writing them.
-    fn put(txn: &Self::Txn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError>;
+    /// Write delayed records and entries into `txn`, with the number of the transaction
+    /// writing them.
+    fn put(txn: &Self::Txn<'_>, written: &Written, seq: u64) -> Result<(), FsError>;
     /// The number of the last committed transaction that wrote delayed records (0: none).
     fn seq(snap: &Self::Snap<'_>) -> Result<u64, FsError>;
     /// Commit `txn`, durably when asked (or when due).
@@ -68,6 +75,14 @@ pub trait InodeStore {
     fn snapshot(&self) -> Result<Self::Snap<'_>, FsError>;
     /// `ino`'s record in `snap` (ENOENT when it has none).
     fn get(snap: &Self::Snap<'_>, ino: u64) -> Result<Inode, FsError>;
+    /// What `name` in `parent` is in `snap`.
+    fn name(
+        snap: &Self::Snap<'_>,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<Option<(u64, Kind)>, FsError>;
+    /// The next inode number `snap`'s counter hands out.
+    fn next_ino(snap: &Self::Snap<'_>) -> Result<u64, FsError>;
     /// Make every commit durable.
     fn sync(&self) -> Result<(), FsError>;
     /// Make the commits durable when the commit interval has passed.
@@ -82,20 +97,60 @@ impl InodeStore for Store {
         self.write()
     }
 
-    fn put(txn: &store::Txn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError> {
-        if records.is_empty() {
+    fn put(txn: &store::Txn<'_>, written: &Written, seq: u64) -> Result<(), FsError> {
+        if written.is_empty() {
             return Ok(());
         }
-        let mut inodes = txn.open_table(INODES)?;
-        for (ino, inode) in records {
-            // A delayed update only ever changes an inode the store has. One it does not
-            // have is gone with commits a failed one took back (see store::recovery):
-            // writing the record would bring back an inode without a name.
-            if inodes.get(*ino)?.is_none() {
-                continue;
+        let mut made = 0i64;
+        {
+            let mut inodes = txn.open_table(INODES)?;
+            let mut orphans = txn.open_table(ORPHANS)?;
+            for r in &written.records {
+                // A delayed update only ever changes an inode the store has, or one a delayed
+                // create made. One it does not have is gone with commits a failed one took
+                // back (see store::recovery): writing the record would bring back an inode
+                // without a name.
+                if inodes.get(r.ino)?.is_none() {
+                    if !r.new {
+                        continue;
+                    }
+                    made += 1;
+                }
+                inodes.insert(r.ino, r.inode.to_bytes().as_slice())?;
+                if r.orphan && r.inode.nlink == 0 {
+                    orphans.insert(r.ino, ())?;
+                }
             }
-            inodes.insert(*ino, inode.to_bytes().as_slice())?;
+            // After the records: an entry is written only into a directory the store has,
+            // naming an inode it has.
+            let mut dirents = txn.open_table(DIRENTS)?;
+            for (parent, name, entry) in &written.names {
+                let key = (*parent, name.as_slice());
+                match *entry {
+                    NameEntry::Is(ino, kind) => {
+                        if inodes.get(*parent)?.is_some() && inodes.get(ino)?.is_some() {
+                            dirents.insert(key, (ino, kind as u8))?;
+                        }
+                    }
+                    NameEntry::Removed(ino) => {
+                        let now = dirents.get(key)?.map(|v| v.value().0);
+                        if now == Some(ino) {
+                            dirents.remove(key)?;
+                        }
+                    }
+                }
+            }
         }
+        if written.next_ino > 0 {
+            let stored = txn
+                .open_table(store::META)?
+                .get("next_ino")?
+                .map(|v| v.value());
+            if written.next_ino > stored.unwrap_or(0) {
+                txn.set_counter("next_ino", written.next_ino)?;
+            }
+        }
+        store::add_counter(txn, "inodes", made)?;
         txn.open_table(store::META)?.insert(SEQ_KEY, seq)?;
         Ok(())
     }
@@ -116,6 +171,29 @@ impl InodeStore for Store {
         store::get_inode(&snap.open_table(INODES)?, ino)
     }
 
+    fn name(
+        snap: &store::Snapshot<'_>,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<Option<(u64, Kind)>, FsError> {
+        let dirents = snap.open_table(DIRENTS)?;
+        let found = dirents.get((parent, name))?.map(|v| v.value());
+        Ok(found.and_then(|(ino, k)| Kind::from_u8(k).map(|k| (ino, k))))
+    }
+
+    fn next_ino(snap: &store::Snapshot<'_>) -> Result<u64, FsError> {
+        let meta = snap.open_table(store::META)?;
+        let next = meta.get("next_ino")?.map(|v| v.value());
+        // As store::next_counter: a missing counter is damage, and so is the last number.
+        match next.filter(|&n| n < u64::MAX) {
+            Some(n) => Ok(n),
+            None => {
+                log::error!("the store's next_ino counter is missing or exhausted; run wring fsck");
+                Err(crate::error::errno(libc::EUCLEAN))
+            }
+        }
+    }
+
     fn sync(&self) -> Result<(), FsError> {
         Store::sync(self)
     }
@@ -131,20 +209,100 @@ pub const SEQ_KEY: &str = "delayed_seq";
 /// A delayed record: its generation (a number that grows with every change, so a writer
 /// removes only what it wrote), the record, and the number of the last transaction that
 /// wrote it (0: none yet).
+/// `new` and `orphan` are a [`Record`]'s, kept until a commit writes the record.
 #[derive(Clone)]
 struct Item {
     generation: u64,
     inode: Inode,
     written_by: u64,
+    new: bool,
+    orphan: bool,
 }
 
-/// The newest record of each inode with a delayed change.
+/// The newest record of each inode with a delayed change, and the delayed entries.
 #[derive(Default)]
 struct Items {
     map: HashMap<u64, Item>,
+    names: names::NameMap,
     generation: u64,
     /// The number of the last transaction that wrote items.
     seq: u64,
+    /// The next inode number past every delayed create since the last commit (0: none).
+    next_ino: u64,
+}
+
+impl Items {
+    /// Delayed records and entries held.
+    fn len(&self) -> usize {
+        self.map.len() + self.names.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keep `inode` as `ino`'s newest record (with the flags of the one it replaces).
+    fn put(&mut self, ino: u64, inode: Inode, new: bool, orphan: bool) {
+        self.generation += 1;
+        let mut item = Item::replacing(self.map.get(&ino), inode, new, orphan);
+        item.generation = self.generation;
+        self.map.insert(ino, item);
+    }
+
+    /// Mark everything held as written by transaction `seq`; what it writes, and the
+    /// (key, generation) of each item for its commit to remove.
+    fn write_all(&mut self, seq: u64) -> (Written, Applied) {
+        let mut written = Written {
+            next_ino: self.next_ino,
+            ..Written::default()
+        };
+        let mut applied = Applied::default();
+        for (&ino, item) in self.map.iter_mut() {
+            item.written_by = seq;
+            applied.inodes.push((ino, item.generation));
+            written.records.push(Record {
+                ino,
+                inode: item.inode.clone(),
+                new: item.new,
+                orphan: item.orphan,
+            });
+        }
+        for ((parent, name), item) in self.names.iter_mut() {
+            item.written_by = seq;
+            applied
+                .names
+                .push(((*parent, name.clone()), item.generation));
+            written.names.push((*parent, name.clone(), item.entry));
+        }
+        (written, applied)
+    }
+
+    /// Remove what a committed transaction wrote and nobody changed since.
+    fn remove_applied(&mut self, applied: &Applied) {
+        for (ino, g) in &applied.inodes {
+            if self.map.get(ino).is_some_and(|i| i.generation == *g) {
+                self.map.remove(ino);
+            }
+        }
+        for (key, g) in &applied.names {
+            if self.names.get(key).is_some_and(|i| i.generation == *g) {
+                self.names.remove(key);
+            }
+        }
+    }
+}
+
+/// What a transaction wrote: (key, generation) of each record and entry.
+#[derive(Default)]
+struct Applied {
+    inodes: Vec<(u64, u64)>,
+    names: Vec<((u64, Vec<u8>), u64)>,
+}
+
+impl Applied {
+    fn len(&self) -> usize {
+        self.inodes.len() + self.names.len()
+    }
 }
 
 /// The store with its delayed inode items. Derefs to the store; `write`, `commit`, `sync`
@@ -162,8 +320,8 @@ pub struct DelayedStore<B: InodeStore = Store> {
 /// they leave the map when it commits.
 pub struct VolTxn<'s, B: InodeStore + 's = Store> {
     txn: B::Txn<'s>,
-    /// (inode, generation) of each delayed item written into this transaction.
-    applied: Vec<(u64, u64)>,
+    /// The delayed items written into this transaction.
+    applied: Applied,
     _writer: MutexGuard<'s, ()>,
 }
 
@@ -196,6 +354,14 @@ pub struct LazySnap<'s, B: InodeStore + 's> {
 }
 
 impl<'s, B: InodeStore + 's> LazySnap<'s, B> {
+    /// No snapshot yet.
+    fn new(store: &'s B) -> LazySnap<'s, B> {
+        LazySnap {
+            store,
+            snap: std::cell::OnceCell::new(),
+        }
+    }
+
     /// The snapshot (taken now if not yet).
     pub fn get(&self) -> Result<&B::Snap<'s>, FsError> {
         if let Some(s) = self.snap.get() {
@@ -236,25 +402,18 @@ impl<B: InodeStore> DelayedStore<B> {
     pub fn write(&self) -> Result<VolTxn<'_, B>, FsError> {
         let writer = lock(&self.writer);
         let txn = self.store.begin()?;
-        let (applied, records, seq) = {
+        let (written, applied, seq) = {
             let mut items = lock(&self.items);
-            if items.map.is_empty() {
-                (Vec::new(), Vec::new(), 0)
+            if items.is_empty() {
+                (Written::default(), Applied::default(), 0)
             } else {
                 items.seq += 1;
                 let seq = items.seq;
-                let (applied, records): (Vec<_>, Vec<_>) = items
-                    .map
-                    .iter_mut()
-                    .map(|(&ino, item)| {
-                        item.written_by = seq;
-                        ((ino, item.generation), (ino, item.inode.clone()))
-                    })
-                    .unzip();
-                (applied, records, seq)
+                let (written, applied) = items.write_all(seq);
+                (written, applied, seq)
             }
         };
-        B::put(&txn, &records, seq)?;
+        B::put(&txn, &written, seq)?;
         Ok(VolTxn {
             txn,
             applied,
@@ -271,13 +430,12 @@ impl<B: InodeStore> DelayedStore<B> {
             _writer,
         } = t;
         self.store.commit(txn, durable)?;
-        if !applied.is_empty() {
-            let mut items = lock(&self.items);
-            for (ino, g) in &applied {
-                if items.map.get(ino).is_some_and(|i| i.generation == *g) {
-                    items.map.remove(ino);
-                }
-            }
+        let mut items = lock(&self.items);
+        // Any transaction may have handed out inode numbers: the next delayed create reads
+        // the counter again.
+        items.next_ino = 0;
+        if applied.len() > 0 {
+            items.remove_applied(&applied);
             self.delayed_counts.flushed(applied.len());
         }
         Ok(())
@@ -285,7 +443,7 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// Make every commit and every delayed item durable (fsync, sync, unmount).
     pub fn sync(&self) -> Result<(), FsError> {
-        if lock(&self.items).map.is_empty() {
+        if lock(&self.items).is_empty() {
             // Also where a store opened for fsck says there is nothing to do.
             return self.store.sync();
         }
@@ -302,7 +460,7 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// Write the delayed items in one transaction (not a durable one unless it is due).
     pub fn flush(&self) -> Result<(), FsError> {
-        if lock(&self.items).map.is_empty() {
+        if lock(&self.items).is_empty() {
             return Ok(());
         }
         let t = self.write()?;
@@ -348,18 +506,24 @@ impl<B: InodeStore> DelayedStore<B> {
     /// mount) deletes it — as btrfs drops the delayed item of an inode it evicts for deletion.
     /// rm -rf's files each get one (the kernel's flush of the ctime the unlink gave them).
     /// An item a running transaction already wrote stays written; its commit then finds
-    /// nothing to remove.
+    /// nothing to remove. The record of a delayed unlink stays: the purge must find the
+    /// inode without links (and a crash, in the orphan table). That of an inode a delayed
+    /// create made goes too: the store never had it.
     pub fn discard(&self, ino: u64) {
-        if lock(&self.items).map.remove(&ino).is_some() {
+        let mut items = lock(&self.items);
+        if items.map.get(&ino).is_some_and(|i| i.orphan && !i.new) {
+            return;
+        }
+        if items.map.remove(&ino).is_some() {
             self.delayed_counts
                 .discarded
                 .fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Delayed items held now.
+    /// Delayed records and entries held now.
     pub fn delayed_len(&self) -> usize {
-        lock(&self.items).map.len()
+        lock(&self.items).len()
     }
 
     /// Change `ino`'s record without a transaction: `f` gets its newest record and a snapshot
@@ -374,10 +538,7 @@ impl<B: InodeStore> DelayedStore<B> {
     ) -> Result<Option<Inode>, FsError> {
         let (inode, full) = {
             let _writer = lock(&self.writer);
-            let snap = LazySnap {
-                store: &self.store,
-                snap: std::cell::OnceCell::new(),
-            };
+            let snap = LazySnap::new(&self.store);
             // No transaction runs (the writer lock is held), and a committed one has removed
             // what it wrote: an item here is the newest record.
             let held = lock(&self.items).map.get(&ino).map(|i| i.inode.clone());
@@ -389,16 +550,9 @@ impl<B: InodeStore> DelayedStore<B> {
                 return Ok(None);
             };
             let mut items = lock(&self.items);
-            items.generation += 1;
-            let g = items.generation;
-            let item = Item {
-                generation: g,
-                inode: inode.clone(),
-                written_by: 0,
-            };
-            items.map.insert(ino, item);
+            items.put(ino, inode.clone(), false, false);
             self.delayed_counts.updates.fetch_add(1, Ordering::Relaxed);
-            (inode, items.map.len() >= MAX_ITEMS)
+            (inode, items.len() >= MAX_ITEMS)
         };
         if full {
             // Bounded: this update writes them all.
@@ -435,6 +589,8 @@ mod tests {
     fn a_delayed_chmod_is_read_written_by_the_next_transaction_and_durable_after_sync() {
         let (dir, vol) = scratch("wring-delayed");
         let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        // The create is delayed too: written now.
+        vol.store.flush().unwrap();
         // Write transactions begun so far (`wring status`'s count; a snapshot is not one).
         let commits = |v: &Volume| {
             let line = v.store.counts.line();
@@ -453,11 +609,16 @@ mod tests {
         // Another chmod of the same inode replaces the item; one of another inode adds one.
         vol.setattr(a, &chmod(0o640)).unwrap();
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
-        // create's transaction wrote a's item.
+        // A mkdir is a transaction: it writes every delayed item (a's, and b's create).
+        let d = NewInode {
+            kind: crate::store::records::Kind::Dir,
+            ..NewInode::file(0o755)
+        };
+        vol.create(ROOT, b"d", d).unwrap();
         assert_eq!(
             vol.store.delayed_len(),
             0,
-            "create's transaction left the item"
+            "mkdir's transaction left the items"
         );
         vol.setattr(b, &chmod(0o700)).unwrap();
         assert_eq!(vol.store.delayed_len(), 1);
@@ -648,245 +809,5 @@ mod tests {
     }
 }
 
-/// Model-checked protocol (shuttle) on a toy store: delayed updates (a chmod's), write
-/// transactions that change the same inode in the transaction (a writeback's size), the
-/// committer's flush and a sync race with readers. After every run no change is lost — the
-/// durable record has the last mode and every size step — and meanwhile no reader (one
-/// inode, or the many-inode snapshot) ever saw a mode or a size go back.
-///
-/// Run with `cargo test -p wring-fs --features shuttle --lib model`.
 #[cfg(all(test, feature = "shuttle"))]
-mod model {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-
-    use shuttle::sync::Arc;
-    use shuttle::thread;
-
-    use super::{Change, DelayedStore, InodeStore};
-    use crate::error::{errno, FsError};
-    use crate::store::records::{Inode, Kind};
-    use crate::sync::{lock, Mutex, MutexGuard};
-
-    const ITERATIONS: usize = 3000;
-
-    /// The last commit (its records and its `delayed_seq`), the durable one, and a write lock
-    /// (redb's: one writer at a time).
-    #[derive(Default)]
-    struct Toy {
-        db: Mutex<ToySnap>,
-        durable: Mutex<HashMap<u64, Inode>>,
-        write_lock: Mutex<()>,
-    }
-
-    /// Records and the number of the last transaction that wrote delayed ones.
-    #[derive(Default, Clone)]
-    struct ToySnap {
-        records: HashMap<u64, Inode>,
-        seq: u64,
-    }
-
-    impl std::ops::Index<&u64> for ToySnap {
-        type Output = Inode;
-
-        fn index(&self, ino: &u64) -> &Inode {
-            &self.records[ino]
-        }
-    }
-
-    struct ToyTxn<'s> {
-        _lock: MutexGuard<'s, ()>,
-        base: HashMap<u64, Inode>,
-        pending: RefCell<HashMap<u64, Inode>>,
-        seq: std::cell::Cell<Option<u64>>,
-    }
-
-    impl ToyTxn<'_> {
-        fn get(&self, ino: u64) -> Inode {
-            let pending = self.pending.borrow();
-            pending.get(&ino).unwrap_or(&self.base[&ino]).clone()
-        }
-    }
-
-    impl InodeStore for Toy {
-        type Txn<'s> = ToyTxn<'s>;
-        type Snap<'s> = ToySnap;
-
-        fn begin(&self) -> Result<ToyTxn<'_>, FsError> {
-            let guard = lock(&self.write_lock);
-            Ok(ToyTxn {
-                _lock: guard,
-                base: lock(&self.db).records.clone(),
-                pending: RefCell::default(),
-                seq: std::cell::Cell::new(None),
-            })
-        }
-
-        fn put(txn: &ToyTxn<'_>, records: &[(u64, Inode)], seq: u64) -> Result<(), FsError> {
-            if !records.is_empty() {
-                txn.pending.borrow_mut().extend(records.iter().cloned());
-                txn.seq.set(Some(seq));
-            }
-            Ok(())
-        }
-
-        fn seq(snap: &ToySnap) -> Result<u64, FsError> {
-            Ok(snap.seq)
-        }
-
-        fn commit(&self, txn: ToyTxn<'_>, durable: bool) -> Result<(), FsError> {
-            let mut db = lock(&self.db);
-            db.records.extend(txn.pending.into_inner());
-            if let Some(seq) = txn.seq.get() {
-                db.seq = seq;
-            }
-            if durable {
-                *lock(&self.durable) = db.records.clone();
-            }
-            Ok(())
-        }
-
-        fn snapshot(&self) -> Result<ToySnap, FsError> {
-            Ok(lock(&self.db).clone())
-        }
-
-        fn get(snap: &ToySnap, ino: u64) -> Result<Inode, FsError> {
-            snap.records.get(&ino).cloned().ok_or(errno(libc::ENOENT))
-        }
-
-        fn sync(&self) -> Result<(), FsError> {
-            let txn = self.begin()?;
-            self.commit(txn, true)
-        }
-
-        fn commit_if_due(&self) -> Result<bool, FsError> {
-            Ok(false)
-        }
-    }
-
-    const INO: u64 = 7;
-    const OTHER: u64 = 8;
-
-    fn store() -> Arc<DelayedStore<Toy>> {
-        let toy = Toy::default();
-        for ino in [INO, OTHER] {
-            lock(&toy.db)
-                .records
-                .insert(ino, Inode::new(Kind::File, 0o600, 0, 0));
-        }
-        Arc::new(DelayedStore::new(toy).unwrap())
-    }
-
-    fn chmod(s: &DelayedStore<Toy>, ino: u64, perm: u32) {
-        let kept = s.update(ino, |mut i, _| {
-            i.perm = perm;
-            Ok(Change::Put(i))
-        });
-        assert!(matches!(kept, Ok(Some(_))));
-    }
-
-    /// A writeback's transaction: the inode as the transaction sees it, one byte longer.
-    fn grow(s: &DelayedStore<Toy>, ino: u64) {
-        let t = s.write().unwrap();
-        let mut i = t.get(ino);
-        i.size += 1;
-        // A change of the transaction's own, not a delayed record: no number.
-        t.pending.borrow_mut().insert(ino, i);
-        s.commit(t, false).unwrap();
-    }
-
-    /// Reads `ino` twice each way; a mode or size that goes back fails.
-    fn read_monotonic(s: &DelayedStore<Toy>, ino: u64) {
-        let mut last = (0, 0);
-        for _ in 0..2 {
-            for i in [s.inode(ino).unwrap(), {
-                let (snap, delayed) = s.snapshot().unwrap();
-                delayed
-                    .get(&ino)
-                    .cloned()
-                    .unwrap_or_else(|| snap[&ino].clone())
-            }] {
-                assert!(
-                    i.perm >= last.0 && i.size >= last.1,
-                    "read ({:o}, {}) after ({:o}, {})",
-                    i.perm,
-                    i.size,
-                    last.0,
-                    last.1
-                );
-                last = (i.perm, i.size);
-            }
-        }
-    }
-
-    #[test]
-    fn delayed_updates_racing_transactions_lose_nothing_and_never_go_back() {
-        shuttle::check_random(
-            || {
-                let s = store();
-                let chmods = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || {
-                        chmod(&s, INO, 0o601);
-                        chmod(&s, OTHER, 0o601);
-                        chmod(&s, INO, 0o602);
-                    })
-                };
-                let writeback = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || {
-                        grow(&s, INO);
-                        grow(&s, INO);
-                    })
-                };
-                let committer = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || s.flush().unwrap())
-                };
-                let reader = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || read_monotonic(&s, INO))
-                };
-                for t in [chmods, writeback, committer, reader] {
-                    t.join().unwrap();
-                }
-                s.sync().unwrap();
-                assert_eq!(s.delayed_len(), 0);
-                let durable = lock(&s.durable).clone();
-                assert_eq!((durable[&INO].perm, durable[&INO].size), (0o602, 2));
-                assert_eq!(durable[&OTHER].perm, 0o601);
-            },
-            ITERATIONS,
-        );
-    }
-
-    /// A sync racing a chmod: once both are done and a second sync ran, the chmod is durable;
-    /// a chmod that returned before a sync began is durable when that sync returns.
-    #[test]
-    fn a_chmod_before_a_sync_is_durable_after_it() {
-        shuttle::check_random(
-            || {
-                let s = store();
-                let t = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || {
-                        chmod(&s, INO, 0o640);
-                        s.sync().unwrap();
-                        assert_eq!(lock(&s.durable)[&INO].perm, 0o640);
-                    })
-                };
-                let other = {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || {
-                        grow(&s, OTHER);
-                        s.sync().unwrap();
-                    })
-                };
-                t.join().unwrap();
-                other.join().unwrap();
-                assert_eq!(lock(&s.durable)[&OTHER].size, 1);
-            },
-            ITERATIONS,
-        );
-    }
-}
+mod model;

@@ -1,0 +1,465 @@
+//! Delayed directory entries: a create or an unlink that touches nothing but entries and
+//! inode records is kept in memory — the entry (or its removal), the new or changed inode
+//! records, the parent's times — and written by the next write transaction, as the delayed
+//! inode items are ([`super`]). Lookup and readdir look here before the store.
+//!
+//! Mirrors fs/btrfs/delayed-inode.c's delayed dir-index items: btrfs_insert_delayed_dir_index()
+//! and btrfs_delete_delayed_dir_index() keep DIR_INDEX insertions and deletions in the
+//! directory's btrfs_delayed_node, readdir merges them (btrfs_readdir_delayed_dir_index,
+//! btrfs_should_delete_dir_index), and the transaction commit writes them. Where it differs:
+//! btrfs still inserts DIR_ITEM (the name hash that lookup uses) at once in the running
+//! transaction; here the entry itself is delayed, and lookup looks in the map first, because
+//! a redb transaction cannot be joined by the next request the way a btrfs transaction is.
+//!
+//! A change is staged in [`Names`] under the writer lock (no transaction runs meanwhile, so
+//! the newest state is the map over the last commit) and kept only when all of it is: a
+//! change that finds it needs a transaction leaves nothing behind. Entries carry the same
+//! commit-sequence marks as the inode items: a reader that finds an entry a transaction
+//! wrote uses it only while its snapshot is older than that transaction (a name unlinked and
+//! made again is never hidden by the older entry, nor shown after its removal committed).
+
+use std::collections::BTreeMap;
+
+use super::{DelayedStore, InodeStore, Item, LazySnap};
+use crate::error::FsError;
+use crate::store::records::{Inode, Kind};
+use crate::sync::{lock, MutexGuard};
+
+/// What a delayed entry says of its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameEntry {
+    /// The name is this inode, of this kind.
+    Is(u64, Kind),
+    /// The name, which was this inode, is gone.
+    Removed(u64),
+}
+
+impl NameEntry {
+    /// The inode and kind the name has, if any.
+    pub fn found(self) -> Option<(u64, Kind)> {
+        match self {
+            NameEntry::Is(ino, kind) => Some((ino, kind)),
+            NameEntry::Removed(_) => None,
+        }
+    }
+}
+
+/// A delayed entry: what it says, its generation (a writer removes only what it wrote) and
+/// the number of the last transaction that wrote it (0: none yet).
+#[derive(Clone, Copy, Debug)]
+pub struct NameItem {
+    pub(super) entry: NameEntry,
+    pub(super) generation: u64,
+    pub(super) written_by: u64,
+}
+
+impl NameItem {
+    /// What the entry says to a reader whose snapshot has number `seq`: `None` when the
+    /// snapshot already has the transaction that wrote it (read the snapshot instead).
+    pub fn newer_than(&self, seq: u64) -> Option<NameEntry> {
+        (self.written_by == 0 || seq < self.written_by).then_some(self.entry)
+    }
+}
+
+/// An inode record as a transaction writes it.
+#[derive(Clone)]
+pub struct Record {
+    /// Inode number.
+    pub ino: u64,
+    /// Its newest record.
+    pub inode: Inode,
+    /// Made by a delayed create: written even though the store has no record yet.
+    pub new: bool,
+    /// Left without a name by a delayed unlink while held: goes into the orphan table.
+    pub orphan: bool,
+}
+
+/// Everything delayed that one transaction writes.
+#[derive(Default)]
+pub struct Written {
+    /// Inode records.
+    pub records: Vec<Record>,
+    /// Entries: (directory, name, what it is now).
+    pub names: Vec<(u64, Vec<u8>, NameEntry)>,
+    /// The next inode number past every delayed create (0: none made).
+    pub next_ino: u64,
+}
+
+impl Written {
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.names.is_empty()
+    }
+}
+
+/// A delayed namespace change being staged (see the module's header): reads see the newest
+/// state with what is staged so far; nothing is kept unless the change returns `Some`.
+pub struct Names<'a, B: InodeStore + 'a> {
+    store: &'a DelayedStore<B>,
+    snap: LazySnap<'a, B>,
+    inodes: Vec<(u64, Inode, bool, bool)>,
+    names: Vec<(u64, Vec<u8>, NameEntry)>,
+    next_ino: Option<u64>,
+    _writer: MutexGuard<'a, ()>,
+}
+
+impl<'a, B: InodeStore + 'a> Names<'a, B> {
+    /// The snapshot of the last commit (taken when first asked for).
+    pub fn snap(&self) -> Result<&B::Snap<'a>, FsError> {
+        self.snap.get()
+    }
+
+    /// `ino`'s newest record.
+    pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+        if let Some((_, i, _, _)) = self.inodes.iter().rev().find(|r| r.0 == ino) {
+            return Ok(i.clone());
+        }
+        // No transaction runs (the writer lock is held) and a committed one has removed what
+        // it wrote: an item in the map is the newest record.
+        let held = lock(&self.store.items)
+            .map
+            .get(&ino)
+            .map(|i| i.inode.clone());
+        match held {
+            Some(i) => Ok(i),
+            None => B::get(self.snap.get()?, ino),
+        }
+    }
+
+    /// What `name` in `parent` is now.
+    pub fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
+        let staged = self.names.iter().rev();
+        if let Some((_, _, e)) = staged.clone().find(|n| n.0 == parent && n.1 == name) {
+            return Ok(e.found());
+        }
+        let key = (parent, name.to_vec());
+        let held = lock(&self.store.items).names.get(&key).map(|n| n.entry);
+        match held {
+            Some(e) => Ok(e.found()),
+            None => B::name(self.snap.get()?, parent, name),
+        }
+    }
+
+    /// A new inode number, handed out once (the store's counter is moved past it when the
+    /// change is written).
+    pub fn next_ino(&mut self) -> Result<u64, FsError> {
+        let next = match self.next_ino {
+            Some(n) => n,
+            None => {
+                let held = lock(&self.store.items).next_ino;
+                held.max(B::next_ino(self.snap.get()?)?)
+            }
+        };
+        self.next_ino = Some(next + 1);
+        Ok(next)
+    }
+
+    /// Keep `inode` as `ino`'s newest record.
+    pub fn put_inode(&mut self, ino: u64, inode: Inode) {
+        self.inodes.push((ino, inode, false, false));
+    }
+
+    /// Keep the record of an inode this change makes.
+    pub fn new_inode(&mut self, ino: u64, inode: Inode) {
+        self.inodes.push((ino, inode, true, false));
+    }
+
+    /// Keep `inode` as the record of `ino`, left without a name while held: an orphan.
+    pub fn orphan(&mut self, ino: u64, inode: Inode) {
+        self.inodes.push((ino, inode, false, true));
+    }
+
+    /// Keep what `name` in `parent` is now.
+    pub fn put_name(&mut self, parent: u64, name: &[u8], entry: NameEntry) {
+        self.names.push((parent, name.to_vec(), entry));
+    }
+}
+
+impl<B: InodeStore> DelayedStore<B> {
+    /// Make a namespace change without a transaction: `f` reads the newest state and stages
+    /// the change in [`Names`]; `Ok(None)` from it means a transaction is needed, and nothing
+    /// is kept. No transaction runs meanwhile.
+    pub fn change<T>(
+        &self,
+        f: impl FnOnce(&mut Names<'_, B>) -> Result<Option<T>, FsError>,
+    ) -> Result<Option<T>, FsError> {
+        let (out, full) = {
+            let mut n = Names {
+                store: self,
+                snap: LazySnap::new(&self.store),
+                inodes: Vec::new(),
+                names: Vec::new(),
+                next_ino: None,
+                _writer: lock(&self.writer),
+            };
+            let Some(out) = f(&mut n)? else {
+                return Ok(None);
+            };
+            let mut items = lock(&self.items);
+            if let Some(next) = n.next_ino {
+                items.next_ino = items.next_ino.max(next);
+            }
+            for (ino, inode, new, orphan) in n.inodes.drain(..) {
+                items.put(ino, inode, new, orphan);
+            }
+            for (parent, name, entry) in n.names.drain(..) {
+                items.generation += 1;
+                let item = NameItem {
+                    entry,
+                    generation: items.generation,
+                    written_by: 0,
+                };
+                items.names.insert((parent, name), item);
+            }
+            self.delayed_counts
+                .names
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (out, items.len() >= super::MAX_ITEMS)
+        };
+        if full {
+            // The change is kept whatever this says: a failed flush leaves everything to the
+            // next transaction.
+            if let Err(e) = self.flush() {
+                log::warn!("writing the delayed items: {e}");
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// What `name` in `parent` is: its delayed entry, else the last commit's (looked up in
+    /// that order, as [`DelayedStore::inode`] does; an unwritten entry needs no snapshot).
+    pub fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
+        let item = lock(&self.items)
+            .names
+            .get(&(parent, name.to_vec()))
+            .copied();
+        if let Some(i) = item.filter(|i| i.written_by == 0) {
+            return Ok(i.entry.found());
+        }
+        let snap = self.store.snapshot()?;
+        let seq = B::seq(&snap)?;
+        match item.and_then(|i| i.newer_than(seq)) {
+            Some(e) => Ok(e.found()),
+            None => B::name(&snap, parent, name),
+        }
+    }
+
+    /// A snapshot of the last commit and the delayed entries of `dir` as they were when it
+    /// was taken (under the map's lock, as [`DelayedStore::snapshot`]), by name, to [`merge`]
+    /// into a listing read from it. Entries copied before the snapshot could be ones not
+    /// written then, which a transaction has since written and changed (a rename): the
+    /// listing would show both (the shuttle model found it).
+    pub fn names_in(&self, dir: u64) -> Result<(B::Snap<'_>, DelayedNames), FsError> {
+        let items = lock(&self.items);
+        let snap = self.store.snapshot()?;
+        let range = items.names.range((dir, Vec::new())..(dir + 1, Vec::new()));
+        Ok((snap, range.map(|((_, n), i)| (n.clone(), *i)).collect()))
+    }
+}
+
+/// A directory's delayed entries, by name.
+pub type DelayedNames = Vec<(Vec<u8>, NameItem)>;
+
+/// A directory's entries as `(name, inode, kind)`, sorted by name.
+pub type Listing = Vec<(Vec<u8>, u64, Kind)>;
+
+/// Merge `delayed` (from [`DelayedStore::names_in`]) into `listed`, a directory's entries
+/// as `(name, inode, kind)` sorted by name from a snapshot numbered `seq`.
+pub fn merge(listed: &mut Listing, delayed: &DelayedNames, seq: u64) {
+    for (name, item) in delayed {
+        let Some(entry) = item.newer_than(seq) else {
+            continue;
+        };
+        let at = listed.binary_search_by(|(n, _, _)| n.as_slice().cmp(name));
+        match (at, entry.found()) {
+            (Ok(i), Some((ino, kind))) => listed[i] = (name.clone(), ino, kind),
+            (Ok(i), None) => {
+                listed.remove(i);
+            }
+            (Err(i), Some((ino, kind))) => listed.insert(i, (name.clone(), ino, kind)),
+            (Err(_), None) => {}
+        }
+    }
+}
+
+/// The delayed entries, by directory and name.
+pub(super) type NameMap = BTreeMap<(u64, Vec<u8>), NameItem>;
+
+impl Item {
+    /// A record carrying the flags of the one it replaces (see [`Record`]).
+    pub(super) fn replacing(old: Option<&Item>, inode: Inode, new: bool, orphan: bool) -> Item {
+        Item {
+            generation: 0,
+            inode,
+            written_by: 0,
+            new: new || old.is_some_and(|o| o.new),
+            orphan: orphan || old.is_some_and(|o| o.orphan),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::records::Kind;
+    use crate::store::{Store, ROOT};
+    use crate::volume::NewInode;
+    use crate::{Options, Volume};
+
+    fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        (dir, vol)
+    }
+
+    /// Write transactions begun so far (`wring status`'s count).
+    fn writes(vol: &Volume) -> u64 {
+        let line = vol.store.counts.line();
+        let w = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("write="));
+        w.and_then(|n| n.parse().ok()).unwrap()
+    }
+
+    fn dir() -> NewInode<'static> {
+        NewInode {
+            kind: Kind::Dir,
+            ..NewInode::file(0o755)
+        }
+    }
+
+    /// The names `readdir` gives for `dir`, but `.` and `..`.
+    fn listed(vol: &Volume, dir: u64) -> Vec<(Vec<u8>, u64)> {
+        let list = vol.readdir(dir, u64::MAX, 0).unwrap();
+        list.iter()
+            .skip(2)
+            .map(|e| (e.name.clone(), e.ino))
+            .collect()
+    }
+
+    /// Creates of files the kernel holds, and their unlinks, begin no transaction; lookup,
+    /// readdir and getattr see each at once (an unlinked file as an orphan without links);
+    /// a name made again is the new inode; after a sync and a reopen the store has exactly
+    /// that, counts its inodes right, and fsck finds nothing.
+    #[test]
+    fn creates_and_unlinks_are_delayed_seen_at_once_and_durable_after_sync() {
+        let (path, vol) = scratch("wring-delayed-names");
+        let (d, _) = vol.create(ROOT, b"d", dir()).unwrap();
+        let before = writes(&vol);
+        let mut inos = Vec::new();
+        for i in 0..100 {
+            let name = format!("f{i:03}");
+            let (ino, _) = vol
+                .create_held(d, name.as_bytes(), NewInode::file(0o644), 1)
+                .unwrap();
+            inos.push(ino);
+        }
+        for (i, &ino) in inos.iter().enumerate() {
+            assert_eq!(vol.lookup(d, format!("f{i:03}").as_bytes()).unwrap().0, ino);
+        }
+        assert_eq!(listed(&vol, d).len(), 100);
+        for i in (0..100).step_by(2) {
+            vol.remove(d, format!("f{i:03}").as_bytes(), false).unwrap();
+        }
+        assert_eq!(
+            writes(&vol),
+            before,
+            "a create or an unlink began a transaction"
+        );
+        let e = vol.lookup(d, b"f000").unwrap_err();
+        assert_eq!(e.errno(), libc::ENOENT);
+        assert_eq!(vol.inode(inos[0]).unwrap().nlink, 0, "the orphan");
+        let left = listed(&vol, d);
+        assert_eq!(left.len(), 50);
+        assert!(left.iter().all(|(n, _)| n.last().unwrap() % 2 == 1));
+        let (again, _) = vol
+            .create_held(d, b"f000", NewInode::file(0o600), 1)
+            .unwrap();
+        assert_ne!(again, inos[0]);
+        assert_eq!(vol.lookup(d, b"f000").unwrap().0, again);
+        assert_eq!(listed(&vol, d).first().map(|e| e.1), Some(again));
+        // The kernel forgets what it removed: those inodes go.
+        for &ino in inos.iter().step_by(2) {
+            vol.forget(ino, 1);
+        }
+        vol.sync().unwrap();
+        assert_eq!(vol.store.delayed_len(), 0);
+        for &ino in inos.iter().step_by(2) {
+            assert!(vol.inode(ino).is_err(), "inode {ino} outlived its FORGET");
+        }
+        drop(vol);
+        let vol = Volume::open(&path, Options::default()).unwrap();
+        assert_eq!(vol.lookup(d, b"f000").unwrap().0, again);
+        assert_eq!(vol.lookup(d, b"f001").unwrap().0, inos[1]);
+        assert_eq!(listed(&vol, d).len(), 51);
+        // The root, d, 50 files and the one made again.
+        assert_eq!(vol.statfs().unwrap().2, 1 + 1 + 50 + 1);
+        drop(vol);
+        let r = crate::admin::fsck::fsck(&path).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+
+    /// What a delayed change cannot say takes a transaction, as before: the unlink of a file
+    /// nobody holds (it is deleted at once), and a create in a directory with something to
+    /// inherit (here the compression property, which the new file gets).
+    #[test]
+    fn deletions_and_inheriting_creates_take_a_transaction() {
+        let (path, vol) = scratch("wring-delayed-names-txn");
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        let before = writes(&vol);
+        vol.remove(ROOT, b"a", false).unwrap();
+        assert_eq!(writes(&vol), before + 1);
+        assert!(vol.inode(a).is_err(), "deleted with its last link");
+        let (d, _) = vol.create(ROOT, b"d", dir()).unwrap();
+        vol.setxattr(d, crate::PROP_XATTR.as_bytes(), b"zstd:9", 0)
+            .unwrap();
+        let before = writes(&vol);
+        let (f, _) = vol.create(d, b"f", NewInode::file(0o644)).unwrap();
+        assert_eq!(writes(&vol), before + 1);
+        let prop = vol.getxattr(f, crate::PROP_XATTR.as_bytes()).unwrap();
+        assert_eq!(prop, b"zstd:9");
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+
+    /// A file made by a delayed create reads, takes writes and xattrs, and is renamed,
+    /// linked and written back like any other (each of those transactions writes the create
+    /// first); a name unlinked and made again between commits is never hidden.
+    #[test]
+    fn a_delayed_file_is_a_file() {
+        let (path, vol) = scratch("wring-delayed-names-file");
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        assert_eq!(vol.read(a, 0, 10).unwrap(), b"");
+        assert_eq!(vol.listxattr(a).unwrap(), Vec::<Vec<u8>>::new());
+        vol.write(a, 0, b"hello", None).unwrap();
+        vol.fsync(a).unwrap();
+        assert_eq!(vol.read(a, 0, 10).unwrap(), b"hello");
+        let (b, _) = vol
+            .create_held(ROOT, b"b", NewInode::file(0o644), 1)
+            .unwrap();
+        vol.setxattr(b, b"user.x", b"1", 0).unwrap();
+        vol.rename(ROOT, b"b", ROOT, b"c", 0).unwrap();
+        vol.link(b, ROOT, b"l").unwrap();
+        vol.remove(ROOT, b"c", false).unwrap();
+        assert_eq!(vol.inode(b).unwrap().nlink, 1);
+        assert_eq!(vol.lookup(ROOT, b"l").unwrap().0, b);
+        vol.store.flush().unwrap();
+        vol.remove(ROOT, b"l", false).unwrap();
+        let (l2, _) = vol.create(ROOT, b"l", NewInode::file(0o644)).unwrap();
+        vol.store.flush().unwrap();
+        assert_eq!(vol.lookup(ROOT, b"l").unwrap().0, l2);
+        vol.forget(b, 1);
+        vol.sync().unwrap();
+        drop(vol);
+        let r = crate::admin::fsck::fsck(&path).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let vol = Volume::open(&path, Options::default()).unwrap();
+        assert_eq!(vol.read(a, 0, 10).unwrap(), b"hello");
+        assert_eq!(vol.lookup(ROOT, b"l").unwrap().0, l2);
+        assert!(vol.inode(b).is_err());
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+}
