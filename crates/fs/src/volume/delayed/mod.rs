@@ -83,6 +83,8 @@ pub trait InodeStore {
     ) -> Result<Option<(u64, Kind)>, FsError>;
     /// The next inode number `snap`'s counter hands out.
     fn next_ino(snap: &Self::Snap<'_>) -> Result<u64, FsError>;
+    /// The parent of directory `dir` in `snap`.
+    fn parent(snap: &Self::Snap<'_>, dir: u64) -> Result<u64, FsError>;
     /// Make every commit durable.
     fn sync(&self) -> Result<(), FsError>;
     /// Make the commits durable when the commit interval has passed.
@@ -105,6 +107,7 @@ impl InodeStore for Store {
         {
             let mut inodes = txn.open_table(INODES)?;
             let mut orphans = txn.open_table(ORPHANS)?;
+            let mut parents = txn.open_table(store::PARENTS)?;
             for r in &written.records {
                 // A delayed update only ever changes an inode the store has, or one a delayed
                 // create made. One it does not have is gone with commits a failed one took
@@ -115,6 +118,9 @@ impl InodeStore for Store {
                         continue;
                     }
                     made += 1;
+                    if r.parent != 0 {
+                        parents.insert(r.ino, r.parent)?;
+                    }
                 }
                 inodes.insert(r.ino, r.inode.to_bytes().as_slice())?;
                 if r.orphan && r.inode.nlink == 0 {
@@ -181,6 +187,10 @@ impl InodeStore for Store {
         Ok(found.and_then(|(ino, k)| Kind::from_u8(k).map(|k| (ino, k))))
     }
 
+    fn parent(snap: &store::Snapshot<'_>, dir: u64) -> Result<u64, FsError> {
+        store::parent_of(snap, dir)
+    }
+
     fn next_ino(snap: &store::Snapshot<'_>) -> Result<u64, FsError> {
         let meta = snap.open_table(store::META)?;
         let next = meta.get("next_ino")?.map(|v| v.value());
@@ -217,6 +227,7 @@ struct Item {
     written_by: u64,
     new: bool,
     orphan: bool,
+    parent: u64,
 }
 
 /// The newest record of each inode with a delayed change, and the delayed entries.
@@ -242,9 +253,10 @@ impl Items {
     }
 
     /// Keep `inode` as `ino`'s newest record (with the flags of the one it replaces).
-    fn put(&mut self, ino: u64, inode: Inode, new: bool, orphan: bool) {
+    fn put(&mut self, r: Record) {
         self.generation += 1;
-        let mut item = Item::replacing(self.map.get(&ino), inode, new, orphan);
+        let ino = r.ino;
+        let mut item = Item::replacing(self.map.get(&ino), r);
         item.generation = self.generation;
         self.map.insert(ino, item);
     }
@@ -265,6 +277,7 @@ impl Items {
                 inode: item.inode.clone(),
                 new: item.new,
                 orphan: item.orphan,
+                parent: item.parent,
             });
         }
         for ((parent, name), item) in self.names.iter_mut() {
@@ -550,7 +563,7 @@ impl<B: InodeStore> DelayedStore<B> {
                 return Ok(None);
             };
             let mut items = lock(&self.items);
-            items.put(ino, inode.clone(), false, false);
+            items.put(Record::of(ino, inode.clone()));
             self.delayed_counts.updates.fetch_add(1, Ordering::Relaxed);
             (inode, items.len() >= MAX_ITEMS)
         };
@@ -609,16 +622,17 @@ mod tests {
         // Another chmod of the same inode replaces the item; one of another inode adds one.
         vol.setattr(a, &chmod(0o640)).unwrap();
         let (b, _) = vol.create(ROOT, b"b", NewInode::file(0o644)).unwrap();
-        // A mkdir is a transaction: it writes every delayed item (a's, and b's create).
-        let d = NewInode {
-            kind: crate::store::records::Kind::Dir,
-            ..NewInode::file(0o755)
+        // A symlink is a transaction: it writes every delayed item (a's, and b's create).
+        let l = NewInode {
+            kind: crate::store::records::Kind::Symlink,
+            target: Some(b"a"),
+            ..NewInode::file(0o777)
         };
-        vol.create(ROOT, b"d", d).unwrap();
+        vol.create(ROOT, b"l", l).unwrap();
         assert_eq!(
             vol.store.delayed_len(),
             0,
-            "mkdir's transaction left the items"
+            "symlink's transaction left the items"
         );
         vol.setattr(b, &chmod(0o700)).unwrap();
         assert_eq!(vol.store.delayed_len(), 1);

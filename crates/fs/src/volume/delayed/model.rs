@@ -136,6 +136,11 @@ impl InodeStore for Toy {
         Ok(snap.next_ino)
     }
 
+    /// Directories are not modelled: every one is in [`DIR`].
+    fn parent(_snap: &ToySnap, _dir: u64) -> Result<u64, FsError> {
+        Ok(DIR)
+    }
+
     fn sync(&self) -> Result<(), FsError> {
         let txn = self.begin()?;
         self.commit(txn, true)
@@ -285,7 +290,7 @@ fn create(s: &DelayedStore<Toy>, name: &[u8]) -> u64 {
     let made = s.change(|n| {
         assert!(n.name(DIR, name)?.is_none(), "the name is taken");
         let ino = n.next_ino()?;
-        n.new_inode(ino, Inode::new(Kind::File, 0o644, 0, 0));
+        n.new_inode(ino, Inode::new(Kind::File, 0o644, 0, 0), DIR);
         n.put_name(DIR, name, NameEntry::Is(ino, Kind::File));
         Ok(Some(ino))
     });
@@ -346,7 +351,8 @@ fn rename_in_txn(s: &DelayedStore<Toy>) -> bool {
 fn observe(s: &DelayedStore<Toy>) -> ([Option<u64>; 3], Listing) {
     let look = |n: &[u8]| s.name(DIR, n).unwrap().map(|(ino, _)| ino);
     let looked = [look(b"a"), look(b"c"), look(b"d")];
-    let (snap, delayed) = s.names_in(DIR).unwrap();
+    let view = s.names_in(DIR).unwrap();
+    let (snap, delayed) = (view.snap, view.names);
     let range = snap.names.range((DIR, Vec::new())..(DIR + 1, Vec::new()));
     let mut listed: Vec<_> = range.map(|((_, n), (i, k))| (n.clone(), *i, *k)).collect();
     merge(&mut listed, &delayed, snap.seq);

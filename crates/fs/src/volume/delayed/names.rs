@@ -72,6 +72,20 @@ pub struct Record {
     pub new: bool,
     /// Left without a name by a delayed unlink while held: goes into the orphan table.
     pub orphan: bool,
+    /// The parent of a directory a delayed mkdir made (0: none): goes into the parents table.
+    pub parent: u64,
+}
+
+impl Record {
+    pub(super) fn of(ino: u64, inode: Inode) -> Record {
+        Record {
+            ino,
+            inode,
+            new: false,
+            orphan: false,
+            parent: 0,
+        }
+    }
 }
 
 /// Everything delayed that one transaction writes.
@@ -97,7 +111,7 @@ impl Written {
 pub struct Names<'a, B: InodeStore + 'a> {
     store: &'a DelayedStore<B>,
     snap: LazySnap<'a, B>,
-    inodes: Vec<(u64, Inode, bool, bool)>,
+    inodes: Vec<Record>,
     names: Vec<(u64, Vec<u8>, NameEntry)>,
     next_ino: Option<u64>,
     _writer: MutexGuard<'a, ()>,
@@ -111,8 +125,8 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
 
     /// `ino`'s newest record.
     pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
-        if let Some((_, i, _, _)) = self.inodes.iter().rev().find(|r| r.0 == ino) {
-            return Ok(i.clone());
+        if let Some(r) = self.inodes.iter().rev().find(|r| r.ino == ino) {
+            return Ok(r.inode.clone());
         }
         // No transaction runs (the writer lock is held) and a committed one has removed what
         // it wrote: an item in the map is the newest record.
@@ -156,17 +170,26 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
 
     /// Keep `inode` as `ino`'s newest record.
     pub fn put_inode(&mut self, ino: u64, inode: Inode) {
-        self.inodes.push((ino, inode, false, false));
+        self.inodes.push(Record::of(ino, inode));
     }
 
-    /// Keep the record of an inode this change makes.
-    pub fn new_inode(&mut self, ino: u64, inode: Inode) {
-        self.inodes.push((ino, inode, true, false));
+    /// Keep the record of an inode this change makes in `parent` (its parent is recorded
+    /// when it is a directory).
+    pub fn new_inode(&mut self, ino: u64, inode: Inode, parent: u64) {
+        let dir = inode.kind == Kind::Dir;
+        self.inodes.push(Record {
+            new: true,
+            parent: if dir { parent } else { 0 },
+            ..Record::of(ino, inode)
+        });
     }
 
     /// Keep `inode` as the record of `ino`, left without a name while held: an orphan.
     pub fn orphan(&mut self, ino: u64, inode: Inode) {
-        self.inodes.push((ino, inode, false, true));
+        self.inodes.push(Record {
+            orphan: true,
+            ..Record::of(ino, inode)
+        });
     }
 
     /// Keep what `name` in `parent` is now.
@@ -199,8 +222,8 @@ impl<B: InodeStore> DelayedStore<B> {
             if let Some(next) = n.next_ino {
                 items.next_ino = items.next_ino.max(next);
             }
-            for (ino, inode, new, orphan) in n.inodes.drain(..) {
-                items.put(ino, inode, new, orphan);
+            for r in n.inodes.drain(..) {
+                items.put(r);
             }
             for (parent, name, entry) in n.names.drain(..) {
                 items.generation += 1;
@@ -249,16 +272,48 @@ impl<B: InodeStore> DelayedStore<B> {
     /// into a listing read from it. Entries copied before the snapshot could be ones not
     /// written then, which a transaction has since written and changed (a rename): the
     /// listing would show both (the shuttle model found it).
-    pub fn names_in(&self, dir: u64) -> Result<(B::Snap<'_>, DelayedNames), FsError> {
+    pub fn names_in(&self, dir: u64) -> Result<DirView<'_, B>, FsError> {
         let items = lock(&self.items);
         let snap = self.store.snapshot()?;
+        let seq = B::seq(&snap)?;
         let range = items.names.range((dir, Vec::new())..(dir + 1, Vec::new()));
-        Ok((snap, range.map(|((_, n), i)| (n.clone(), *i)).collect()))
+        let names = range.map(|((_, n), i)| (n.clone(), *i)).collect();
+        let parent = items.map.get(&dir).and_then(|i| i.parent_newer_than(seq));
+        Ok(DirView {
+            snap,
+            names,
+            parent,
+        })
+    }
+
+    /// The parent of directory `dir`: a delayed mkdir's, else the last commit's (looked up
+    /// in that order, as [`DelayedStore::inode`] does).
+    pub fn parent(&self, dir: u64) -> Result<u64, FsError> {
+        let item = lock(&self.items)
+            .map
+            .get(&dir)
+            .map(|i| (i.parent, i.written_by));
+        let snap = self.store.snapshot()?;
+        let seq = B::seq(&snap)?;
+        match item {
+            Some((p, w)) if p != 0 && (w == 0 || seq < w) => Ok(p),
+            _ => B::parent(&snap, dir),
+        }
     }
 }
 
 /// A directory's delayed entries, by name.
 pub type DelayedNames = Vec<(Vec<u8>, NameItem)>;
+
+/// A snapshot of the last commit and what is delayed of one directory as it was then.
+pub struct DirView<'s, B: InodeStore + 's> {
+    /// The snapshot.
+    pub snap: B::Snap<'s>,
+    /// The directory's delayed entries, to [`merge`] into what the snapshot lists.
+    pub names: DelayedNames,
+    /// The directory's parent, when a delayed mkdir made it and the snapshot has not.
+    pub parent: Option<u64>,
+}
 
 /// A directory's entries as `(name, inode, kind)`, sorted by name.
 pub type Listing = Vec<(Vec<u8>, u64, Kind)>;
@@ -286,14 +341,21 @@ pub fn merge(listed: &mut Listing, delayed: &DelayedNames, seq: u64) {
 pub(super) type NameMap = BTreeMap<(u64, Vec<u8>), NameItem>;
 
 impl Item {
+    /// The parent a delayed mkdir gave this directory, to a reader whose snapshot is `seq`.
+    fn parent_newer_than(&self, seq: u64) -> Option<u64> {
+        let newer = self.written_by == 0 || seq < self.written_by;
+        (self.parent != 0 && newer).then_some(self.parent)
+    }
+
     /// A record carrying the flags of the one it replaces (see [`Record`]).
-    pub(super) fn replacing(old: Option<&Item>, inode: Inode, new: bool, orphan: bool) -> Item {
+    pub(super) fn replacing(old: Option<&Item>, r: Record) -> Item {
         Item {
             generation: 0,
-            inode,
+            inode: r.inode,
             written_by: 0,
-            new: new || old.is_some_and(|o| o.new),
-            orphan: orphan || old.is_some_and(|o| o.orphan),
+            new: r.new || old.is_some_and(|o| o.new),
+            orphan: r.orphan || old.is_some_and(|o| o.orphan),
+            parent: old.map_or(0, |o| o.parent).max(r.parent),
         }
     }
 }
@@ -338,15 +400,24 @@ mod tests {
             .collect()
     }
 
-    /// Creates of files the kernel holds, and their unlinks, begin no transaction; lookup,
-    /// readdir and getattr see each at once (an unlinked file as an orphan without links);
+    /// Creates of directories and of files the kernel holds, and the files' unlinks, begin
+    /// no transaction; lookup (`..` too), readdir and getattr see each at once (an unlinked file as an orphan without links);
     /// a name made again is the new inode; after a sync and a reopen the store has exactly
     /// that, counts its inodes right, and fsck finds nothing.
     #[test]
     fn creates_and_unlinks_are_delayed_seen_at_once_and_durable_after_sync() {
         let (path, vol) = scratch("wring-delayed-names");
-        let (d, _) = vol.create(ROOT, b"d", dir()).unwrap();
         let before = writes(&vol);
+        let (d, _) = vol.create(ROOT, b"d", dir()).unwrap();
+        let (e, _) = vol.create(d, b"e", dir()).unwrap();
+        assert_eq!(
+            vol.lookup(e, b"..").unwrap().0,
+            d,
+            "a delayed mkdir's parent"
+        );
+        let dots = vol.readdir(e, u64::MAX - 1, 0).unwrap();
+        assert_eq!((dots[0].ino, dots[1].ino), (e, d));
+        assert_eq!(vol.inode(d).unwrap().nlink, 3);
         let mut inos = Vec::new();
         for i in 0..100 {
             let name = format!("f{i:03}");
@@ -358,7 +429,7 @@ mod tests {
         for (i, &ino) in inos.iter().enumerate() {
             assert_eq!(vol.lookup(d, format!("f{i:03}").as_bytes()).unwrap().0, ino);
         }
-        assert_eq!(listed(&vol, d).len(), 100);
+        assert_eq!(listed(&vol, d).len(), 101);
         for i in (0..100).step_by(2) {
             vol.remove(d, format!("f{i:03}").as_bytes(), false).unwrap();
         }
@@ -367,18 +438,21 @@ mod tests {
             before,
             "a create or an unlink began a transaction"
         );
-        let e = vol.lookup(d, b"f000").unwrap_err();
-        assert_eq!(e.errno(), libc::ENOENT);
+        let err = vol.lookup(d, b"f000").unwrap_err();
+        assert_eq!(err.errno(), libc::ENOENT);
         assert_eq!(vol.inode(inos[0]).unwrap().nlink, 0, "the orphan");
         let left = listed(&vol, d);
-        assert_eq!(left.len(), 50);
-        assert!(left.iter().all(|(n, _)| n.last().unwrap() % 2 == 1));
+        assert_eq!(left.len(), 51);
+        assert!(left
+            .iter()
+            .all(|(n, _)| n == b"e" || n.last().unwrap() % 2 == 1));
         let (again, _) = vol
             .create_held(d, b"f000", NewInode::file(0o600), 1)
             .unwrap();
         assert_ne!(again, inos[0]);
         assert_eq!(vol.lookup(d, b"f000").unwrap().0, again);
-        assert_eq!(listed(&vol, d).first().map(|e| e.1), Some(again));
+        let f000 = listed(&vol, d).into_iter().find(|e| e.0 == b"f000");
+        assert_eq!(f000.map(|e| e.1), Some(again));
         // The kernel forgets what it removed: those inodes go.
         for &ino in inos.iter().step_by(2) {
             vol.forget(ino, 1);
@@ -392,9 +466,10 @@ mod tests {
         let vol = Volume::open(&path, Options::default()).unwrap();
         assert_eq!(vol.lookup(d, b"f000").unwrap().0, again);
         assert_eq!(vol.lookup(d, b"f001").unwrap().0, inos[1]);
-        assert_eq!(listed(&vol, d).len(), 51);
-        // The root, d, 50 files and the one made again.
-        assert_eq!(vol.statfs().unwrap().2, 1 + 1 + 50 + 1);
+        assert_eq!(listed(&vol, d).len(), 52);
+        assert_eq!(vol.lookup(e, b"..").unwrap().0, d);
+        // The root, d, e, 50 files and the one made again.
+        assert_eq!(vol.statfs().unwrap().2, 1 + 2 + 50 + 1);
         drop(vol);
         let r = crate::admin::fsck::fsck(&path).unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);

@@ -118,8 +118,7 @@ impl Volume {
         if pinode.kind != Kind::Dir {
             return Err(errno(libc::ENOTDIR));
         }
-        let txn = self.store.read()?;
-        store::parent_of(&txn, parent)
+        self.store.parent(parent)
     }
 
     /// Start a listing of `dir`; returns its handle. The directory counts as open until
@@ -156,8 +155,9 @@ impl Volume {
     /// `.`, `..` and the entries of `dir`, from one snapshot and the delayed entries as they
     /// were when it was taken.
     fn list(&self, dir: u64) -> Result<Vec<DirEntry>, FsError> {
-        let (txn, delayed) = self.store.names_in(dir)?;
-        if store::get_inode(&txn.open_table(INODES)?, dir)?.nlink == 0 {
+        let view = self.store.names_in(dir)?;
+        let (txn, delayed) = (&view.snap, &view.names);
+        if self.record_in(txn, dir)?.nlink == 0 {
             // Removed while open: Linux lists nothing of a dead directory.
             return Err(errno(libc::ENOENT));
         }
@@ -169,7 +169,10 @@ impl Volume {
                 name: b".".to_vec(),
             },
             DirEntry {
-                ino: store::parent_of(&txn, dir)?,
+                ino: match view.parent {
+                    Some(p) => p,
+                    None => store::parent_of(txn, dir)?,
+                },
                 kind: Kind::Dir,
                 name: b"..".to_vec(),
             },
@@ -182,8 +185,8 @@ impl Volume {
             stored.push((k.value().1.to_vec(), ino, kind));
         }
         if !delayed.is_empty() {
-            let seq = store::counter(&txn, delayed::SEQ_KEY)?;
-            delayed::merge(&mut stored, &delayed, seq);
+            let seq = store::counter(txn, delayed::SEQ_KEY)?;
+            delayed::merge(&mut stored, delayed, seq);
         }
         let entries = stored.into_iter();
         list.extend(entries.map(|(name, ino, kind)| DirEntry { ino, kind, name }));

@@ -342,10 +342,10 @@ impl Volume {
     }
 
     /// [`Volume::create`] as a delayed change (see [`crate::volume::delayed`]): no
-    /// transaction, the next one writes the entry and both records. For what touches only
-    /// them — a file, node, fifo or socket in a directory without xattrs (nothing to
-    /// inherit); `None` leaves anything else to a transaction. `allocated` is taken when it
-    /// is called.
+    /// transaction, the next one writes the entry and both records (and a directory's
+    /// parent). For what touches only them — a file, directory, node, fifo or socket in a
+    /// directory without xattrs (nothing to inherit); `None` leaves anything else (a
+    /// symlink's target) to a transaction. `allocated` is taken when it is called.
     fn create_delayed(
         &self,
         parent: u64,
@@ -353,9 +353,10 @@ impl Volume {
         new: &NewInode<'_>,
         allocated: &mut Option<impl FnOnce(u64)>,
     ) -> Result<Option<(u64, Inode)>, FsError> {
-        if matches!(new.kind, Kind::Dir | Kind::Symlink) || new.target.is_some() {
+        if new.kind == Kind::Symlink || new.target.is_some() {
             return Ok(None);
         }
+        let dir = new.kind == Kind::Dir;
         self.store.change(|n| {
             let mut pinode = n.inode(parent)?;
             if pinode.kind != Kind::Dir {
@@ -378,6 +379,9 @@ impl Volume {
             inode.flags |= pinode.flags & (FLAG_NOCOMPRESS | FLAG_NOCOW);
             if pinode.perm & libc::S_ISGID != 0 {
                 inode.gid = pinode.gid;
+                if dir {
+                    inode.perm |= libc::S_ISGID;
+                }
             }
             inode.perm &= !(new.umask & 0o777);
             if let Some(f) = allocated.take() {
@@ -385,8 +389,8 @@ impl Volume {
             }
             // Before its name is visible: nobody can set an xattr on it before.
             self.set_bare(ino);
-            touched(&mut pinode, 0);
-            n.new_inode(ino, inode.clone());
+            touched(&mut pinode, if dir { 1 } else { 0 });
+            n.new_inode(ino, inode.clone(), parent);
             n.put_inode(parent, pinode);
             n.put_name(parent, name, NameEntry::Is(ino, new.kind));
             Ok(Some((ino, inode)))

@@ -291,6 +291,12 @@ impl Volume {
 
     /// Remove an extended attribute.
     pub fn removexattr(&self, ino: u64, name: &[u8]) -> Result<(), FsError> {
+        if self.is_bare(ino) {
+            // Nothing to remove, and no transaction to find that out (`cp -a` removes the
+            // default ACL of every directory it copies).
+            guard(&self.store.inode(ino)?, Mutation::Xattr)?;
+            return Err(errno(libc::ENODATA));
+        }
         let txn = self.store.write()?;
         guard(
             &store::get_inode(&txn.open_table(INODES)?, ino)?,
