@@ -48,7 +48,8 @@ pub struct MetaConfig {
     pub wring_options: String,
     /// Scratch directory (the tar, the store, bindfs's backing directory).
     pub work: PathBuf,
-    /// A git repository to clone (and `git status` in the clone); none: no git steps.
+    /// A git repository to clone (and `git status`, then a checkout a hundred commits back and
+    /// `git gc`, in the clone); none: no git steps.
     pub git: Option<PathBuf>,
     /// Run the plain FUSE pass-through (bindfs) when it is installed.
     pub bindfs: bool,
@@ -199,6 +200,20 @@ fn steps(tar: &Path, git: Option<&Path>) -> Vec<Step> {
             name: "git status",
             sync: false,
             cmd: Box::new(|r| format!("git -C {}/g status --porcelain > /dev/null", quote(r))),
+        });
+        s.push(Step {
+            name: "git checkout + gc",
+            sync: true,
+            cmd: Box::new(|r| {
+                // A hundred commits back (the first commit of a shorter history), then gc:
+                // many files rewritten, then loose objects packed and removed.
+                let g = format!("{}/g", quote(r));
+                format!(
+                    "c=$(git -C {g} rev-list --max-count=1 --skip=100 HEAD); \
+                     [ -n \"$c\" ] || c=$(git -C {g} rev-list --max-parents=0 HEAD | head -n 1); \
+                     git -C {g} checkout -q --detach \"$c\" && git -C {g} gc -q"
+                )
+            }),
         });
     }
     s.push(Step {

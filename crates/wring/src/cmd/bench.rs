@@ -35,8 +35,9 @@ pub enum Command {
     /// Seed 001's experiment through a wring-fs mount, with the kernel's btrfs beside it, and
     /// max_extent=1M against 128K (needs root)
     Fs(super::bench_fs::Args),
-    /// Many small files through a wring-fs mount — tar -x, find + stat, cp -a, git clone and
-    /// status, rm -rf — with the kernel's btrfs and a plain FUSE pass-through beside it (needs root)
+    /// Many small files through a wring-fs mount — tar -x, find + stat, cp -a, git clone,
+    /// status, checkout + gc, rm -rf — with the kernel's btrfs and the FUSE floor beside it
+    /// (needs root)
     Meta(super::bench_meta::Args),
     /// Trained dictionaries on small files: bytes stored with dict=auto against dict=off and
     /// the kernel's btrfs, tar -x and read-back times, at zstd:1, 3 and 9 (needs root)

@@ -1,6 +1,6 @@
 //! `wring bench meta`: many small files through a wring mount against the kernel's btrfs, the
 //! FUSE floor (libfuse's passthrough_hp over a kernel btrfs) and a plain FUSE pass-through
-//! (bindfs) — tar -x, find + stat, cp -a, git clone and status, rm -rf,
+//! (bindfs) — tar -x, find + stat, cp -a, git clone, status, checkout + gc, rm -rf,
 //! and stress-ng's dir, link, rename and xattr stressors.
 //! Needs root. Thin: parse, call wring_bench::meta, print.
 
@@ -23,8 +23,8 @@ pub struct Args {
     /// Compression method (btrfs spelling), compress-force on both filesystems
     #[arg(long, default_value = "zstd:1")]
     method: String,
-    /// A git repository to clone and run `git status` in (default: the one the current
-    /// directory is in, if any; `none` for no git steps)
+    /// A git repository to clone, run `git status` in, check out a hundred commits back and
+    /// `git gc` (default: the one the current directory is in, if any; `none` for no git steps)
     #[arg(long)]
     git: Option<String>,
     /// More mount options for wring, after compress-force (e.g. `uring=0` for /dev/fuse where

@@ -182,9 +182,7 @@ impl InodeStore for Store {
         parent: u64,
         name: &[u8],
     ) -> Result<Option<(u64, Kind)>, FsError> {
-        let dirents = snap.open_table(DIRENTS)?;
-        let found = dirents.get((parent, name))?.map(|v| v.value());
-        Ok(found.and_then(|(ino, k)| Kind::from_u8(k).map(|k| (ino, k))))
+        crate::volume::names::dir::entry_of(&snap.open_table(DIRENTS)?, parent, name)
     }
 
     fn parent(snap: &store::Snapshot<'_>, dir: u64) -> Result<u64, FsError> {
@@ -581,7 +579,8 @@ mod tests {
     use crate::volume::{NewInode, SetAttr};
     use crate::{Options, Volume};
 
-    fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
+    /// A fresh store in the temp dir named `name`, and the volume on it.
+    pub(super) fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
         let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         Store::mkfs(&dir).unwrap();

@@ -362,18 +362,11 @@ impl Item {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::scratch;
     use crate::store::records::Kind;
-    use crate::store::{Store, ROOT};
+    use crate::store::ROOT;
     use crate::volume::NewInode;
     use crate::{Options, Volume};
-
-    fn scratch(name: &str) -> (std::path::PathBuf, Volume) {
-        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Store::mkfs(&dir).unwrap();
-        let vol = Volume::open(&dir, Options::default()).unwrap();
-        (dir, vol)
-    }
 
     /// Write transactions begun so far (`wring status`'s count).
     fn writes(vol: &Volume) -> u64 {
