@@ -329,13 +329,31 @@ fn name_body(k: u64) -> Vec<u8> {
         .into_bytes()
 }
 
-/// One step of the names worker: file `n{k}` made, written and fsync'ed; every third step
-/// the unlink of an earlier file, made durable by an fsync of the directory. False once
-/// the daemon is gone.
+/// Where the contents of entry `n{k}` are: every fourth one is a directory holding them in
+/// its file `x`, the others are files.
+fn name_path(dir: &std::path::Path, k: u64) -> std::path::PathBuf {
+    match k % 4 {
+        0 => dir.join(format!("n{k}/x")),
+        _ => dir.join(format!("n{k}")),
+    }
+}
+
+/// One step of the names worker: entry `n{k}` made (a file, or a directory with a file),
+/// written and fsync'ed; every third step the removal of an earlier one (unlink, or unlink
+/// and rmdir), made durable by an fsync of the directory. False once the daemon is gone.
 fn names_step(dir: &std::path::Path, k: u64, names: &Mutex<Names>, rng: &mut Rng) -> bool {
     use std::io::Write;
-    let made = std::fs::File::create(dir.join(format!("n{k}")))
-        .and_then(|mut f| f.write_all(&name_body(k)).and_then(|()| f.sync_all()));
+    let path = name_path(dir, k);
+    let made = match k % 4 {
+        0 => std::fs::create_dir(dir.join(format!("n{k}"))),
+        _ => Ok(()),
+    };
+    let made = made
+        .and_then(|()| std::fs::File::create(&path))
+        .and_then(|mut f| {
+            f.write_all(&name_body(k))?;
+            f.sync_all()
+        });
     if made.is_err() {
         return false;
     }
@@ -355,7 +373,11 @@ fn names_step(dir: &std::path::Path, k: u64, names: &Mutex<Names>, rng: &mut Rng
     let Some(j) = victim else {
         return true;
     };
-    let gone = std::fs::remove_file(dir.join(format!("n{j}")))
+    let gone = std::fs::remove_file(name_path(dir, j))
+        .and_then(|()| match j % 4 {
+            0 => std::fs::remove_dir(dir.join(format!("n{j}"))),
+            _ => Ok(()),
+        })
         .and_then(|()| std::fs::File::open(dir)?.sync_all());
     if gone.is_err() {
         return false;
@@ -364,11 +386,12 @@ fn names_step(dir: &std::path::Path, k: u64, names: &Mutex<Names>, rng: &mut Rng
     true
 }
 
-/// kill -9 at random moments under a worker that creates small files (fsync'ed) and unlinks
-/// some (each unlink made durable by an fsync of the directory) — delayed creates and
-/// unlinks, written by the fsyncs: after every cycle the store mounts again, every file
-/// acknowledged is there with its contents, none whose unlink was acknowledged is, any other
-/// file holds its contents or nothing, and fsck finds nothing.
+/// kill -9 at random moments under a worker that creates small files and directories with a
+/// file (fsync'ed) and removes some (each removal made durable by an fsync of the directory)
+/// — delayed creates, mkdirs, unlinks and rmdirs, written by the fsyncs: after every cycle
+/// the store mounts again, everything acknowledged is there with its contents, nothing whose
+/// removal was acknowledged is, anything else holds its contents or nothing, and fsck finds
+/// nothing.
 #[test]
 fn names_kill_9_cycles() {
     if !require_root("names_kill_9_cycles") {
@@ -388,7 +411,7 @@ fn names_kill_9_cycles() {
         {
             let n = lock(&names);
             for k in &n.acked {
-                let back = std::fs::read(dir.join(format!("n{k}")));
+                let back = std::fs::read(name_path(&dir, *k));
                 let back = back.unwrap_or_else(|e| panic!("cycle {cycle}: n{k}: {e}"));
                 assert!(
                     back == name_body(*k),
@@ -402,7 +425,8 @@ fn names_kill_9_cycles() {
             for e in std::fs::read_dir(&dir).unwrap() {
                 let name = e.unwrap().file_name().into_string().unwrap();
                 let k: u64 = name[1..].parse().unwrap();
-                let back = std::fs::read(dir.join(&name)).unwrap();
+                // A directory made whose file was not yet: empty.
+                let back = std::fs::read(name_path(&dir, k)).unwrap_or_default();
                 assert!(
                     back.is_empty() || back == name_body(k),
                     "cycle {cycle}: {name} holds what was never written to it"

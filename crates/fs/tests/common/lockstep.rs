@@ -1,6 +1,7 @@
 //! Seeded random operations on two roots in lockstep, the mount and a plain reference
 //! directory (writes, some fsync'ed; truncates, renames in and out of a subdirectory, hard
-//! links, unlinks and fallocate modes on four files a thread), and the comparison of the two.
+//! links, unlinks, fallocate modes on four files a thread, and the subdirectory removed when
+//! empty and made again), and the comparison of the two.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -25,7 +26,7 @@ pub fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
     let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
     let d = |root: &Path, i: u64| root.join(format!("t{t}/d/f{i}"));
     let (a, b) = (rng.below(4), rng.below(4));
-    let op = rng.below(11);
+    let op = rng.below(12);
     let off = rng.below(700_000);
     let big = rng.below(4) == 0;
     let len = 1 + rng.below(if big { 1_500_000 } else { 9000 }) as usize;
@@ -54,6 +55,12 @@ pub fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
             6 => fs::hard_link(d(root, a), f(root, b)),
             7 => fs::remove_file(f(root, a)),
             8 => fs::rename(d(root, a), f(root, b)),
+            // rmdir of the subdirectory when it is empty, and mkdir again.
+            11 => {
+                let sub = root.join(format!("t{t}/d"));
+                let _ = fs::remove_dir(&sub);
+                fs::create_dir_all(&sub)
+            }
             // fallocate: punch a hole, zero a range (maybe extending), or extend.
             _ => OpenOptions::new()
                 .write(true)

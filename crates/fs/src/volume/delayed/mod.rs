@@ -85,6 +85,12 @@ pub trait InodeStore {
     fn next_ino(snap: &Self::Snap<'_>) -> Result<u64, FsError>;
     /// The parent of directory `dir` in `snap`.
     fn parent(snap: &Self::Snap<'_>, dir: u64) -> Result<u64, FsError>;
+    /// Whether `f` says true of the name of any entry of `dir` in `snap` (stops there).
+    fn any_name(
+        snap: &Self::Snap<'_>,
+        dir: u64,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, FsError>;
     /// Make every commit durable.
     fn sync(&self) -> Result<(), FsError>;
     /// Make the commits durable when the commit interval has passed.
@@ -187,6 +193,20 @@ impl InodeStore for Store {
 
     fn parent(snap: &store::Snapshot<'_>, dir: u64) -> Result<u64, FsError> {
         store::parent_of(snap, dir)
+    }
+
+    fn any_name(
+        snap: &store::Snapshot<'_>,
+        dir: u64,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, FsError> {
+        let dirents = snap.open_table(DIRENTS)?;
+        for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
+            if f(r?.0.value().1) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn next_ino(snap: &store::Snapshot<'_>) -> Result<u64, FsError> {

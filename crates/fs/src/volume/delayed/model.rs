@@ -141,6 +141,15 @@ impl InodeStore for Toy {
         Ok(DIR)
     }
 
+    fn any_name(
+        snap: &ToySnap,
+        dir: u64,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, FsError> {
+        let mut range = snap.names.range((dir, Vec::new())..(dir + 1, Vec::new()));
+        Ok(range.any(|((_, n), _)| f(n)))
+    }
+
     fn sync(&self) -> Result<(), FsError> {
         let txn = self.begin()?;
         self.commit(txn, true)

@@ -154,6 +154,31 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
         }
     }
 
+    /// Whether directory `dir` has entries now.
+    pub fn has_entries(&self, dir: u64) -> Result<bool, FsError> {
+        let staged = self.names.iter().filter(|n| n.0 == dir);
+        if staged.clone().any(|n| n.2.found().is_some()) {
+            return Ok(true);
+        }
+        let mut removed: std::collections::HashSet<Vec<u8>> = staged.map(|n| n.1.clone()).collect();
+        {
+            let items = lock(&self.store.items);
+            let range = items.names.range((dir, Vec::new())..(dir + 1, Vec::new()));
+            for ((_, name), item) in range {
+                if removed.contains(name) {
+                    continue;
+                }
+                match item.entry {
+                    NameEntry::Is(..) => return Ok(true),
+                    NameEntry::Removed(_) => {
+                        removed.insert(name.clone());
+                    }
+                }
+            }
+        }
+        B::any_name(self.snap.get()?, dir, &mut |name| !removed.contains(name))
+    }
+
     /// A new inode number, handed out once (the store's counter is moved past it when the
     /// change is written).
     pub fn next_ino(&mut self) -> Result<u64, FsError> {
@@ -278,11 +303,14 @@ impl<B: InodeStore> DelayedStore<B> {
         let seq = B::seq(&snap)?;
         let range = items.names.range((dir, Vec::new())..(dir + 1, Vec::new()));
         let names = range.map(|((_, n), i)| (n.clone(), *i)).collect();
-        let parent = items.map.get(&dir).and_then(|i| i.parent_newer_than(seq));
+        let item = items.map.get(&dir);
+        let parent = item.and_then(|i| i.parent_newer_than(seq));
+        let record = item.filter(|i| i.newer_than(seq)).map(|i| i.inode.clone());
         Ok(DirView {
             snap,
             names,
             parent,
+            record,
         })
     }
 
@@ -313,6 +341,9 @@ pub struct DirView<'s, B: InodeStore + 's> {
     pub names: DelayedNames,
     /// The directory's parent, when a delayed mkdir made it and the snapshot has not.
     pub parent: Option<u64>,
+    /// The directory's delayed record, when newer than the snapshot's (after a delayed
+    /// rmdir it has no links).
+    pub record: Option<Inode>,
 }
 
 /// A directory's entries as `(name, inode, kind)`, sorted by name.
@@ -343,8 +374,12 @@ pub(super) type NameMap = BTreeMap<(u64, Vec<u8>), NameItem>;
 impl Item {
     /// The parent a delayed mkdir gave this directory, to a reader whose snapshot is `seq`.
     fn parent_newer_than(&self, seq: u64) -> Option<u64> {
-        let newer = self.written_by == 0 || seq < self.written_by;
-        (self.parent != 0 && newer).then_some(self.parent)
+        (self.parent != 0 && self.newer_than(seq)).then_some(self.parent)
+    }
+
+    /// Whether the record is newer than a snapshot numbered `seq`.
+    fn newer_than(&self, seq: u64) -> bool {
+        self.written_by == 0 || seq < self.written_by
     }
 
     /// A record carrying the flags of the one it replaces (see [`Record`]).
@@ -489,6 +524,48 @@ mod tests {
         let prop = vol.getxattr(f, crate::PROP_XATTR.as_bytes()).unwrap();
         assert_eq!(prop, b"zstd:9");
         drop(vol);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+
+    /// An rmdir of a directory the kernel holds is delayed too, once it is empty — of entries
+    /// in the store and of delayed ones alike (ENOTEMPTY otherwise); the removed directory
+    /// lists nothing while open and goes at its FORGET; the store ends consistent.
+    #[test]
+    fn an_rmdir_is_delayed_once_the_directory_is_empty() {
+        let (path, vol) = scratch("wring-delayed-rmdir");
+        let (d, _) = vol.create_held(ROOT, b"d", dir(), 1).unwrap();
+        let (stored, _) = vol
+            .create_held(d, b"stored", NewInode::file(0o644), 1)
+            .unwrap();
+        vol.store.flush().unwrap();
+        let (fresh, _) = vol
+            .create_held(d, b"fresh", NewInode::file(0o644), 1)
+            .unwrap();
+        let before = writes(&vol);
+        let e = vol.remove(ROOT, b"d", true).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOTEMPTY, "entries delayed and stored");
+        vol.remove(d, b"fresh", false).unwrap();
+        let e = vol.remove(ROOT, b"d", true).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOTEMPTY, "an entry in the store");
+        vol.remove(d, b"stored", false).unwrap();
+        let fh = vol.opendir(d).unwrap();
+        vol.remove(ROOT, b"d", true).unwrap();
+        assert_eq!(writes(&vol), before, "an rmdir began a transaction");
+        assert_eq!(vol.lookup(ROOT, b"d").unwrap_err().errno(), libc::ENOENT);
+        assert_eq!(vol.readdir(d, fh, 0).unwrap_err().errno(), libc::ENOENT);
+        assert_eq!(vol.inode(ROOT).unwrap().nlink, 2);
+        vol.releasedir(d, fh).unwrap();
+        for ino in [stored, fresh, d] {
+            vol.forget(ino, 1);
+        }
+        vol.sync().unwrap();
+        for ino in [stored, fresh, d] {
+            assert!(vol.inode(ino).is_err(), "inode {ino} outlived its FORGET");
+        }
+        assert_eq!(vol.statfs().unwrap().2, 1);
+        drop(vol);
+        let r = crate::admin::fsck::fsck(&path).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
         let _ = std::fs::remove_dir_all(&path);
     }
 

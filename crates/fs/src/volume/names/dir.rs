@@ -165,7 +165,11 @@ impl Volume {
     fn list(&self, dir: u64) -> Result<Vec<DirEntry>, FsError> {
         let view = self.store.names_in(dir)?;
         let (txn, delayed) = (&view.snap, &view.names);
-        if self.record_in(txn, dir)?.nlink == 0 {
+        let record = match &view.record {
+            Some(r) => r.clone(),
+            None => self.record_in(txn, dir)?,
+        };
+        if record.nlink == 0 {
             // Removed while open: Linux lists nothing of a dead directory.
             return Err(errno(libc::ENOENT));
         }

@@ -397,11 +397,11 @@ impl Volume {
         })
     }
 
-    /// An unlink as a delayed change (see [`crate::volume::delayed`]): the entry's removal,
-    /// the inode's link count and both times, with no transaction. An inode left without
-    /// links while held becomes an orphan as in [`Volume::drop_link_of`]; one nobody holds is
-    /// deleted, which `None` leaves to a transaction, as anything but an unlink.
-    fn unlink_delayed(&self, parent: u64, name: &[u8]) -> Result<Option<()>, FsError> {
+    /// An unlink or rmdir (`dir`) as a delayed change (see [`crate::volume::delayed`]): the
+    /// entry's removal, the inode's link count and both times, with no transaction. An inode
+    /// left without links while held becomes an orphan as in [`Volume::drop_link_of`]; one
+    /// nobody holds is deleted, which `None` leaves to a transaction.
+    fn remove_delayed(&self, parent: u64, name: &[u8], dir: bool) -> Result<Option<()>, FsError> {
         self.store.change(|n| {
             let mut pinode = n.inode(parent)?;
             if pinode.kind != Kind::Dir {
@@ -413,12 +413,18 @@ impl Volume {
             };
             let mut inode = n.inode(ino)?;
             guard(&inode, Mutation::Name)?;
-            if kind == Kind::Dir {
-                return Err(errno(libc::EISDIR));
+            match (dir, kind == Kind::Dir) {
+                (true, false) => return Err(errno(libc::ENOTDIR)),
+                (false, true) => return Err(errno(libc::EISDIR)),
+                (true, true) if n.has_entries(ino)? => return Err(errno(libc::ENOTEMPTY)),
+                _ => {}
             }
-            inode.nlink = inode.nlink.saturating_sub(1);
+            inode.nlink = match dir {
+                true => 0,
+                false => inode.nlink.saturating_sub(1),
+            };
             inode.ctime = Time::now();
-            touched(&mut pinode, 0);
+            touched(&mut pinode, if dir { -1 } else { 0 });
             match inode.nlink {
                 0 => {
                     // Looked at and marked together, as drop_link_of does.
@@ -484,7 +490,7 @@ impl Volume {
     /// table is a lookup and an update of the table tree: rm -rf spent as much on them as on
     /// the changes).
     pub fn remove(&self, parent: u64, name: &[u8], dir: bool) -> Result<(), FsError> {
-        if !dir && self.unlink_delayed(parent, name)?.is_some() {
+        if self.remove_delayed(parent, name, dir)?.is_some() {
             return Ok(());
         }
         let txn = self.store.write()?;
