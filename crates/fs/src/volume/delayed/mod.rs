@@ -29,7 +29,8 @@
 //! number is below the mark (the commit has not landed), else the committed record. Without
 //! this a reader could see a size, then an older one (the shuttle model below found it).
 //!
-//! Creates and unlinks are delayed the same way, with their directory entries ([`names`]).
+//! Creates, mkdirs, unlinks and rmdirs are delayed the same way, with their directory entries
+//! ([`names`]).
 //!
 //! The protocol is generic over what it sits on ([`InodeStore`]): the redb [`Store`], or in the
 //! shuttle model (`cargo test -p wring-fs --features shuttle --lib model`) a toy store.

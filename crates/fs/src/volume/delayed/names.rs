@@ -1,7 +1,8 @@
-//! Delayed directory entries: a create or an unlink that touches nothing but entries and
-//! inode records is kept in memory — the entry (or its removal), the new or changed inode
-//! records, the parent's times — and written by the next write transaction, as the delayed
-//! inode items are ([`super`]). Lookup and readdir look here before the store.
+//! Delayed directory entries: a create, mkdir, unlink or rmdir that touches nothing but
+//! entries and inode records is kept in memory — the entry (or its removal), the new or
+//! changed inode records (a new directory's parent with its record), the parent's times and
+//! link count — and written by the next write transaction, as the delayed inode items are
+//! ([`super`]). Lookup and readdir look here before the store.
 //!
 //! Mirrors fs/btrfs/delayed-inode.c's delayed dir-index items: btrfs_insert_delayed_dir_index()
 //! and btrfs_delete_delayed_dir_index() keep DIR_INDEX insertions and deletions in the
