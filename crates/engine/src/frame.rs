@@ -185,7 +185,9 @@ pub fn decompress(
                 return Ok(dst);
             }
             Err(FrameError::Codec(Error::Oversized { .. })) if guess < max_size => {
-                guess = guess.saturating_mul(2).min(max_size);
+                // From at least FIRST_GUESS_MIN: a zstd frame may declare 0 bytes and hold
+                // more (or be followed by another frame), and twice 0 is 0 (the fuzzer's hang).
+                guess = guess.saturating_mul(2).max(FIRST_GUESS_MIN).min(max_size);
             }
             Err(FrameError::Codec(Error::Oversized { .. })) => {
                 return Err(FrameError::TooLarge { max_size })
@@ -443,6 +445,46 @@ mod tests {
                 assert_eq!(grown.unwrap(), data, "{algorithm} {n} without the size");
             }
         }
+    }
+
+    /// A zstd frame that declares 0 bytes and holds a block of 5: decoding without a size
+    /// starts from the declared 0 and must grow from there (twice 0 was 0: the fuzzer's
+    /// hang). The input is also `fuzz/regressions/frame_decompress-zstd-declares-nothing`,
+    /// after the byte that picks zstd.
+    #[test]
+    fn a_zstd_frame_that_declares_nothing_and_holds_more_ends() {
+        let engine = engine();
+        // Magic; a single-segment frame with a 1-byte content size of 0; one last raw block
+        // of 5 bytes.
+        let mut src = vec![0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x29, 0x00, 0x00];
+        src.extend(b"hello");
+        assert_eq!(codec::zstd::content_size(&src), Some(0));
+        let mut empty = [0u8; 0];
+        let at_zero = decompress_into(&engine, Algorithm::Zstd, None, &src, &mut empty);
+        assert!(
+            matches!(at_zero, Err(FrameError::Codec(Error::Oversized { .. }))),
+            "{at_zero:?}: the input no longer reaches the growth"
+        );
+        match decompress(&engine, Algorithm::Zstd, None, &src, None, 1 << 20) {
+            Ok(out) => assert_eq!(out, b"hello"),
+            Err(e) => assert!(!matches!(e, FrameError::TooLarge { .. }), "{e}"),
+        }
+        let pick = Algorithm::ALL
+            .iter()
+            .position(|&a| a == Algorithm::Zstd)
+            .unwrap();
+        let mut input = vec![pick as u8];
+        input.extend(&src);
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/regressions");
+        let file = format!("{path}/frame_decompress-zstd-declares-nothing");
+        if std::env::var_os("WRING_WRITE_REGRESSION").is_some() {
+            std::fs::write(&file, &input).unwrap();
+        }
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            input,
+            "the saved regression input"
+        );
     }
 
     #[test]
