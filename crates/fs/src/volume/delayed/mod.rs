@@ -134,8 +134,11 @@ impl InodeStore for Store {
                     orphans.insert(r.ino, ())?;
                 }
             }
-            // After the records: an entry is written only into a directory the store has,
-            // naming an inode it has.
+            // After the records. A delayed entry is the name's whole truth (see names.rs):
+            // it replaces whatever the last commit has under the key, whichever inode that
+            // was. Only an entry naming an inode or a directory the store lacks (gone with
+            // commits a failed one took back) is not written: the name goes instead, so no
+            // entry ever points at nothing.
             let mut dirents = txn.open_table(DIRENTS)?;
             for (parent, name, entry) in &written.names {
                 let key = (*parent, name.as_slice());
@@ -143,13 +146,16 @@ impl InodeStore for Store {
                     NameEntry::Is(ino, kind) => {
                         if inodes.get(*parent)?.is_some() && inodes.get(ino)?.is_some() {
                             dirents.insert(key, (ino, kind as u8))?;
-                        }
-                    }
-                    NameEntry::Removed(ino) => {
-                        let now = dirents.get(key)?.map(|v| v.value().0);
-                        if now == Some(ino) {
+                        } else {
+                            log::warn!(
+                                "a delayed entry in directory {parent} names inode {ino}, \
+                                 which the store lacks: the name is dropped"
+                            );
                             dirents.remove(key)?;
                         }
+                    }
+                    NameEntry::Removed => {
+                        dirents.remove(key)?;
                     }
                 }
             }

@@ -12,6 +12,27 @@
 //! transaction; here the entry itself is delayed, and lookup looks in the map first, because
 //! a redb transaction cannot be joined by the next request the way a btrfs transaction is.
 //!
+//! # The invariant
+//!
+//! For every (directory, name), exactly one of the delayed map and the last commit is the
+//! authority at any moment: the map's entry when it has one, else the store's. So a delayed
+//! entry says what the name is *absolutely* — this inode, or nothing — never how to change
+//! what the store had: a transaction writes it by inserting or removing the key, whatever
+//! inode the store holds under it. A later change of the same name replaces the map's entry
+//! (the newest wins); an entry leaves the map only when the commit that wrote it has landed
+//! and nobody changed it since. Dropping an unwritten create's record (its inode unlinked
+//! and forgotten before any commit) never drops the name's entry, so it can never uncover an
+//! older removal's name in the store.
+//!
+//! Issue 40 broke this: a removal carried the inode it removed and was written only if the
+//! store still named that inode. A name unlinked (its inode committed), made again and
+//! unlinked again before a commit then left the first inode's entry in the store, pointing
+//! at an inode the purge deleted: EEXIST on the next create, ENOENT on stat, a dangling
+//! entry on disk. Tested directly (`a_name_removed_made_again_and_removed_again_is_gone_from_the_store`,
+//! the shuttle models' `names_reused_*`) and against the kernel (wring-difftest).
+//!
+//! # Staging and readers
+//!
 //! A change is staged in [`Names`] under the writer lock (no transaction runs meanwhile, so
 //! the newest state is the map over the last commit) and kept only when all of it is: a
 //! change that finds it needs a transaction leaves nothing behind. Entries carry the same
@@ -31,8 +52,8 @@ use crate::sync::{lock, MutexGuard};
 pub enum NameEntry {
     /// The name is this inode, of this kind.
     Is(u64, Kind),
-    /// The name, which was this inode, is gone.
-    Removed(u64),
+    /// The name is gone, whatever the last commit has under it.
+    Removed,
 }
 
 impl NameEntry {
@@ -40,7 +61,7 @@ impl NameEntry {
     pub fn found(self) -> Option<(u64, Kind)> {
         match self {
             NameEntry::Is(ino, kind) => Some((ino, kind)),
-            NameEntry::Removed(_) => None,
+            NameEntry::Removed => None,
         }
     }
 }
@@ -171,7 +192,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
                 }
                 match item.entry {
                     NameEntry::Is(..) => return Ok(true),
-                    NameEntry::Removed(_) => {
+                    NameEntry::Removed => {
                         removed.insert(name.clone());
                     }
                 }
@@ -503,6 +524,50 @@ mod tests {
         let r = crate::admin::fsck::fsck(&path).unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         let _ = std::fs::remove_dir_all(&path);
+    }
+
+    /// Issue 40's six commands: a name unlinked (delayed, its old inode committed), made
+    /// again and unlinked again before any commit. The second removal must take the name
+    /// away whatever inode the store still has under it: the symlink made after it gets the
+    /// name, and after a sync, a reopen and fsck the store holds exactly that.
+    #[test]
+    fn a_name_removed_made_again_and_removed_again_is_gone_from_the_store() {
+        let (path, vol) = scratch("wring-delayed-reuse");
+        let (d, _) = vol.create_held(ROOT, b"d", dir(), 1).unwrap();
+        let file = || NewInode::file(0o644);
+        let (old, _) = vol.create_held(d, b"n0", file(), 1).unwrap();
+        vol.write(old, 0, b"old\n", None).unwrap();
+        // `ln -s n0 n1` is a transaction: it writes the delayed create of n0.
+        let (n1, _) = vol.create_held(d, b"n1", symlink(b"n0"), 1).unwrap();
+        vol.remove(d, b"n1", false).unwrap();
+        vol.remove(d, b"n0", false).unwrap();
+        let (new, _) = vol.create_held(d, b"n0", file(), 1).unwrap();
+        vol.write(new, 0, b"new\n", None).unwrap();
+        vol.remove(d, b"n0", false).unwrap();
+        for ino in [n1, old, new] {
+            vol.forget(ino, 1);
+        }
+        assert_eq!(vol.lookup(d, b"n0").unwrap_err().errno(), libc::ENOENT);
+        assert!(listed(&vol, d).is_empty(), "{:?}", listed(&vol, d));
+        let (t, _) = vol.create_held(d, b"n0", symlink(b"t"), 1).unwrap();
+        assert_eq!(vol.lookup(d, b"n0").unwrap().0, t);
+        vol.sync().unwrap();
+        drop(vol);
+        let r = crate::admin::fsck::fsck(&path).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let vol = Volume::open(&path, Options::default()).unwrap();
+        assert_eq!(listed(&vol, d), vec![(b"n0".to_vec(), t)]);
+        assert_eq!(vol.readlink(t).unwrap(), b"t");
+        drop(vol);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+
+    fn symlink(target: &'static [u8]) -> NewInode<'static> {
+        NewInode {
+            kind: Kind::Symlink,
+            target: Some(target),
+            ..NewInode::file(0o777)
+        }
     }
 
     /// What a delayed change cannot say takes a transaction, as before: the unlink of a file

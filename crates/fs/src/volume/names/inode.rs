@@ -438,7 +438,7 @@ impl Volume {
                 _ => n.put_inode(ino, inode),
             }
             n.put_inode(parent, pinode);
-            n.put_name(parent, name, NameEntry::Removed(ino));
+            n.put_name(parent, name, NameEntry::Removed);
             Ok(Some(()))
         })
     }
