@@ -1,6 +1,6 @@
 //! Who asks: the user, group and process a FUSE request names, and what the kernel would grant
-//! that process — its supplementary groups and whether it holds CAP_FSETID, read from
-//! `/proc/PID/status`.
+//! that process — its supplementary groups and whether it holds CAP_FSETID or CAP_FOWNER,
+//! read from `/proc/PID/status`.
 //!
 //! Mirrors the kernel's credentials checks the VFS makes for a filesystem (kernel/groups.c's
 //! in_group_p, capable(CAP_FSETID) in fs/attr.c and fs/inode.c). Differs in reading them from
@@ -37,6 +37,17 @@ impl Caller {
     /// capable(CAP_FSETID): the capability is in the process's effective set (`CapEff:` in
     /// /proc/PID/status). When the process is unknown or gone: whether it is root.
     pub fn has_fsetid(&self) -> bool {
+        self.has_cap(CAP_FSETID)
+    }
+
+    /// inode_owner_or_capable(): the caller owns an inode owned by `owner`, or holds
+    /// CAP_FOWNER.
+    pub fn owns_or_fowner(&self, owner: u32) -> bool {
+        self.uid == owner || self.has_cap(CAP_FOWNER)
+    }
+
+    /// capable(cap), read as [`Caller::has_fsetid`] says.
+    fn has_cap(&self, cap: u32) -> bool {
         let status = match self.pid {
             0 => None,
             pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok(),
@@ -46,7 +57,7 @@ impl Caller {
             u64::from_str_radix(hex.trim(), 16).ok()
         });
         match eff {
-            Some(caps) => caps & (1 << CAP_FSETID) != 0,
+            Some(caps) => caps & (1 << cap) != 0,
             None => self.uid == 0,
         }
     }
@@ -67,5 +78,6 @@ fn supplementary_groups(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// The capability number of CAP_FSETID (linux/capability.h).
+/// The capability numbers of CAP_FOWNER and CAP_FSETID (linux/capability.h).
+const CAP_FOWNER: u32 = 3;
 const CAP_FSETID: u32 = 4;

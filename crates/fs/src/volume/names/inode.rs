@@ -120,6 +120,38 @@ fn kill_privs_on_chown(
     Ok(())
 }
 
+/// chown(2) with -1 for both ids, which reaches a FUSE filesystem as a SETATTR of the ctime
+/// alone (no other call sends that under the writeback cache): the VFS's notify_change still
+/// kills set-user-ID, and set-group-ID as [`kill_mode_on_chown`] says, of anything but a
+/// directory, and that mode change is one only the owner or CAP_FOWNER may make
+/// (setattr_prepare: EPERM otherwise). FUSE_HANDLE_KILLPRIV_V2 leaves both to the
+/// filesystem. `None`: not such a call, or nothing to kill.
+fn chown_keeping_ids(cur: &Inode, set: &SetAttr) -> Result<Option<SetAttr>, FsError> {
+    let Some(caller) = set.caller else {
+        return Ok(None);
+    };
+    let ctime_alone = SetAttr {
+        ctime: set.ctime,
+        caller: set.caller,
+        ..SetAttr::default()
+    };
+    if set.ctime.is_none() || *set != ctime_alone || cur.kind == Kind::Dir {
+        return Ok(None);
+    }
+    let mut after = cur.clone();
+    kill_mode_on_chown(&mut after, caller);
+    if after.perm == cur.perm {
+        return Ok(None);
+    }
+    if !caller.owns_or_fowner(cur.uid) {
+        return Err(errno(libc::EPERM));
+    }
+    Ok(Some(SetAttr {
+        mode: Some(after.perm),
+        ..ctime_alone
+    }))
+}
+
 /// The mode part of [`kill_privs_on_chown`] (the caller's groups and capabilities are looked
 /// up only when the file has a set-group-ID bit to lose).
 fn kill_mode_on_chown(inode: &mut Inode, caller: Caller) {
@@ -644,7 +676,13 @@ impl Volume {
     /// unlink gave a file, as it drops the inode (once per file of `rm -rf`).
     pub fn setattr(&self, ino: u64, set: &SetAttr) -> Result<Inode, FsError> {
         self.writable()?;
-        guard(&self.store.inode(ino)?, Mutation::Attr(set))?;
+        let cur = self.store.inode(ino)?;
+        guard(&cur, Mutation::Attr(set))?;
+        let set = match chown_keeping_ids(&cur, set)? {
+            Some(killing) => std::borrow::Cow::Owned(killing),
+            None => std::borrow::Cow::Borrowed(set),
+        };
+        let set = set.as_ref();
         let _g = match set.size {
             Some(_) => self.quiesce(ino),
             None => self.inode_lock(ino),
