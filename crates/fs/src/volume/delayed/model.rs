@@ -474,18 +474,6 @@ fn durable_name(s: &DelayedStore<Toy>, name: &[u8]) -> Option<u64> {
         .map(|e| e.0)
 }
 
-/// A node (fifo, socket: any kind a delayed create makes) named `name`.
-fn mknod(s: &DelayedStore<Toy>, name: &[u8]) -> u64 {
-    let made = s.change(|n| {
-        assert!(n.name(DIR, name)?.is_none(), "the name is taken");
-        let ino = n.next_ino()?;
-        n.new_inode(ino, Inode::new(Kind::Fifo, 0o644, 0, 0), DIR);
-        n.put_name(DIR, name, NameEntry::Is(ino, Kind::Fifo));
-        Ok(Some(ino))
-    });
-    made.unwrap().unwrap()
-}
-
 /// A symlink through a transaction (as every symlink is): EEXIST when the transaction finds
 /// the name taken once the delayed items are written at its start.
 fn symlink_in_txn(s: &DelayedStore<Toy>, name: &[u8]) -> Result<u64, i32> {
@@ -507,49 +495,6 @@ fn symlink_in_txn(s: &DelayedStore<Toy>, name: &[u8]) -> Result<u64, i32> {
     };
     s.commit(t, false).unwrap();
     made
-}
-
-/// A hard link `to` of what `from` names, through a transaction (as every link is).
-fn link_in_txn(s: &DelayedStore<Toy>, from: &[u8], to: &[u8]) -> Result<u64, i32> {
-    let t = s.write().unwrap();
-    let linked = {
-        let mut st = t.state.borrow_mut();
-        let src = st.names.get(&(DIR, from.to_vec())).copied();
-        match (src, st.names.contains_key(&(DIR, to.to_vec()))) {
-            (None, _) => Err(libc::ENOENT),
-            (Some(_), true) => Err(libc::EEXIST),
-            (Some((ino, kind)), false) => {
-                if let Some(r) = st.records.get_mut(&ino) {
-                    r.nlink += 1;
-                }
-                st.names.insert((DIR, to.to_vec()), (ino, kind));
-                Ok(ino)
-            }
-        }
-    };
-    s.commit(t, false).unwrap();
-    linked
-}
-
-/// A rename of `from` over `to` through a transaction: ENOENT when `from` is gone.
-fn rename_over_in_txn(s: &DelayedStore<Toy>, from: &[u8], to: &[u8]) -> Result<u64, i32> {
-    let t = s.write().unwrap();
-    let moved = {
-        let mut st = t.state.borrow_mut();
-        match st.names.remove(&(DIR, from.to_vec())) {
-            None => Err(libc::ENOENT),
-            Some(e) => {
-                if let Some((old, _)) = st.names.insert((DIR, to.to_vec()), e) {
-                    if let Some(r) = st.records.get_mut(&old) {
-                        r.nlink = r.nlink.saturating_sub(1);
-                    }
-                }
-                Ok(e.0)
-            }
-        }
-    };
-    s.commit(t, false).unwrap();
-    moved
 }
 
 /// Issue 40's bug, alone: a name whose inode is committed is unlinked (delayed), made again
@@ -576,53 +521,115 @@ fn a_name_unlinked_made_again_and_unlinked_again_is_gone() {
     );
 }
 
-/// Names reused by every kind of change at once: one thread makes, unlinks and makes again
-/// `n` (a file, then a node) with the committer flushing meanwhile; another makes a
-/// symlink `s`, links it as `l` and renames `l` over `n` or not, all through transactions
-/// that write the delayed items first; a reader looks names up and lists the directory.
-/// Whatever the interleaving: no name ever points at a record the store lacks (in any
-/// commit a reader sees, and in the durable store after a sync), a listing names each inode
-/// once per name and never a removed one, every inode number is handed out once, and the
-/// durable store says what the last change of each name said.
+/// The order the changes to names took effect in: each appends what it did while it holds
+/// the writer lock (a delayed change inside [`DelayedStore::change`], a transaction between
+/// its begin and commit), so the log is the linearization the store must end up agreeing with.
+type Log = Arc<Mutex<Vec<(&'static [u8], Option<u64>)>>>;
+
+/// A delayed create of a node `name` if the name is free (logged); its inode.
+fn create_if_free(s: &DelayedStore<Toy>, log: &Log, name: &'static [u8]) -> Option<u64> {
+    s.change(|n| {
+        if n.name(DIR, name)?.is_some() {
+            return Ok(Some(None));
+        }
+        let ino = n.next_ino()?;
+        n.new_inode(ino, Inode::new(Kind::Fifo, 0o644, 0, 0), DIR);
+        n.put_name(DIR, name, NameEntry::Is(ino, Kind::Fifo));
+        lock(&**log).push((name, Some(ino)));
+        Ok(Some(Some(ino)))
+    })
+    .unwrap()
+    .unwrap()
+}
+
+/// A delayed unlink of `name` if it is there (logged): the inode, and whether that was its
+/// last link (then it is an orphan the kernel holds).
+fn unlink_if_there(s: &DelayedStore<Toy>, log: &Log, name: &'static [u8]) -> Option<(u64, bool)> {
+    s.change(|n| {
+        let Some((ino, _)) = n.name(DIR, name)? else {
+            return Ok(Some(None));
+        };
+        let mut i = n.inode(ino)?;
+        i.nlink = i.nlink.saturating_sub(1);
+        let last = i.nlink == 0;
+        match last {
+            true => n.orphan(ino, i),
+            false => n.put_inode(ino, i),
+        }
+        n.put_name(DIR, name, NameEntry::Removed);
+        lock(&**log).push((name, None));
+        Ok(Some(Some((ino, last))))
+    })
+    .unwrap()
+    .unwrap()
+}
+
+/// A symlink made with two names (`s`, `l`) in one transaction, then `l` renamed over `n` in
+/// another (as every symlink, link and rename is: through transactions),
+/// logged.
+fn symlink_link_rename(s: &DelayedStore<Toy>, log: &Log) -> u64 {
+    let t = s.write().unwrap();
+    let sym = {
+        let mut st = t.state.borrow_mut();
+        let ino = st.next_ino;
+        st.next_ino += 1;
+        let mut i = Inode::new(Kind::Symlink, 0o777, 0, 0);
+        i.nlink = 2;
+        st.records.insert(ino, i);
+        st.names.insert((DIR, b"s".to_vec()), (ino, Kind::Symlink));
+        st.names.insert((DIR, b"l".to_vec()), (ino, Kind::Symlink));
+        lock(&**log).extend([(&b"s"[..], Some(ino)), (&b"l"[..], Some(ino))]);
+        ino
+    };
+    s.commit(t, false).unwrap();
+    let t = s.write().unwrap();
+    {
+        let mut st = t.state.borrow_mut();
+        let moved = st.names.remove(&(DIR, b"l".to_vec()));
+        if let Some(e) = moved {
+            if let Some((old, _)) = st.names.insert((DIR, b"n".to_vec()), e) {
+                if let Some(r) = st.records.get_mut(&old) {
+                    r.nlink = r.nlink.saturating_sub(1);
+                }
+            }
+            lock(&**log).extend([(&b"l"[..], None), (&b"n"[..], Some(e.0))]);
+        }
+    }
+    s.commit(t, false).unwrap();
+    sym
+}
+
+/// Names reused by every kind of change at once: one thread makes `n` and `m`, unlinks them
+/// and makes them again (delayed; the kernel's FORGET of each orphan discards its record),
+/// while another makes a symlink with two names and renames one over `n` (transactions that
+/// write the delayed items first), the committer flushes, and a reader looks names up and
+/// lists the directory. Whatever the interleaving: a name that still names an inode names
+/// one with a record, a listing has no name twice, every inode number is handed out once,
+/// and after a sync the durable store names exactly what the last change of each name said
+/// (the log of the order the changes took effect in), with no entry naming a missing record.
 #[test]
 fn names_reused_by_creates_unlinks_symlinks_links_and_renames_stay_consistent() {
     shuttle::check_random(
         || {
             let s = store();
+            let log: Log = Arc::new(Mutex::new(Vec::new()));
             let reuse = {
-                let s = Arc::clone(&s);
+                let (s, log) = (Arc::clone(&s), Arc::clone(&log));
                 thread::spawn(move || {
-                    let a = create(&s, b"n");
-                    assert_eq!(unlink(&s, b"n"), a);
-                    // The name may now be taken by the rename of `l` over it.
-                    let b = s
-                        .change(|n| match n.name(DIR, b"n")? {
-                            Some(_) => Ok(Some(None)),
-                            None => {
-                                let ino = n.next_ino()?;
-                                n.new_inode(ino, Inode::new(Kind::Fifo, 0o644, 0, 0), DIR);
-                                n.put_name(DIR, b"n", NameEntry::Is(ino, Kind::Fifo));
-                                Ok(Some(Some(ino)))
-                            }
-                        })
-                        .unwrap()
-                        .unwrap();
-                    s.discard(a);
-                    let c = mknod(&s, b"m");
-                    assert_eq!(unlink(&s, b"m"), c);
-                    s.discard(c);
-                    (a, b, c)
+                    let mut made = Vec::new();
+                    for name in [&b"n"[..], b"m", b"n", b"n", b"m"] {
+                        made.extend(create_if_free(&s, &log, name));
+                        if let Some((ino, true)) = unlink_if_there(&s, &log, name) {
+                            s.discard(ino);
+                        }
+                        made.extend(create_if_free(&s, &log, name));
+                    }
+                    made
                 })
             };
             let txns = {
-                let s = Arc::clone(&s);
-                thread::spawn(move || {
-                    let sym = symlink_in_txn(&s, b"s").expect("s is free");
-                    let l = link_in_txn(&s, b"s", b"l").expect("s is there");
-                    assert_eq!(l, sym);
-                    let renamed = rename_over_in_txn(&s, b"l", b"n").is_ok();
-                    (sym, renamed)
-                })
+                let (s, log) = (Arc::clone(&s), Arc::clone(&log));
+                thread::spawn(move || symlink_link_rename(&s, &log))
             };
             let committer = {
                 let s = Arc::clone(&s);
@@ -656,12 +663,10 @@ fn names_reused_by_creates_unlinks_symlinks_links_and_renames_stay_consistent() 
                     }
                 })
             };
-            let (a, b, c) = reuse.join().unwrap();
-            let (sym, renamed) = txns.join().unwrap();
+            let mut all = reuse.join().unwrap();
+            all.push(txns.join().unwrap());
             committer.join().unwrap();
             reader.join().unwrap();
-            let mut all = vec![a, c, sym];
-            all.extend(b);
             let n = all.len();
             all.sort_unstable();
             all.dedup();
@@ -675,18 +680,18 @@ fn names_reused_by_creates_unlinks_symlinks_links_and_renames_stay_consistent() 
                     "{name:?} names inode {ino}, which the store lacks"
                 );
             }
-            assert_eq!(durable_name(&s, b"m"), None);
-            assert_eq!(durable_name(&s, b"s"), Some(sym));
-            // `n`: the symlink the rename put there (over the node, when it was made
-            // first); never the unlinked file or the node.
-            assert!(renamed, "l was there to rename");
-            let n_now = durable_name(&s, b"n");
-            assert_ne!(n_now, Some(a), "the unlinked file came back");
-            assert_eq!(n_now, Some(sym));
-            if let Some(b) = b {
-                assert!(!d.records.contains_key(&b) || d.records[&b].nlink == 0);
+            let mut want: BTreeMap<&[u8], Option<u64>> = BTreeMap::new();
+            for (name, ino) in lock(&*log).iter() {
+                want.insert(name, *ino);
             }
-            assert_eq!(durable_name(&s, b"l"), None);
+            for (name, ino) in want {
+                assert_eq!(
+                    durable_name(&s, name),
+                    ino,
+                    "{name:?} after {:?}",
+                    lock(&*log)
+                );
+            }
         },
         ITERATIONS,
     );
