@@ -1,0 +1,363 @@
+//! Where operations come from: a seeded random draw over a small pool of names (the random
+//! pass), and every operation of a namespace alphabet over two names in two directories
+//! (the exhaustive pass, as CrashMonkey's ACE generator bounds its sequences).
+
+use crate::exec::SLOTS;
+use crate::op::{Creat, Falloc, Node, Op, OpenHow, RenameHow, TimeArg, Who, XattrHow, USER};
+
+/// SplitMix64: a small generator whose sequence never changes with a dependency's version,
+/// so a seed printed today replays tomorrow.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        match n {
+            0 => 0,
+            _ => self.next_u64() % n,
+        }
+    }
+
+    /// A u32 below `n`.
+    pub fn below32(&mut self, n: u32) -> u32 {
+        self.below(u64::from(n)) as u32
+    }
+
+    /// True `per_mille` times in 1000.
+    pub fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+
+    /// One of `items` (which is not empty).
+    pub fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize].clone()
+    }
+}
+
+/// What the random pass draws from.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    /// The names (`n0`, `n1`…); any of them may be made a directory.
+    pub names: Vec<String>,
+    /// Whether O_TMPFILE is drawn (the transport has it).
+    pub tmpfile: bool,
+    /// Whether sync and drop_caches are drawn.
+    pub global: bool,
+    /// Whether fallocate's FALLOC_FL_ZERO_RANGE is drawn (btrfs has it, tmpfs not).
+    pub zero_range: bool,
+}
+
+impl Pool {
+    /// `n` names.
+    pub fn new(n: usize, tmpfile: bool, global: bool) -> Pool {
+        Pool {
+            names: (0..n.max(1)).map(|i| format!("n{i}")).collect(),
+            tmpfile,
+            global,
+            zero_range: true,
+        }
+    }
+
+    /// The pool with FALLOC_FL_ZERO_RANGE drawn or not.
+    pub fn with_zero_range(mut self, zero_range: bool) -> Pool {
+        self.zero_range = zero_range;
+        self
+    }
+
+    /// The pool for what `oracle` can answer.
+    pub fn for_oracle(self, oracle: &crate::target::Oracle) -> Pool {
+        self.with_zero_range(oracle.zero_range)
+    }
+
+    /// A path of one to three names (so that any name can be a directory with entries).
+    fn path(&self, rng: &mut Rng) -> String {
+        let depth = match rng.below(10) {
+            0..=4 => 1,
+            5..=8 => 2,
+            _ => 3,
+        };
+        let parts: Vec<String> = (0..depth).map(|_| rng.pick(&self.names)).collect();
+        parts.join("/")
+    }
+
+    /// A directory to make a tmpfile in: the test directory or a path.
+    fn dir(&self, rng: &mut Rng) -> String {
+        match rng.below(3) {
+            0 => ".".to_string(),
+            _ => self.path(rng),
+        }
+    }
+
+    /// A symlink target: a name, a path, a name above, or one that never exists.
+    fn target(&self, rng: &mut Rng) -> String {
+        match rng.below(4) {
+            0 => self.path(rng),
+            1 => format!("../{}", rng.pick(&self.names)),
+            2 => "t".to_string(),
+            _ => rng.pick(&self.names),
+        }
+    }
+
+    /// One random operation.
+    pub fn op(&self, rng: &mut Rng) -> Op {
+        if self.global {
+            match rng.below(1000) {
+                0..=2 => return Op::Sync,
+                3..=4 => return Op::DropCaches,
+                _ => {}
+            }
+        }
+        let p = self.path(rng);
+        let slot = rng.below(SLOTS as u64) as u8;
+        match rng.below(200) {
+            0..=19 => Op::Creat {
+                p,
+                how: rng.pick(&[Creat::Plain, Creat::Excl, Creat::Excl, Creat::Trunc]),
+                mode: rng.pick(&[0o644, 0o600, 0o755, 0o444]),
+            },
+            20..=35 => Op::Mkdir {
+                p,
+                mode: rng.pick(&[0o755, 0o700, 0o777, 0o2755]),
+            },
+            36..=47 => Op::Rmdir { p },
+            48..=63 => Op::Unlink { p },
+            64..=83 => Op::Rename {
+                from: p,
+                to: self.path(rng),
+                how: rng.pick(&[
+                    RenameHow::Plain,
+                    RenameHow::Plain,
+                    RenameHow::Plain,
+                    RenameHow::NoReplace,
+                    RenameHow::Exchange,
+                ]),
+            },
+            84..=93 => Op::Link {
+                from: p,
+                to: self.path(rng),
+            },
+            94..=103 => Op::Symlink {
+                target: self.target(rng),
+                p,
+            },
+            104..=109 => Op::Mknod {
+                p,
+                node: rng.pick(&[Node::Fifo, Node::Char, Node::Socket]),
+            },
+            110..=123 => Op::Write {
+                p,
+                off: offset(rng),
+                len: length(rng),
+                seed: rng.below(256) as u8,
+            },
+            124..=129 => Op::Truncate {
+                p,
+                size: offset(rng),
+            },
+            130..=135 => Op::Fallocate {
+                p,
+                how: match self.zero_range {
+                    true => {
+                        rng.pick(&[Falloc::Alloc, Falloc::KeepSize, Falloc::Punch, Falloc::Zero])
+                    }
+                    false => rng.pick(&[Falloc::Alloc, Falloc::KeepSize, Falloc::Punch]),
+                },
+                off: offset(rng),
+                len: 1 + length(rng),
+            },
+            136..=141 => Op::Chmod {
+                p,
+                mode: rng.pick(&[0o644, 0o755, 0o600, 0o4755, 0o2755, 0o1777, 0o000, 0o6711]),
+                who: who(rng),
+            },
+            142..=147 => Op::Chown {
+                p,
+                uid: rng.pick(&[None, Some(0), Some(USER), Some(2000)]),
+                gid: rng.pick(&[None, Some(0), Some(USER), Some(2000)]),
+                who: who(rng),
+            },
+            148..=153 => Op::SetXattr {
+                p,
+                name: rng.below(3) as u8,
+                value: rng.below(256) as u8,
+                len: rng.pick(&[0, 1, 7, 200]),
+                how: rng.pick(&[XattrHow::Any, XattrHow::Create, XattrHow::Replace]),
+            },
+            154..=157 => Op::RemoveXattr {
+                p,
+                name: rng.below(3) as u8,
+            },
+            158..=163 => Op::Utimes {
+                p,
+                atime: time(rng),
+                mtime: time(rng),
+                who: who(rng),
+            },
+            164..=169 => Op::Open {
+                slot,
+                p,
+                how: rng.pick(&[OpenHow::Read, OpenHow::ReadWrite, OpenHow::Append]),
+            },
+            170..=172 => Op::Close { slot },
+            173..=177 => Op::FdWrite {
+                slot,
+                off: offset(rng),
+                len: length(rng),
+                seed: rng.below(256) as u8,
+            },
+            178..=179 => Op::FdRead {
+                slot,
+                off: offset(rng),
+                len: 1 + length(rng),
+            },
+            180..=182 => Op::FdStat { slot },
+            183 => Op::FdTruncate {
+                slot,
+                size: offset(rng),
+            },
+            184 => Op::FdSync { slot },
+            185..=187 if self.tmpfile => Op::Tmpfile {
+                slot,
+                dir: self.dir(rng),
+            },
+            188..=189 if self.tmpfile => Op::LinkSlot { slot, p },
+            190..=193 => Op::Stat { p },
+            194..=195 => Op::Read { p },
+            196..=197 => Op::List { p: self.dir(rng) },
+            198 => Op::Readlink { p },
+            _ => Op::Fsync { p },
+        }
+    }
+}
+
+fn who(rng: &mut Rng) -> Who {
+    match rng.below(10) {
+        0..=6 => Who::Root,
+        _ => Who::User,
+    }
+}
+
+fn time(rng: &mut Rng) -> TimeArg {
+    match rng.below(4) {
+        0 => TimeArg::Omit,
+        1 => TimeArg::Now,
+        _ => TimeArg::At(rng.below32(1_000_000)),
+    }
+}
+
+/// An offset: mostly small, block-aligned or not, sometimes past 128 KiB extents.
+fn offset(rng: &mut Rng) -> u32 {
+    match rng.below(4) {
+        0 => 0,
+        1 => rng.below32(5000),
+        2 => rng.below32(80) * 4096,
+        _ => rng.below32(400_000),
+    }
+}
+
+/// A length: mostly small, sometimes several extents.
+fn length(rng: &mut Rng) -> u32 {
+    match rng.below(10) {
+        0..=5 => rng.below32(3000),
+        6..=8 => rng.below32(70_000),
+        _ => rng.below32(300_000),
+    }
+}
+
+/// The exhaustive pass's alphabet: every namespace operation over `paths`, and a durable
+/// sync. Two-path operations take every ordered pair of different paths.
+pub fn alphabet(paths: &[&str]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for p in paths {
+        let p = p.to_string();
+        ops.push(Op::Creat {
+            p: p.clone(),
+            how: Creat::Excl,
+            mode: 0o644,
+        });
+        ops.push(Op::Mkdir {
+            p: p.clone(),
+            mode: 0o755,
+        });
+        ops.push(Op::Mknod {
+            p: p.clone(),
+            node: Node::Fifo,
+        });
+        ops.push(Op::Symlink {
+            target: "t".into(),
+            p: p.clone(),
+        });
+        ops.push(Op::Unlink { p: p.clone() });
+        ops.push(Op::Rmdir { p });
+    }
+    for a in paths {
+        for b in paths.iter().filter(|b| *b != a) {
+            let (from, to) = (a.to_string(), b.to_string());
+            for how in [RenameHow::Plain, RenameHow::NoReplace, RenameHow::Exchange] {
+                ops.push(Op::Rename {
+                    from: from.clone(),
+                    to: to.clone(),
+                    how,
+                });
+            }
+            ops.push(Op::Link { from, to });
+        }
+    }
+    ops.push(Op::Sync);
+    ops
+}
+
+/// Every sequence over `alphabet` of length 1 to `max` (in order of length), as indices.
+pub fn sequences(alphabet: usize, max: usize) -> impl Iterator<Item = Vec<usize>> {
+    (1..=max).flat_map(move |len| {
+        let total = alphabet.checked_pow(len as u32).unwrap_or(0);
+        (0..total).map(move |mut k| {
+            let mut seq = vec![0; len];
+            for slot in seq.iter_mut().rev() {
+                *slot = k % alphabet;
+                k /= alphabet;
+            }
+            seq
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same seed draws the same operations; sequences enumerate every combination once.
+    #[test]
+    fn seeded_and_exhaustive() {
+        let pool = Pool::new(4, true, true);
+        let draw = |seed| {
+            let mut r = Rng::new(seed);
+            (0..200).map(|_| pool.op(&mut r)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let all: Vec<_> = sequences(3, 2).collect();
+        assert_eq!(all.len(), 3 + 9);
+        let mut uniq = all.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), all.len());
+        let a = alphabet(&["d0/a", "d0/b", "d1/a", "d1/b"]);
+        assert_eq!(a.len(), 4 * 6 + 12 * 4 + 1);
+    }
+}
