@@ -48,6 +48,9 @@ enum Command {
     /// Block devices from a config file, one section per device (/etc/wring/blk.conf)
     #[command(subcommand, after_long_help = blk_config::FORMAT)]
     BlkConfig(blk_config::Command),
+    /// Check the filesystem against the kernel: the same seeded operations on a fresh wring
+    /// mount and on tmpfs or btrfs, every answer and tree compared (needs root)
+    Difftest(cmd::difftest::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         /// The shell
@@ -89,6 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Btrfs(c) => cmd::btrfs::run(c),
         Command::Fs(c) => cmd::fs::run(c),
         Command::Blk(c) => cmd::blk::run(c),
+        Command::Difftest(args) => cmd::difftest::run(args),
         Command::BlkConfig(blk_config::Command::Start { name, config }) => {
             // The section becomes a `wring blk start` command line, parsed as typed, so
             // every option `wring blk start` has is checked by it.

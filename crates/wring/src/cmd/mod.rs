@@ -8,5 +8,6 @@ pub mod bench_recompress;
 pub mod blk;
 pub mod blk_tls;
 pub mod btrfs;
+pub mod difftest;
 pub mod fs;
 pub mod levels;
