@@ -27,6 +27,9 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// How often the lock is tried again while waiting.
 const POLL: Duration = Duration::from_millis(20);
 
+/// How long a wait goes unsaid while no holder is seen (one that let go as it was looked for).
+const QUIET: Duration = Duration::from_secs(1);
+
 /// A process with a store's database open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
@@ -111,9 +114,8 @@ fn held_here(dir: &Path) -> bool {
 }
 
 /// Who holds the store, in words: the processes, or that none is visible from here.
-fn who(dir: &Path) -> String {
-    let h = holders(dir);
-    match h.as_slice() {
+fn named(h: &[Holder]) -> String {
+    match h {
         [] => "a process not visible from here".into(),
         [one] => one.to_string(),
         many => many
@@ -148,16 +150,26 @@ pub fn open_waiting<T>(
             ));
         }
         if start.elapsed() >= limit {
-            let who = format!("{} after waiting {} s", who(dir), limit.as_secs());
+            let who = format!(
+                "{} after waiting {} s",
+                named(&holders(dir)),
+                limit.as_secs()
+            );
             return Err(refused(dir, who, e));
         }
-        if !told {
+        // Said once the holder is seen (it may have let go since the open failed), or
+        // after a while without it.
+        let seen = match told {
+            true => Vec::new(),
+            false => holders(dir),
+        };
+        if !told && (!seen.is_empty() || start.elapsed() >= QUIET) {
             told = true;
             waiting(&format!(
                 "{} is in use by {}: waiting up to {} s for it to close the store (a mount \
                  daemon writes its final commit after umount returns)",
                 dir.display(),
-                who(dir),
+                named(&seen),
                 limit.as_secs()
             ));
         }
