@@ -1,6 +1,7 @@
 //! `fsck --repair` on stores the delayed-namespace bug of issue 40 damaged, made by the release
 //! of ea38f87 (`tests/fixtures/README.md`): repaired, then clean, then mounted and used, the
-//! names that were stuck included; and a mounted store refused, naming its mount.
+//! names that were stuck included; and a mounted store refused by the repair and by fsck,
+//! naming its mount.
 
 mod common;
 
@@ -123,6 +124,11 @@ fn a_mounted_store_is_refused_naming_its_mount() {
     let mnt = m.mnt.display().to_string();
     assert!(msg.contains(&format!("is mounted on {mnt}")), "{msg}");
     assert_eq!(e.errno(), libc::EBUSY);
+    // fsck too, at once (not after waiting for the daemon that serves the mount).
+    let start = std::time::Instant::now();
+    let e = wring_fs::fsck::fsck(&m.store).unwrap_err().to_string();
+    assert!(e.contains(&format!("is mounted on {mnt}")), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(fs::read(m.p("kept")).unwrap(), b"kept\n");
     m.stop();
 }

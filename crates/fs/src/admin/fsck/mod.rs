@@ -66,6 +66,7 @@ pub fn fsck_waiting(
     access: &Access,
     waiting: &mut dyn FnMut(&str),
 ) -> Result<FsckReport, FsError> {
+    not_mounted(dir, "fsck checks a store that is not mounted")?;
     let mut report = FsckReport::default();
     let mut vol = holder::open_waiting(dir, holder::WAIT, waiting, || {
         Volume::open_for_check_with(dir, access)
@@ -82,6 +83,21 @@ pub fn fsck_waiting(
     }
     check(&vol, &mut report)?;
     Ok(report)
+}
+
+/// Refuse a store mounted in this mount namespace, naming the mount (a mount elsewhere holds
+/// the store's lock, which is waited for and then named).
+fn not_mounted(dir: &Path, why: &str) -> Result<(), FsError> {
+    match holder::mounted_on(dir) {
+        Some(at) => Err(FsError::Refused {
+            why: format!(
+                "{} is mounted on {at}: unmount it first ({why})",
+                dir.display()
+            ),
+            errno: libc::EBUSY,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Check the cross-references of an open volume, adding to `report`.

@@ -21,7 +21,7 @@ use std::path::Path;
 use redb::ReadableTable;
 
 use super::names::{At, Finding, Namespace};
-use super::{check, holder, FsckReport};
+use super::{check, holder, not_mounted, FsckReport};
 use crate::error::FsError;
 use crate::store::records::{Inode, Kind};
 use crate::store::{self, Access, Txn, DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT};
@@ -49,16 +49,7 @@ pub fn repair(
     access: &Access,
     waiting: &mut dyn FnMut(&str),
 ) -> Result<RepairReport, FsError> {
-    if let Some(at) = holder::mounted_on(dir) {
-        return Err(FsError::Refused {
-            why: format!(
-                "{} is mounted on {at}: unmount it first (fsck --repair changes a store no \
-                 mount is using)",
-                dir.display()
-            ),
-            errno: libc::EBUSY,
-        });
-    }
+    not_mounted(dir, "fsck --repair changes a store no mount is using")?;
     let mut vol = holder::open_waiting(dir, holder::WAIT, waiting, || {
         Volume::open_for_repair_with(dir, access)
     })?;
