@@ -21,8 +21,10 @@
 //! [`Store::open_for_check`]: crate::store::Store::open_for_check
 
 mod extents;
+mod finding;
 mod names;
 mod repair;
+mod rules;
 
 use std::path::Path;
 

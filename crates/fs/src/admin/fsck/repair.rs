@@ -20,7 +20,8 @@ use std::path::Path;
 
 use redb::ReadableTable;
 
-use super::names::{At, Finding, Namespace};
+use super::finding::{At, Finding};
+use super::names::Namespace;
 use super::{check, holder, not_mounted, FsckReport};
 use crate::error::FsError;
 use crate::store::records::{Inode, Kind};
