@@ -87,6 +87,8 @@ else
     case "$(basename "$t" .rs)" in s3) ;; *) fs_tests+=(--test "$(basename "$t" .rs)") ;; esac
   done
   WRING_TEST_MOUNT_OPTIONS=uring=1 cargo test -p wring-fs "${fs_tests[@]}"
+  # umount(8) then `wring mount` / `mount -t fuse.wring` at once, through the ring too.
+  WRING_TEST_MOUNT_OPTIONS=uring=1 cargo test -p wring --test cli_umount_mount
 fi
 # The Debian package of the binaries the tests just built: dpkg -i, then man, completion, fstab
 # mount -a/umount/findmnt, mount -t fuse.wring, systemd-analyze verify with the installed files;

@@ -13,7 +13,8 @@
 //!
 //! ```text
 //! admin/      daemon (mount, serve, unmount, remount, the control channel's client side),
-//!   │         kmount (mount(2) as fuse.wring), bdi (readahead), fsck
+//!   │         kmount (mount(2) as fuse.wring), bdi (readahead), fsck/ (check, --repair),
+//!   │         holder (the bounded wait for a process still holding a store)
 //!   ▼
 //! transport/  ops (what each FUSE request does), fuse (fuser's /dev/fuse adapter),
 //!   │         uring/ (FUSE over io_uring: wire format, ring entries)

@@ -1,7 +1,9 @@
 //! Mounting and the control channel: `mount` (background by default: a child process in the
 //! foreground mode tells its parent when the mount is ready), `umount` (flush, unmount, wait for
 //! the daemon to finish its last commit), `remount` and `status` through control attributes on
-//! the mount root, so no socket or pid file can go stale.
+//! the mount root, so no socket or pid file can go stale. A mount of a store that another
+//! process still holds (the daemon of a plain `umount`, finishing its final commit) waits for
+//! it, saying so, up to 30 s ([`super::holder`]).
 //!
 //! Mirrors btrfs's mount/remount (super.c: btrfs_mount, btrfs_remount) and /proc/mounts.
 
@@ -20,7 +22,7 @@ use fuser::{Config, MountOption, SessionACL};
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
-use super::{bdi, kmount};
+use super::{bdi, holder, kmount};
 use crate::error::{io, FsError};
 use crate::options::Options;
 use crate::store::Access;
@@ -73,10 +75,13 @@ fn keep_freed_memory() {
     }
 }
 
-/// The ready pipe's first line (a foreground daemon's stdout with [`NOTIFY_ENV`] set): `ready`
-/// once the mount is live, or `failed ERRNO MESSAGE` (one line) when it could not start.
+/// The ready pipe's last line (a foreground daemon's stdout with [`NOTIFY_ENV`] set): `ready`
+/// once the mount is live, or `failed ERRNO MESSAGE` (one line) when it could not start. Before
+/// it, `waiting MESSAGE` lines say what the daemon waits for (the parent prints them).
 const READY: &str = "ready";
 const FAILED: &str = "failed";
+/// The ready pipe's line for a wait the parent should show its user.
+pub const WAITING: &str = "waiting";
 
 /// Set once `ready` is sent: a later error belongs to the log, not to the ready pipe.
 static READY_SENT: AtomicBool = AtomicBool::new(false);
@@ -177,7 +182,10 @@ fn mount_and_serve(
     let uring = prepared.is_some();
     let mount_options = fuser_options(&opts);
     let flags = vfs_flags(&opts);
-    let vol = Arc::new(Volume::open_with(dir, opts, access)?);
+    let vol = holder::open_waiting(dir, holder::WAIT, &mut tell_waiting, || {
+        Volume::open_with(dir, opts.clone(), access)
+    })?;
+    let vol = Arc::new(vol);
     vol.start_writeback();
     vol.watch_rollbacks();
     vol.start_committer()?;
@@ -250,6 +258,17 @@ fn mount_and_serve(
     drop(ops);
     close(vol);
     r
+}
+
+/// Say why the mount waits: on the ready pipe for the parent to print, else on stderr.
+fn tell_waiting(message: &str) {
+    if std::env::var_os(NOTIFY_ENV).is_some() {
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "{WAITING} {}", message.replace('\n', " "));
+        let _ = out.flush();
+    } else {
+        eprintln!("wring: {message}");
+    }
 }
 
 /// The io_uring queues' threads, on a duplicate of the session's `/dev/fuse` descriptor.
@@ -357,10 +376,7 @@ pub fn store_dir(source: &Path) -> PathBuf {
 /// A store is mounted once: a second mount says where the first is (redb's lock would only
 /// say "Database already open").
 fn check_not_mounted(dir: &Path) -> Result<(), FsError> {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let source = format!("wring:{}", dir.display());
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match kmount::mounted_at(&info, &source) {
+    match holder::mounted_on(dir) {
         Some(at) => Err(FsError::Refused {
             why: format!("{} is already mounted on {at}", dir.display()),
             errno: libc::EBUSY,
@@ -386,7 +402,8 @@ fn check_mountpoint(dir: &Path, mountpoint: &Path) -> Result<(), FsError> {
 }
 
 /// Start `exe args…` (a `mount -f` of this program) in the background and wait until its
-/// ready pipe says the mount is live, or why it is not.
+/// ready pipe says the mount is live, or why it is not; what it says it waits for meanwhile
+/// goes to stderr.
 pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, StartError> {
     let mut child = Command::new(exe)
         .args(args)
@@ -402,7 +419,14 @@ pub fn mount_background(exe: &Path, args: &[OsString]) -> Result<u32, StartError
         })?;
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
+        let mut out = BufReader::new(out);
+        while out.read_line(&mut line).is_ok_and(|n| n > 0) {
+            match line.trim_end().strip_prefix(WAITING) {
+                Some(why) => eprintln!("wring: {}", why.trim_start()),
+                None => break,
+            }
+            line.clear();
+        }
     }
     let line = line.trim_end();
     if line == READY {

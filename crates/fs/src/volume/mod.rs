@@ -267,6 +267,16 @@ impl Volume {
         Volume::new(Store::open_for_check_with(dir, access)?, Options::default())
     }
 
+    /// Open the store in `dir` for `fsck --repair`: written as a mount writes it (redb's
+    /// recovery after a crash, its lock held, a bucket's lease taken), but without a mount's
+    /// deletion of orphans, which the repair judges first.
+    pub(crate) fn open_for_repair_with(
+        dir: &std::path::Path,
+        access: &store::Access,
+    ) -> Result<Volume, FsError> {
+        Volume::new(Store::open_with(dir, access)?, Options::default())
+    }
+
     /// Open a store on simulated files, as [`Volume::open`] does (no writeback threads).
     #[cfg(test)]
     pub(crate) fn open_sim(

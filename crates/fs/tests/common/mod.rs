@@ -17,6 +17,11 @@ pub struct Mount {
     pub store: PathBuf,
     pub mnt: PathBuf,
     pub child: Option<Child>,
+    /// What the daemons started so far said they waited for (`waiting` lines of the ready
+    /// pipe: a store another process still held).
+    pub waits: Vec<String>,
+    /// Daemons let go of without waiting (see [`Mount::umount_plain`]), reaped on drop.
+    pub closing: Vec<Child>,
 }
 
 pub fn sh(cmd: &str) -> std::process::Output {
@@ -48,6 +53,8 @@ impl Mount {
             store,
             mnt,
             child: None,
+            waits: Vec::new(),
+            closing: Vec::new(),
         }
     }
 
@@ -85,7 +92,14 @@ impl Mount {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        while out.read_line(&mut line).is_ok_and(|n| n > 0) {
+            match line.trim().strip_prefix(wring_fs::daemon::WAITING) {
+                Some(why) => self.waits.push(why.trim().to_string()),
+                None => break,
+            }
+            line.clear();
+        }
         if line.trim() == "ready" {
             self.child = Some(child);
             return Ok(());
@@ -109,6 +123,25 @@ impl Mount {
             if let Some(mut c) = self.child.take() {
                 let _ = c.wait();
             }
+        }
+    }
+
+    /// A plain `umount MNT` (umount(8), as fstests and scripts unmount): the kernel's
+    /// umount(2) returns while the daemon may still be writing its final commit; it is not
+    /// waited for (it is reaped on drop).
+    pub fn umount_plain(&mut self) {
+        let out = Command::new("umount")
+            .arg(&self.mnt)
+            .output()
+            .expect("umount");
+        assert!(
+            out.status.success(),
+            "umount {}: {}",
+            self.mnt.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(c) = self.child.take() {
+            self.closing.push(c);
         }
     }
 
@@ -143,6 +176,9 @@ impl Drop for Mount {
                 "fusermount3 -u {p} 2>/dev/null || umount -l {p} 2>/dev/null"
             ));
             self.kill();
+        }
+        for mut c in self.closing.drain(..) {
+            let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.base);
     }

@@ -187,8 +187,15 @@ pub enum Command {
         paths: Vec<PathBuf>,
     },
     /// Check a store that is not mounted (for a store in a bucket: every segment object an
-    /// extent names exists and its checksums hold)
+    /// extent names exists and its checksums hold); with --repair, fix what it finds
     Fsck {
+        /// Fix what needs no guess at data, as e2fsck does, printing each change: remove
+        /// entries whose inode or directory is missing, move inodes no name reaches into
+        /// /lost+found as #INODE, set link counts, `..` records, the orphan table and the
+        /// store's counters. One transaction: an interruption leaves the store as it was.
+        /// Refused while the store is mounted; a mount started meanwhile waits for it
+        #[arg(long)]
+        repair: bool,
         #[command(flatten)]
         access: AccessArgs,
         /// Store directory
@@ -360,29 +367,63 @@ pub fn run(cmd: Command) -> Result<()> {
                 print!("{}", String::from_utf8_lossy(&v));
             }
         }
-        Command::Fsck { access, dir } => {
-            if let Some(why) = wring_fs::store::exposure(&dir) {
-                eprintln!(
-                    "warning: the store {}: {why} (a mount refuses it; fsck only reads it)",
-                    dir.display()
-                );
+        Command::Fsck {
+            repair,
+            access,
+            dir,
+        } => fsck_command(repair, &access, &dir)?,
+    }
+    Ok(())
+}
+
+/// `wring fsck [--repair] DIR`: the check's (or the repair's) report; an error when problems
+/// are left.
+fn fsck_command(repair: bool, access: &AccessArgs, dir: &std::path::Path) -> Result<()> {
+    if let Some(why) = wring_fs::store::exposure(dir) {
+        let what = if repair {
+            "a repair"
+        } else {
+            "fsck only reads it"
+        };
+        eprintln!(
+            "warning: the store {}: {why} (a mount refuses it; {what})",
+            dir.display()
+        );
+    }
+    let waiting = &mut |m: &str| eprintln!("wring: {m}");
+    let access = access.access(false);
+    let r = match repair {
+        false => fsck::fsck_waiting(dir, &access, waiting)?,
+        true => {
+            let done = fsck::repair(dir, &access, waiting)
+                .with_context(|| format!("repairing {}", dir.display()))?;
+            for c in &done.changes {
+                println!("repaired: {c}");
             }
-            let r = fsck::fsck_with(&dir, &access.access(false))?;
-            println!(
-                "checked {} inodes, {} extents, {} dictionaries",
-                r.inodes, r.extents, r.dicts
-            );
-            for n in &r.notes {
-                println!("note: {n}");
-            }
-            for p in &r.problems {
-                println!("problem: {p}");
-            }
-            if !r.problems.is_empty() {
-                bail!("{} problem(s) found in {}", r.problems.len(), dir.display());
-            }
-            println!("no problems found");
+            println!("{} change(s) made", done.changes.len());
+            done.after
         }
+    };
+    println!(
+        "checked {} inodes, {} extents, {} dictionaries",
+        r.inodes, r.extents, r.dicts
+    );
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+    for p in &r.problems {
+        println!("problem: {p}");
+    }
+    match (r.problems.len(), repair) {
+        (0, _) => println!("no problems found"),
+        (n, false) => bail!(
+            "{n} problem(s) found in {} (wring fsck --repair fixes what can be fixed)",
+            dir.display()
+        ),
+        (n, true) => bail!(
+            "{n} problem(s) left in {} that a repair cannot fix",
+            dir.display()
+        ),
     }
     Ok(())
 }

@@ -1,0 +1,272 @@
+//! The namespace as fsck sees it, and its rules: every entry sits in a directory and names an
+//! inode of its kind; a directory has one name (the root none) and its `..` record names the
+//! directory that holds it; every inode but the root and the orphans is reached from the root;
+//! an orphan has no name; link counts are what the names make them (a file: its names; a
+//! directory: 2 + its subdirectories); symlinks have their targets; the store's inode counters
+//! are right. [`Namespace::findings`] is the one place each rule is decided (the entries' own
+//! and the connectivity rules in [`super::rules`], the findings' words in [`super::finding`]):
+//! fsck reports what it finds, `fsck --repair` fixes it ([`super::repair`]).
+//!
+//! Mirrors e2fsck's passes 2 (directory entries), 3 (connectivity, `lost+found`) and 4 (link
+//! counts), over wring's tables instead of ext4's blocks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+
+use super::finding::Finding;
+use super::rules::Tally;
+use crate::error::FsError;
+use crate::store::records::{Inode, Kind};
+use crate::store::{DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT, SYMLINKS};
+
+/// A directory entry.
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub parent: u64,
+    pub name: Vec<u8>,
+    pub ino: u64,
+    pub kind: u8,
+}
+
+impl Entry {
+    /// The name for a report line.
+    pub fn name(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+}
+
+/// The namespace tables of one transaction, read whole.
+#[derive(Debug, Default)]
+pub(super) struct Namespace {
+    /// Inode items that decode.
+    pub inodes: BTreeMap<u64, Inode>,
+    /// Inode items that do not.
+    pub damaged: BTreeSet<u64>,
+    /// Every entry, in the table's order.
+    pub entries: Vec<Entry>,
+    /// The `..` records: directory → parent.
+    pub parents: BTreeMap<u64, u64>,
+    pub orphans: BTreeSet<u64>,
+    /// Inodes with a symlink target.
+    pub targets: BTreeSet<u64>,
+    /// The store's `next_ino` counter (0: missing).
+    pub next_ino: u64,
+    /// The store's `inodes` counter: inodes other than the root.
+    pub counted: u64,
+    /// Stored bytes of each inode's extents, of all extents, and the extents of inodes that
+    /// do not exist: (inode, index).
+    pub held: BTreeMap<u64, u64>,
+    pub used: u64,
+    pub counted_used: u64,
+    pub strays: Vec<(u64, u64)>,
+}
+
+/// Read a namespace from a read or a write transaction (their tables are different types).
+macro_rules! load {
+    ($txn:expr, $parents:expr) => {{
+        let txn = $txn;
+        let (inodes, damaged) = items(&txn.open_table(INODES)?)?;
+        let meta = txn.open_table(META)?;
+        let mut ns = Namespace {
+            inodes,
+            damaged,
+            entries: entries(&txn.open_table(DIRENTS)?)?,
+            parents: $parents,
+            orphans: keys(&txn.open_table(ORPHANS)?)?,
+            targets: keys(&txn.open_table(SYMLINKS)?)?,
+            next_ino: value(&meta, "next_ino")?,
+            counted: value(&meta, "inodes")?,
+            counted_used: value(&meta, "used")?,
+            ..Namespace::default()
+        };
+        ns.tally_extents(&txn.open_table(EXTENTS)?)?;
+        ns
+    }};
+}
+
+impl Namespace {
+    /// The namespace as a read transaction sees it.
+    pub fn read(txn: &ReadTransaction) -> Result<Namespace, FsError> {
+        // Stores made before parents were recorded have no table.
+        let parents = match txn.open_table(PARENTS) {
+            Ok(t) => pairs(&t)?,
+            Err(redb::TableError::TableDoesNotExist(_)) => BTreeMap::new(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(load!(txn, parents))
+    }
+
+    /// The namespace as a write transaction sees it (the parents' table made if missing).
+    pub fn write(txn: &WriteTransaction) -> Result<Namespace, FsError> {
+        let parents = pairs(&txn.open_table(PARENTS)?)?;
+        Ok(load!(txn, parents))
+    }
+
+    /// Add up the stored bytes of the extents, per inode and in all.
+    fn tally_extents(
+        &mut self,
+        t: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    ) -> Result<(), FsError> {
+        for r in t.iter()? {
+            let (k, v) = r?;
+            let (ino, idx) = k.value();
+            let n = crate::store::records::stored_len(v.value());
+            self.used = self.used.saturating_add(n);
+            match self.inodes.contains_key(&ino) || self.damaged.contains(&ino) {
+                true => *self.held.entry(ino).or_default() += n,
+                false => self.strays.push((ino, idx)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Every rule broken, in the order a repair fixes them.
+    pub fn findings(&self) -> Vec<Finding> {
+        let t = Tally::new(self);
+        let mut out: Vec<Finding> = self.damaged.iter().map(|&i| Finding::Damaged(i)).collect();
+        if !self.inodes.get(&ROOT).is_some_and(|i| i.kind == Kind::Dir) {
+            out.push(Finding::NoRoot);
+        }
+        out.extend(t.bad.iter().cloned());
+        out.extend(self.counter_findings());
+        out.extend(t.dir_names());
+        out.extend(t.orphan_findings());
+        out.extend(t.unreached());
+        out.extend(t.link_counts());
+        out.extend(t.targets());
+        out.extend(t.dotdot());
+        out.extend(self.stored_findings());
+        out
+    }
+
+    /// The counters: the next inode number above every inode, the inode count, the stored
+    /// bytes; and extents of inodes that do not exist.
+    fn counter_findings(&self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let top = self.top();
+        if self.next_ino <= top {
+            out.push(Finding::NextIno {
+                next: self.next_ino,
+                top,
+            });
+        }
+        let items = (self.inodes.len() + self.damaged.len()) as u64;
+        if self.counted + 1 != items {
+            out.push(Finding::InodeCount {
+                counted: self.counted,
+                items,
+            });
+        }
+        out.extend(
+            self.strays
+                .iter()
+                .map(|&(ino, idx)| Finding::StrayExtent { ino, idx }),
+        );
+        out
+    }
+
+    /// The stored bytes each inode records, and the store's total.
+    fn stored_findings(&self) -> Vec<Finding> {
+        let mut out: Vec<Finding> = self
+            .inodes
+            .iter()
+            .filter_map(|(&ino, i)| {
+                let held = self.held.get(&ino).copied().unwrap_or(0);
+                (i.disk != held).then_some(Finding::Disk {
+                    ino,
+                    recorded: i.disk,
+                    held,
+                })
+            })
+            .collect();
+        if self.counted_used != self.used {
+            out.push(Finding::Used {
+                counted: self.counted_used,
+                held: self.used,
+            });
+        }
+        out
+    }
+
+    /// The largest inode number in use (the root's in an empty store).
+    pub fn top(&self) -> u64 {
+        let a = self.inodes.keys().next_back().copied().unwrap_or(ROOT);
+        let b = self.damaged.iter().next_back().copied().unwrap_or(ROOT);
+        a.max(b)
+    }
+
+    /// A path for `ino` in report lines: `/a/b` through the first names, else `inode N`.
+    pub fn path(&self, ino: u64) -> String {
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        while cur != ROOT {
+            let Some(e) = self.entries.iter().find(|e| e.ino == cur) else {
+                return format!("inode {ino}");
+            };
+            if parts.len() > 64 {
+                return format!("inode {ino}");
+            }
+            parts.push(e.name());
+            cur = e.parent;
+        }
+        parts.reverse();
+        format!("/{}", parts.join("/"))
+    }
+}
+
+fn items(
+    t: &impl ReadableTable<u64, &'static [u8]>,
+) -> Result<(BTreeMap<u64, Inode>, BTreeSet<u64>), FsError> {
+    let (mut good, mut bad) = (BTreeMap::new(), BTreeSet::new());
+    for r in t.iter()? {
+        let (k, v) = r?;
+        match Inode::from_bytes(v.value()) {
+            Some(i) => {
+                good.insert(k.value(), i);
+            }
+            None => {
+                bad.insert(k.value());
+            }
+        }
+    }
+    Ok((good, bad))
+}
+
+fn entries(t: &impl ReadableTable<(u64, &'static [u8]), (u64, u8)>) -> Result<Vec<Entry>, FsError> {
+    let mut out = Vec::new();
+    for r in t.iter()? {
+        let (k, v) = r?;
+        let ((parent, name), (ino, kind)) = (k.value(), v.value());
+        out.push(Entry {
+            parent,
+            name: name.to_vec(),
+            ino,
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+fn keys<V: redb::Value + 'static>(
+    t: &impl ReadableTable<u64, V>,
+) -> Result<BTreeSet<u64>, FsError> {
+    let mut out = BTreeSet::new();
+    for r in t.iter()? {
+        out.insert(r?.0.value());
+    }
+    Ok(out)
+}
+
+fn pairs(t: &impl ReadableTable<u64, u64>) -> Result<BTreeMap<u64, u64>, FsError> {
+    let mut out = BTreeMap::new();
+    for r in t.iter()? {
+        let (k, v) = r?;
+        out.insert(k.value(), v.value());
+    }
+    Ok(out)
+}
+
+fn value(t: &impl ReadableTable<&'static str, u64>, key: &str) -> Result<u64, FsError> {
+    Ok(t.get(key)?.map_or(0, |g| g.value()))
+}

@@ -1,0 +1,276 @@
+//! Who holds a store, and waiting for it to let go. A mount daemon keeps its store's database
+//! locked (redb's lock: "Database already open") until its final commit is written, and after
+//! a plain `umount MNT` that is after the kernel's umount(2) has returned: a mount, an fsck or
+//! a repair started at once would meet the lock. They wait for it instead, up to [`WAIT`],
+//! saying once why they wait, and then fail naming the process that still holds the store.
+//!
+//! Why the daemon cannot give the store up before umount(2) returns: the kernel sends
+//! FUSE_DESTROY, and waits for its answer, only when `fc->destroy` is set, which
+//! fs/fuse/inode.c does for a `fuseblk` mount (`fuse_init_fs_context`) and virtiofs sets for
+//! itself; for a `fuse.wring` mount `fuse_conn_destroy` aborts the connection and umount(2)
+//! returns while the daemon is still at work. btrfs's umount returns once `close_ctree` has
+//! committed; this wait is what gives `umount MNT && mount …` the same outcome here.
+//!
+//! Mirrors the block layer's exclusive open of a device (`bdev_file_open_by_path` with a
+//! holder, EBUSY while another holds it), with a bounded wait in front of it.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::FsError;
+use crate::store::DB_FILE;
+
+/// How long a mount, fsck or repair waits for another process to let go of the store.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// How often the lock is tried again while waiting.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How long a wait goes unsaid while no holder is seen (one that let go as it was looked for).
+const QUIET: Duration = Duration::from_secs(1);
+
+/// A process with a store's database open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command line, as `ps -o args` shows it.
+    pub command: String,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "process {} ({})", self.pid, self.command)
+    }
+}
+
+/// Whether `e` is redb's refusal to open a database another handle has open.
+pub fn is_held(e: &FsError) -> bool {
+    matches!(e, FsError::Store(redb::Error::DatabaseAlreadyOpen))
+}
+
+/// The (device, inode) of the store's database file, if it exists.
+fn db_id(dir: &Path) -> Option<(u64, u64)> {
+    let m = std::fs::metadata(dir.join(DB_FILE)).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// Whether process `pid` (a /proc entry's name) has the file `id` open.
+fn has_open(pid: &str, id: (u64, u64)) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        // stat follows the link to the open file: same device and inode, whatever its path.
+        std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == id)
+    })
+}
+
+/// The command line of process `pid`, its arguments joined by spaces.
+fn command_of(pid: &str) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    match words.is_empty() {
+        true => "command line unknown".into(),
+        false => words.join(" "),
+    }
+}
+
+/// The processes other than this one that have the database of the store in `dir` open (those
+/// this process may look at: all of them for root).
+pub fn holders(dir: &Path) -> Vec<Holder> {
+    let Some(id) = db_id(dir) else {
+        return Vec::new();
+    };
+    let me = std::process::id().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<Holder> = procs
+        .flatten()
+        .filter_map(|p| p.file_name().into_string().ok())
+        .filter(|pid| pid != &me && pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| has_open(pid, id))
+        .filter_map(|pid| {
+            Some(Holder {
+                pid: pid.parse().ok()?,
+                command: command_of(&pid),
+            })
+        })
+        .collect();
+    found.sort_by_key(|h| h.pid);
+    found
+}
+
+/// Whether this process itself has the store's database open (a second open in one process
+/// would wait for itself).
+fn held_here(dir: &Path) -> bool {
+    db_id(dir).is_some_and(|id| has_open("self", id))
+}
+
+/// Who holds the store, in words: the processes, or that none is visible from here.
+fn named(h: &[Holder]) -> String {
+    match h {
+        [] => "a process not visible from here".into(),
+        [one] => one.to_string(),
+        many => many
+            .iter()
+            .map(Holder::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Run `open` until it stops failing because another process holds the store in `dir`, for up
+/// to `limit`. `waiting` is told once, in words, who is waited for. After `limit` the error
+/// names the holder; a store this very process holds is refused at once.
+pub fn open_waiting<T>(
+    dir: &Path,
+    limit: Duration,
+    waiting: &mut dyn FnMut(&str),
+    mut open: impl FnMut() -> Result<T, FsError>,
+) -> Result<T, FsError> {
+    let start = Instant::now();
+    let mut told = false;
+    loop {
+        let e = match open() {
+            Err(e) if is_held(&e) => e,
+            other => return other,
+        };
+        if held_here(dir) {
+            return Err(refused(
+                dir,
+                "this process, which has it open already".into(),
+                e,
+            ));
+        }
+        if start.elapsed() >= limit {
+            let who = format!(
+                "{} after waiting {} s",
+                named(&holders(dir)),
+                limit.as_secs()
+            );
+            return Err(refused(dir, who, e));
+        }
+        // Said once the holder is seen (it may have let go since the open failed), or
+        // after a while without it.
+        let seen = match told {
+            true => Vec::new(),
+            false => holders(dir),
+        };
+        if !told && (!seen.is_empty() || start.elapsed() >= QUIET) {
+            told = true;
+            waiting(&format!(
+                "{} is in use by {}: waiting up to {} s for it to close the store (a mount \
+                 daemon writes its final commit after umount returns)",
+                dir.display(),
+                named(&seen),
+                limit.as_secs()
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The error for a store still held by `who`.
+fn refused(dir: &Path, who: String, e: FsError) -> FsError {
+    FsError::Refused {
+        why: format!(
+            "{} is in use by {who} ({e}): a mount daemon still closing it, an fsck, or a mount \
+             elsewhere (one detached with umount -l lives on until its last open file is closed)",
+            dir.display()
+        ),
+        errno: libc::EBUSY,
+    }
+}
+
+/// Where the store in `dir` is mounted, from this mount namespace's mountinfo.
+pub fn mounted_on(dir: &Path) -> Option<String> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let source = format!("wring:{}", dir.display());
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    super::kmount::mounted_at(&info, &source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("wring-holder-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// A store held by another process is waited for, and the error after the limit names
+    /// that process; one this process holds is refused at once, without waiting.
+    #[test]
+    fn waits_for_another_holder_and_names_it() {
+        let dir = scratch("other");
+        Store::mkfs(&dir).unwrap();
+        // Another process with the database open (and no lock: what is waited for is
+        // redb's refusal, faked here, and who has the file open).
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::fs::File::open(dir.join(DB_FILE)).unwrap())
+            .spawn()
+            .unwrap();
+        let mut told = Vec::new();
+        let start = Instant::now();
+        let e = open_waiting(
+            &dir,
+            Duration::from_millis(300),
+            &mut |m| told.push(m.to_string()),
+            || Err::<(), _>(FsError::Store(redb::Error::DatabaseAlreadyOpen)),
+        )
+        .unwrap_err();
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        let _ = child.kill();
+        let _ = child.wait();
+        let pid = format!("process {} (sleep 30)", child.id());
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(
+            told[0].contains(&pid) && told[0].contains("waiting up to"),
+            "{told:?}"
+        );
+        assert!(e.to_string().contains(&pid), "{e}");
+        assert_eq!(e.errno(), libc::EBUSY);
+
+        let _held = std::fs::File::open(dir.join(DB_FILE)).unwrap();
+        let start = Instant::now();
+        let e = open_waiting(&dir, WAIT, &mut |_| panic!("waited"), || {
+            Err::<(), _>(FsError::Store(redb::Error::DatabaseAlreadyOpen))
+        })
+        .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert!(e.to_string().contains("this process"), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Once the holder lets go the open goes through; other errors pass at once.
+    #[test]
+    fn opens_once_let_go_and_passes_other_errors() {
+        let dir = scratch("let-go");
+        Store::mkfs(&dir).unwrap();
+        let mut tries = 0;
+        let r = open_waiting(&dir, WAIT, &mut |_| {}, || {
+            tries += 1;
+            match tries {
+                1..3 => Err(FsError::Store(redb::Error::DatabaseAlreadyOpen)),
+                _ => Ok(tries),
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        let e = open_waiting(&dir, WAIT, &mut |_| panic!("waited"), || {
+            Err::<(), _>(FsError::Errno(libc::ENOENT))
+        });
+        assert_eq!(e.unwrap_err().errno(), libc::ENOENT);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
