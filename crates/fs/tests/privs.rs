@@ -51,6 +51,9 @@ fn case(name: &'static str, made: Made, owner: &'static str, start: u32, cmd: &s
     }
 }
 
+/// chown(FILE, -1, -1), whether it is allowed or not (its effect on the mode is compared).
+const KEEP_IDS: &str = "perl -e 'chown(-1, -1, \"FILE\")'";
+
 fn cases() -> Vec<Case> {
     let nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups";
     // nobody, also a member of root's group (0) through a supplementary group only.
@@ -224,6 +227,25 @@ fn cases() -> Vec<Case> {
         ),
         case("chown-fifo", Made::Fifo, root, 0o6755, "chown 1:1 FILE"),
         case("chown-dir", Made::Dir, root, 0o6755, "chown 1:1 FILE"),
+        // chown(f, -1, -1) (FUSE sees a setattr of the ctime alone): root, the owner, another
+        // user (EPERM: the mode stays).
+        case("chown-none", f, root, 0o6755, KEEP_IDS),
+        case("chown-none-nogx", f, root, 0o6745, KEEP_IDS),
+        case(
+            "owner-chown-none",
+            f,
+            own,
+            0o6755,
+            &format!("{nobody} {KEEP_IDS}"),
+        ),
+        case(
+            "other-chown-none",
+            f,
+            root,
+            0o6755,
+            &format!("{nobody} {KEEP_IDS}"),
+        ),
+        case("chown-none-dir", Made::Dir, root, 0o6755, KEEP_IDS),
     ]
 }
 

@@ -21,7 +21,8 @@ pub fn dirs(root: &Path, t: usize) {
     fs::create_dir_all(root.join(format!("t{t}/d"))).unwrap();
 }
 
-/// One seeded operation on both roots; returns what it did.
+/// One seeded operation on both roots, which must answer alike (the same success, or the
+/// same errno); returns what it did.
 pub fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
     let f = |root: &Path, i: u64| root.join(format!("t{t}/f{i}"));
     let d = |root: &Path, i: u64| root.join(format!("t{t}/d/f{i}"));
@@ -31,8 +32,9 @@ pub fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
     let big = rng.below(4) == 0;
     let len = 1 + rng.below(if big { 1_500_000 } else { 9000 }) as usize;
     let data = text(rng, len);
+    let mut answers = Vec::with_capacity(2);
     for root in roots {
-        let _ = match op {
+        let answer = match op {
             0..=2 => OpenOptions::new()
                 .create(true)
                 .write(true)
@@ -81,8 +83,14 @@ pub fn step(rng: &mut Rng, roots: [&Path; 2], t: usize) -> String {
                     }
                 }),
         };
+        answers.push(answer.map_err(|e| e.raw_os_error()));
     }
-    format!("t{t} op {op} a {a} b {b} off {off} len {len}")
+    let what = format!("t{t} op {op} a {a} b {b} off {off} len {len}");
+    assert_eq!(
+        answers[0], answers[1],
+        "{what}: the mount and the reference answered differently"
+    );
+    what
 }
 
 /// Thread `t`'s files must read the same under both roots.

@@ -710,7 +710,7 @@ impl Volume {
                 kill_privs(&txn, ino, &mut inode, c)?;
             }
         }
-        // Any chown but -1:-1 (which never reaches a FUSE filesystem as one).
+        // Any chown that names an id (chown(f, -1, -1) is `chown_keeping_ids`).
         if set.uid.is_some() || set.gid.is_some() {
             kill_privs_on_chown(&txn, ino, &mut inode, set.caller.unwrap_or_default())?;
         }
