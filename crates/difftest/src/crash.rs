@@ -58,7 +58,7 @@ pub fn run(mount: &mut Mount, oracle: &Oracle, cfg: &Config) -> Result<Report, E
     let base = format!("c{}", cfg.seed);
     fresh(&mount.mnt, &oracle.root, &base)?;
     for r in 0..cfg.rounds {
-        let mut rng = Rng::new(cfg.seed.wrapping_mul(1_000_003).wrapping_add(r));
+        let mut rng = Pool::rng(cfg.seed, r);
         let (ops, failure) = round(mount, oracle, cfg, &format!("{base}/r{r}"), &mut rng)?;
         report.ops += ops;
         report.trees += 1;
@@ -71,15 +71,20 @@ pub fn run(mount: &mut Mount, oracle: &Oracle, cfg: &Config) -> Result<Report, E
 fn sequence(cfg: &Config, oracle: &Oracle, rng: &mut Rng) -> Vec<Op> {
     let pool = Pool::new(cfg.names, cfg.tmpfile, false).for_oracle(oracle);
     let len = 1 + rng.below(cfg.ops);
-    (0..len)
-        .map(|_| match rng.below(100) {
+    let mut ops = Vec::new();
+    while (ops.len() as u64) < len {
+        let op = match rng.below(100) {
             0..=3 => Op::Sync,
             4..=6 => Op::FdSync {
                 slot: rng.below(crate::exec::SLOTS as u64) as u8,
             },
             _ => pool.op(rng),
-        })
-        .collect()
+        };
+        let follow = pool.follow_up(&op);
+        ops.push(op);
+        ops.extend(follow);
+    }
+    ops
 }
 
 /// The oracle's inode an operation changes the data of, looked up before it runs.

@@ -60,6 +60,11 @@ pub struct Pool {
     pub global: bool,
     /// Whether fallocate's FALLOC_FL_ZERO_RANGE is drawn (btrfs has it, tmpfs not).
     pub zero_range: bool,
+    /// Follow each hole punch with a utimensat of the mtime to now: btrfs leaves a file's
+    /// times alone when its extent maps say the range is a hole already, by their
+    /// granularity (a punch past the end of the file changes them or not by its alignment);
+    /// wring, as tmpfs and ext4, always moves them.
+    pub touch_after_punch: bool,
 }
 
 impl Pool {
@@ -70,6 +75,7 @@ impl Pool {
             tmpfile,
             global,
             zero_range: true,
+            touch_after_punch: false,
         }
     }
 
@@ -79,9 +85,37 @@ impl Pool {
         self
     }
 
-    /// The pool for what `oracle` can answer.
+    /// The pool for what `oracle` can answer, and how.
     pub fn for_oracle(self, oracle: &crate::target::Oracle) -> Pool {
-        self.with_zero_range(oracle.zero_range)
+        Pool {
+            touch_after_punch: oracle.punch_keeps_times,
+            ..self.with_zero_range(oracle.zero_range)
+        }
+    }
+
+    /// The operation that must follow `op` (see [`Pool::touch_after_punch`]).
+    pub fn follow_up(&self, op: &Op) -> Option<Op> {
+        match op {
+            Op::Fallocate {
+                p,
+                how: Falloc::Punch,
+                ..
+            } if self.touch_after_punch => Some(Op::Utimes {
+                p: p.clone(),
+                atime: TimeArg::Omit,
+                mtime: TimeArg::Now,
+                who: Who::Root,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Thread `t`'s generator for `seed`: streams of different seeds and threads never
+    /// overlap (SplitMix's states of two seeds a multiple of its step apart would).
+    pub fn rng(seed: u64, t: u64) -> Rng {
+        let mut r = Rng::new(seed);
+        let mixed = r.next_u64() ^ t.wrapping_mul(0xd6e8_feb8_6659_fd93);
+        Rng::new(Rng::new(mixed).next_u64())
     }
 
     /// A path of one to three names (so that any name can be a directory with entries).

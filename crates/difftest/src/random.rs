@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::exec::{Global, Kernel, Side};
-use crate::gen::{Pool, Rng};
+use crate::gen::Pool;
 use crate::op::{script, Op};
 use crate::pair::{compare_trees, diff_or_ok, fresh, Pair};
 use crate::shrink::shrink;
@@ -77,8 +77,7 @@ pub fn run(mount: &mut Mount, oracle: &Oracle, cfg: &Config) -> Result<Report, E
         let handles: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (mroot, oroot, mglobal) = (&mroot, &oroot, &mglobal);
-                let zero = oracle.zero_range;
-                s.spawn(move || thread(cfg, t, (mroot, mglobal), (oroot, norm, zero)))
+                s.spawn(move || thread(cfg, t, (mroot, mglobal), oracle, oroot))
             })
             .collect();
         handles
@@ -124,16 +123,17 @@ fn thread(
     cfg: &Config,
     t: usize,
     mount: (&Path, &dyn Global),
-    oracle: (&Path, crate::exec::Norm, bool),
+    oracle: &Oracle,
+    oroot: &Path,
 ) -> ThreadRun {
-    let (oroot, norm, zero_range) = oracle;
+    let norm = oracle.norm;
     let kernel = Kernel;
     let rel = format!("t{t}");
     let mut pair = Pair::new(mount, (oroot, &kernel), &rel, norm);
     let shared_dir = mount.0.join("shared").join(crate::pair::WORK);
     let mut shared = Side::new(shared_dir, norm, mount.1);
-    let pool = Pool::new(cfg.names, cfg.tmpfile, cfg.global).with_zero_range(zero_range);
-    let mut rng = Rng::new(cfg.seed ^ (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let pool = Pool::new(cfg.names, cfg.tmpfile, cfg.global).for_oracle(oracle);
+    let mut rng = Pool::rng(cfg.seed, t as u64);
     let mut diverged = None;
     let mut trees = 0;
     for i in 1..=cfg.ops {
@@ -142,7 +142,12 @@ fn thread(
             let _ = shared.run(&op);
             continue;
         }
+        let follow = pool.follow_up(&op);
         if let Err(why) = pair.step(&op) {
+            diverged = Some(why);
+            break;
+        }
+        if let Some(Err(why)) = follow.map(|f| pair.step(&f)) {
             diverged = Some(why);
             break;
         }

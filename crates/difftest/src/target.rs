@@ -201,6 +201,9 @@ pub struct Oracle {
     /// Whether it has fallocate's FALLOC_FL_ZERO_RANGE (tmpfs answers EOPNOTSUPP; btrfs,
     /// like wring, has it).
     pub zero_range: bool,
+    /// Whether a hole punch may leave its times alone (btrfs; see
+    /// [`crate::gen::Pool::touch_after_punch`]).
+    pub punch_keeps_times: bool,
     mounted: Option<PathBuf>,
     /// The btrfs scratch filesystem, unmounted and deleted on drop.
     _btrfs: Option<ScratchFs>,
@@ -220,6 +223,7 @@ impl Oracle {
                     root: mnt.clone(),
                     norm: Norm { dir_nlink: true },
                     zero_range: false,
+                    punch_keeps_times: false,
                     mounted: Some(mnt),
                     _btrfs: None,
                 })
@@ -232,6 +236,7 @@ impl Oracle {
                     root: fs.path().to_path_buf(),
                     norm: Norm { dir_nlink: false },
                     zero_range: true,
+                    punch_keeps_times: true,
                     mounted: None,
                     _btrfs: Some(fs),
                 })
@@ -240,6 +245,7 @@ impl Oracle {
                 root: d.clone(),
                 norm: Norm { dir_nlink: false },
                 zero_range: true,
+                punch_keeps_times: true,
                 mounted: None,
                 _btrfs: None,
             }),

@@ -246,6 +246,14 @@ fn cases() -> Vec<Case> {
             &format!("{nobody} {KEEP_IDS}"),
         ),
         case("chown-none-dir", Made::Dir, root, 0o6755, KEEP_IDS),
+        case("chown-none-fifo", Made::Fifo, root, 0o6755, KEEP_IDS),
+        case(
+            "other-chown-none-fifo",
+            Made::Fifo,
+            root,
+            0o6755,
+            &format!("{nobody} {KEEP_IDS}"),
+        ),
     ]
 }
 

@@ -121,7 +121,9 @@ fn kill_privs_on_chown(
 }
 
 /// chown(2) with -1 for both ids, which reaches a FUSE filesystem as a SETATTR of the ctime
-/// alone (no other call sends that under the writeback cache): the VFS's notify_change still
+/// alone on a regular file (the kernel sends its own ctime under the writeback cache) and
+/// as a SETATTR of nothing on anything else; no other call sends either (a write's kill of
+/// set-ID bits is a SETATTR of nothing on a regular file). The VFS's notify_change still
 /// kills set-user-ID, and set-group-ID as [`kill_mode_on_chown`] says, of anything but a
 /// directory, and that mode change is one only the owner or CAP_FOWNER may make
 /// (setattr_prepare: EPERM otherwise). FUSE_HANDLE_KILLPRIV_V2 leaves both to the
@@ -135,7 +137,13 @@ fn chown_keeping_ids(cur: &Inode, set: &SetAttr) -> Result<Option<SetAttr>, FsEr
         caller: set.caller,
         ..SetAttr::default()
     };
-    if set.ctime.is_none() || *set != ctime_alone || cur.kind == Kind::Dir {
+    let chown = *set == ctime_alone
+        && match cur.kind {
+            Kind::Dir => false,
+            Kind::File => set.ctime.is_some(),
+            _ => set.ctime.is_none(),
+        };
+    if !chown {
         return Ok(None);
     }
     let mut after = cur.clone();
