@@ -811,15 +811,35 @@ impl Volume {
         Ok(())
     }
 
+    /// The mount's orphan cleanup (btrfs_orphan_cleanup): every inode in the orphan table
+    /// that has no link is deleted. One that has links again (the table is damaged: a
+    /// linkat of an O_TMPFILE takes its inode out) only leaves the table, so no name is
+    /// ever left pointing at a deleted inode.
     fn purge_orphans(&self) -> Result<(), FsError> {
         let txn = self.store.write()?;
-        let orphans: Vec<u64> = txn
+        let listed: Vec<u64> = txn
             .open_table(ORPHANS)?
             .iter()?
             .map(|r| r.map(|(k, _)| k.value()))
             .collect::<Result<_, _>>()?;
-        for ino in &orphans {
-            log::info!("deleting orphan inode {ino}");
+        let mut orphans = Vec::with_capacity(listed.len());
+        {
+            let inodes = txn.open_table(INODES)?;
+            let mut table = txn.open_table(ORPHANS)?;
+            for ino in listed {
+                match store::get_inode(&inodes, ino).map(|i| i.nlink) {
+                    Ok(n) if n > 0 => {
+                        log::warn!(
+                            "orphan inode {ino} has {n} links: kept, out of the orphan table"
+                        );
+                        table.remove(ino)?;
+                    }
+                    _ => {
+                        log::info!("deleting orphan inode {ino}");
+                        orphans.push(ino);
+                    }
+                }
+            }
         }
         self.purge_all(&txn, &orphans)?;
         self.store.commit(txn, !orphans.is_empty())
@@ -941,9 +961,33 @@ impl Drop for Volume {
 mod tests {
     use std::sync::mpsc;
 
-    use crate::store::{Store, ROOT};
+    use crate::store::{Store, ORPHANS, ROOT};
     use crate::volume::NewInode;
     use crate::{Options, Volume};
+
+    /// An inode with a name that the orphan table lists (a damaged table) survives the next
+    /// mount's orphan cleanup: only the table entry goes, and fsck is clean after.
+    #[test]
+    fn a_named_inode_in_the_orphan_table_is_kept_at_mount() {
+        let dir = std::env::temp_dir().join(format!("wring-orphan-named-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        let (a, _) = vol.create(ROOT, b"a", NewInode::file(0o644)).unwrap();
+        vol.write(a, 0, b"kept", None).unwrap();
+        vol.sync().unwrap();
+        let txn = vol.store.write().unwrap();
+        txn.open_table(ORPHANS).unwrap().insert(a, ()).unwrap();
+        vol.store.commit(txn, true).unwrap();
+        drop(vol);
+        let vol = Volume::open(&dir, Options::default()).unwrap();
+        assert_eq!(vol.lookup(ROOT, b"a").unwrap().0, a);
+        assert_eq!(vol.read(a, 0, 10).unwrap(), b"kept");
+        drop(vol);
+        let r = crate::admin::fsck::fsck(&dir).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     use super::*;
 
