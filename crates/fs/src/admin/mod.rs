@@ -9,4 +9,5 @@
 pub(crate) mod bdi;
 pub mod daemon;
 pub mod fsck;
+mod fusermount;
 pub mod kmount;

@@ -1,5 +1,6 @@
-//! What each FUSE request does, once, for both transports: fuser's `/dev/fuse` loop
-//! ([`crate::fuse`]) and FUSE over io_uring ([`crate::uring`]).
+//! What each FUSE request does, once, for both transports: the `/dev/fuse` loop
+//! (`transport/dev/`) and FUSE over io_uring ([`crate::uring`]), which decode requests with the
+//! same [`crate::wire`] and hand them here through `transport/dispatch.rs`.
 //!
 //! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
@@ -7,19 +8,18 @@
 //! and the kernel then opens, closes and makes files without asking (see [`Ops::open`]), as it
 //! does for a local filesystem.
 //!
-//! A body answers through one of the small `Answer*` traits below; fuser's reply objects
-//! implement them in [`crate::fuse`], a ring entry's buffers in [`crate::uring`].
+//! A body answers through one of the small `Answer*` traits below, which `dispatch.rs`'s
+//! answer buffer implements for both transports.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Errno, FileAttr, FileType, INodeNo};
-
 use crate::counters::Op;
 use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
+pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
 use crate::volume::names::{acl, fsflags};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
@@ -48,6 +48,11 @@ pub trait AnswerAttr: Fail {
     /// The attributes, valid for `ttl`.
     fn send_attr(self, ttl: &Duration, attr: &FileAttr);
 }
+/// STATX.
+pub trait AnswerStatx: Fail {
+    /// The attributes and statx's own fields, valid for `ttl`.
+    fn send_statx(self, ttl: &Duration, attr: &FileAttr, extra: &StatxExtra);
+}
 /// READ, READLINK.
 pub trait AnswerData: Fail {
     /// The bytes.
@@ -63,10 +68,10 @@ pub trait AnswerWrite: Fail {
     /// `n` bytes written.
     fn send_written(self, n: u32);
 }
-/// OPENDIR.
+/// OPEN, OPENDIR.
 pub trait AnswerOpen: Fail {
-    /// The handle.
-    fn send_opened(self, fh: u64);
+    /// The handle, and the `FOPEN_*` flags that say how the kernel caches it.
+    fn send_opened(self, fh: u64, open_flags: u32);
 }
 /// STATFS.
 pub trait AnswerStatfs: Fail {
@@ -74,10 +79,11 @@ pub trait AnswerStatfs: Fail {
     fn send_statfs(self, s: &Statfs);
 }
 
-/// TMPFILE (a CREATE's answer: the entry, and the open).
+/// CREATE, TMPFILE: the entry, and the open.
 pub trait AnswerCreate: Fail {
-    /// The entry and its attributes, valid for `ttl`, opened as `fh`.
-    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64);
+    /// The entry and its attributes, valid for `ttl`, opened as `fh` with `FOPEN_*` flags
+    /// `open_flags`.
+    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64, open_flags: u32);
 }
 
 /// IOCTL.
@@ -94,26 +100,6 @@ const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
 const FS_IOC_FSGETXATTR: u32 = 0x801c_581f;
 const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
 
-/// A STATFS answer, as `statvfs` has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Statfs {
-    /// Blocks of `frsize` bytes.
-    pub blocks: u64,
-    /// Free blocks.
-    pub bfree: u64,
-    /// Blocks free to unprivileged users.
-    pub bavail: u64,
-    /// Inodes.
-    pub files: u64,
-    /// Free inodes.
-    pub ffree: u64,
-    /// Preferred I/O size.
-    pub bsize: u32,
-    /// Longest name.
-    pub namelen: u32,
-    /// Fragment size.
-    pub frsize: u32,
-}
 /// GETXATTR, LISTXATTR.
 pub trait AnswerXattr: Fail {
     /// The size a buffer would need (the caller asked with size 0).
@@ -180,39 +166,6 @@ pub struct Ops {
     /// One remount at a time: each applies its options and starts the writeback threads
     /// they ask for before the next looks at the count.
     remount: std::sync::Mutex<()>,
-}
-
-fn kind(k: Kind) -> FileType {
-    match k {
-        Kind::File => FileType::RegularFile,
-        Kind::Dir => FileType::Directory,
-        Kind::Symlink => FileType::Symlink,
-        Kind::Fifo => FileType::NamedPipe,
-        Kind::Socket => FileType::Socket,
-        Kind::Char => FileType::CharDevice,
-        Kind::Block => FileType::BlockDevice,
-    }
-}
-
-/// The attributes FUSE reports for an inode.
-pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: i.size,
-        blocks: i.disk.div_ceil(512),
-        atime: i.atime.to_system(),
-        mtime: i.mtime.to_system(),
-        ctime: i.ctime.to_system(),
-        crtime: i.ctime.to_system(),
-        kind: kind(i.kind),
-        perm: i.perm as u16,
-        nlink: i.nlink,
-        uid: i.uid,
-        gid: i.gid,
-        rdev: i.rdev,
-        blksize,
-        flags: 0,
-    }
 }
 
 /// Root and the mount's owner (the daemon's user): only they may make durable commits on
@@ -362,6 +315,11 @@ impl Ops {
         self.attr_reply(reply, ino, self.vol.inode(ino));
     }
 
+    /// STATX: not answered yet (ENOSYS: the kernel asks GETATTR instead from then on).
+    pub fn statx(&self, _ino: u64, reply: impl AnswerStatx) {
+        reply.fail(Errno::ENOSYS);
+    }
+
     /// SETATTR: `set` as the kernel sent it, made by `c`.
     pub fn setattr(&self, c: Caller, ino: u64, set: SetAttr, reply: impl AnswerAttr) {
         let _t = self.vol.op_counts().count(Op::Setattr);
@@ -472,7 +430,7 @@ impl Ops {
     /// without asking and sends no RELEASE for them, two round trips less per file opened,
     /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
     /// to a file's data goes through the kernel).
-    pub fn open(&self, reply: impl Fail) {
+    pub fn open(&self, _ino: u64, _flags: u32, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Open);
         reply.fail(Errno::ENOSYS);
     }
@@ -556,7 +514,7 @@ impl Ops {
         match self.vol.tmpfile(parent, new) {
             Ok((ino, i)) => {
                 let fh = self.vol.new_fh();
-                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh)
+                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh, 0)
             }
             Err(e) => reply.fail(err(e)),
         }
@@ -595,7 +553,7 @@ impl Ops {
     pub fn opendir(&self, ino: u64, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Opendir);
         match self.vol.opendir(ino) {
-            Ok(fh) => reply.send_opened(fh),
+            Ok(fh) => reply.send_opened(fh, 0),
             Err(e) => reply.fail(err(e)),
         }
     }
@@ -607,7 +565,12 @@ impl Ops {
             Ok(list) => {
                 let from = usize::try_from(offset).unwrap_or(usize::MAX);
                 for (i, e) in list.iter().enumerate().skip(from) {
-                    if reply.push(e.ino, i as u64 + 1, kind(e.kind), &e.name) {
+                    if reply.push(
+                        e.ino,
+                        i as u64 + 1,
+                        crate::transport::wire::kind(e.kind),
+                        &e.name,
+                    ) {
                         break;
                     }
                 }
@@ -761,7 +724,14 @@ impl Ops {
     /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
     /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
     /// makes the file either way (see [`Ops::mknod`]).
-    pub fn create(&self, reply: impl Fail) {
+    pub fn create(
+        &self,
+        _c: Caller,
+        _parent: u64,
+        _name: &[u8],
+        _mode_umask_flags: (u32, u32, u32),
+        reply: impl AnswerCreate,
+    ) {
         let _t = self.vol.op_counts().count(Op::Create);
         reply.fail(Errno::ENOSYS);
     }
