@@ -343,6 +343,9 @@ fn fusermount_options(o: &Options, source: &str) -> String {
         // and would refuse the mount.
         crate::Atime::Relatime => {}
     }
+    if !o.diratime {
+        v.push("nodiratime".into());
+    }
     if o.allow_other {
         v.push("allow_other".into());
     }
