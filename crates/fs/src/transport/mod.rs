@@ -22,3 +22,6 @@ pub const MAX_WRITE: usize = 1 << 20;
 /// Readahead of a wring mount, as btrfs's: 4 MiB. FUSE_INIT asks the kernel for it, and the
 /// daemon sets the mount's bdi to it (`admin/bdi.rs`), since the kernel takes the smaller.
 pub const READAHEAD_KB: u32 = 4096;
+
+#[cfg(test)]
+mod tests;

@@ -315,9 +315,32 @@ impl Ops {
         self.attr_reply(reply, ino, self.vol.inode(ino));
     }
 
-    /// STATX: not answered yet (ENOSYS: the kernel asks GETATTR instead from then on).
-    pub fn statx(&self, _ino: u64, reply: impl AnswerStatx) {
-        reply.fail(Errno::ENOSYS);
+    /// STATX, which the kernel sends (Linux 6.6 on) instead of GETATTR when statx(2) asks
+    /// for more than stat(2) has (the birth time) and its cached attributes are stale, then
+    /// caches the answer as GETATTR's: the attributes, and the inode flags btrfs_getattr
+    /// reports in `stx_attributes` with its `stx_attributes_mask` (immutable, append-only,
+    /// nodump, and compressed for a file with the `c` flag or the `compression` property, see
+    /// [`fsflags::statx_attributes`]). No birth time: the store keeps none, and the kernel
+    /// caches that it has none. Linux 6.18 reports none of these attributes from a FUSE
+    /// server (fs/fuse/dir.c fuse_do_statx takes the basic fields and the birth time only);
+    /// they are answered for the kernels that pass them on.
+    pub fn statx(&self, ino: u64, reply: impl AnswerStatx) {
+        let _t = self.vol.op_counts().count(Op::Statx);
+        let r = self
+            .vol
+            .inode(ino)
+            .and_then(|i| Ok((self.vol.fs_flags(ino)?, i)));
+        match r {
+            Ok((flags, i)) => {
+                let (attributes, attributes_mask) = fsflags::statx_attributes(flags);
+                let extra = StatxExtra {
+                    attributes,
+                    attributes_mask,
+                };
+                reply.send_statx(&TTL, &attr(ino, &i, self.blksize()), &extra)
+            }
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// SETATTR: `set` as the kernel sent it, made by `c`.

@@ -142,6 +142,27 @@ pub fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
     Ok(old & !spelled | set)
 }
 
+/// `statx(2)`'s `STATX_ATTR_*` bits (include/uapi/linux/stat.h): the same values as the
+/// `FS_*_FL` flags they report.
+const STATX_ATTRIBUTES: [(u32, u64); 4] = [
+    (FS_COMPR_FL, 0x04),
+    (FS_IMMUTABLE_FL, 0x10),
+    (FS_APPEND_FL, 0x20),
+    (FS_NODUMP_FL, 0x40),
+];
+
+/// `stx_attributes` and `stx_attributes_mask` of an inode with flags `f` (FS_IOC_GETFLAGS's),
+/// as btrfs_getattr reports them: compressed (BTRFS_INODE_COMPRESS: the `c` flag or the
+/// `compression` property), immutable, append-only and nodump, and all four in the mask.
+pub fn statx_attributes(f: u32) -> (u64, u64) {
+    STATX_ATTRIBUTES
+        .iter()
+        .fold((0, 0), |(attrs, mask), &(fl, bit)| {
+            let on = if f & fl != 0 { bit } else { 0 };
+            (attrs | on, mask | bit)
+        })
+}
+
 /// What a request would do to an inode, for the immutable and append-only rules.
 pub enum Mutation<'a> {
     /// Write `len` bytes at `offset` (append-only: only at or past the end, see
@@ -291,6 +312,14 @@ mod tests {
         let x = fsxattr(f);
         assert_eq!(u32::from_le_bytes([x[0], x[1], x[2], x[3]]), 0x08 | 0x80);
         assert_eq!(from_fsxattr(&x, FS_NOCOMP_FL).unwrap(), f);
+    }
+
+    #[test]
+    fn statx_attributes_as_btrfs_getattr() {
+        assert_eq!(statx_attributes(0), (0, 0x74));
+        let all = FS_COMPR_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL;
+        assert_eq!(statx_attributes(all), (0x74, 0x74));
+        assert_eq!(statx_attributes(FS_NODUMP_FL), (0x40, 0x74));
     }
 
     #[test]
