@@ -2,12 +2,13 @@
 //! implements read back as set, unsupported and conflicting ones are refused the same way,
 //! `c` and `m` work with the `compression` property as on btrfs (and `m` is the NOCOMPRESS
 //! mark), a directory's `m` is inherited, immutable and append-only refuse the same
-//! operations, and only CAP_LINUX_IMMUTABLE changes `i` and `a`. Where FUSE cannot match
-//! btrfs (the kernel opens files without asking the server), a buffered write to an immutable
-//! file fails at fsync instead of at open: checked here as such.
+//! operations (opens for writing refused at open: the daemon answers OPEN), and only
+//! CAP_LINUX_IMMUTABLE changes `i` and `a`.
 mod common;
 use common::*;
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use wring_btrfs::scratch::ScratchFs;
@@ -17,6 +18,20 @@ fn out(cmd: &str) -> (bool, String) {
     let o = sh(cmd);
     let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     (o.status.success(), text.trim().to_string())
+}
+
+/// open(2) of `path` with exactly `flags` (std's OpenOptions sets the access mode itself):
+/// the errno, 0 when it opened.
+fn open_errno(path: &Path, flags: i32) -> i32 {
+    let p = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path alive across the call; the mode is read for O_CREAT only.
+    let fd = unsafe { libc::open(p.as_ptr(), flags, 0o644) };
+    if fd < 0 {
+        return std::io::Error::last_os_error().raw_os_error().unwrap_or(-1);
+    }
+    // SAFETY: `fd` was just opened here and is closed once.
+    unsafe { libc::close(fd) };
+    0
 }
 
 /// `lsattr -d`'s flag column of `path`.
@@ -122,31 +137,68 @@ fn chattr_and_lsattr_as_btrfs() {
     m.stop();
 }
 
-/// What FUSE cannot do as btrfs does: the kernel opens a file for writing without asking,
-/// so a buffered write to an immutable file is refused when written back (fsync reports
-/// EPERM) and the kernel is told to drop the refused bytes; nothing reaches the store.
+/// open(2) of an immutable or append-only file, beside btrfs: the VFS's may_open refuses
+/// writing opens of an immutable file, and of an append-only one those without O_APPEND or
+/// with O_TRUNC, with EPERM (fstests generic/079); reading opens, and appending ones of an
+/// append-only file, work. FUSE does not set S_IMMUTABLE or S_APPEND on the kernel's inode,
+/// so the daemon answers OPEN and refuses there.
 #[test]
-fn a_buffered_write_to_an_immutable_file_fails_at_fsync() {
-    if !require_root("a_buffered_write_to_an_immutable_file_fails_at_fsync") {
+fn immutable_and_append_only_refuse_write_opens_as_btrfs() {
+    if !require_root("immutable_and_append_only_refuse_write_opens_as_btrfs") {
         return;
     }
-    let mut m = Mount::new("immutable");
+    let mut m = Mount::new("chattr-open");
     m.start("");
-    std::fs::write(m.p("f"), b"kept\n").unwrap();
-    let (ok, text) = out(&format!("chattr +i {}", m.p("f").display()));
+    let btrfs = ScratchFs::new("").unwrap();
+    let flags = [
+        ("O_RDONLY", libc::O_RDONLY),
+        ("O_WRONLY", libc::O_WRONLY),
+        ("O_RDWR", libc::O_RDWR),
+        ("O_WRONLY|O_APPEND", libc::O_WRONLY | libc::O_APPEND),
+        ("O_RDWR|O_APPEND", libc::O_RDWR | libc::O_APPEND),
+        ("O_RDONLY|O_TRUNC", libc::O_RDONLY | libc::O_TRUNC),
+        (
+            "O_WRONLY|O_APPEND|O_TRUNC",
+            libc::O_WRONLY | libc::O_APPEND | libc::O_TRUNC,
+        ),
+        ("O_WRONLY|O_CREAT", libc::O_WRONLY | libc::O_CREAT),
+        ("O_RDONLY|O_NOATIME", libc::O_RDONLY | libc::O_NOATIME),
+    ];
+    let outcome = |root: &Path| {
+        let mut v = Vec::new();
+        for flag in ["i", "a"] {
+            let f = root.join(format!("{flag}-file"));
+            std::fs::write(&f, b"kept\n").unwrap();
+            let (ok, text) = out(&format!("chattr +{flag} {}", f.display()));
+            assert!(ok, "chattr +{flag}: {text}");
+            for (name, fl) in flags {
+                v.push((flag, name, open_errno(&f, fl)));
+            }
+            assert_eq!(std::fs::read(&f).unwrap(), b"kept\n", "+{flag}: unchanged");
+            out(&format!("chattr -{flag} {}", f.display()));
+        }
+        v
+    };
+    let ours = outcome(&m.mnt);
+    assert_eq!(ours, outcome(btrfs.path()), "wring, then btrfs");
+    assert!(ours.contains(&("i", "O_WRONLY", libc::EPERM)), "{ours:?}");
+    assert!(ours.contains(&("a", "O_WRONLY|O_APPEND", 0)), "{ours:?}");
+    // A write through an open made before `i` is refused too, and its bytes dropped.
+    std::fs::write(m.p("g"), b"kept\n").unwrap();
+    let mut g = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m.p("g"))
+        .unwrap();
+    let (ok, text) = out(&format!("chattr +i {}", m.p("g").display()));
     assert!(ok, "{text}");
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(m.p("f"))
-        .expect("the kernel opens it without asking");
-    let _ = f.write_all(b"refused\n");
-    let e = f.sync_all().expect_err("fsync of a refused write");
+    let _ = g.write_all(b"refused\n");
+    let e = g.sync_all().expect_err("fsync of a refused write");
     assert_eq!(e.raw_os_error(), Some(libc::EPERM));
-    drop(f);
+    drop(g);
     m.stop();
     m.start("");
-    assert_eq!(std::fs::read(m.p("f")).unwrap(), b"kept\n");
-    out(&format!("chattr -i {}", m.p("f").display()));
+    assert_eq!(std::fs::read(m.p("g")).unwrap(), b"kept\n");
+    out(&format!("chattr -i {}", m.p("g").display()));
     m.stop();
 }

@@ -4,9 +4,10 @@
 //!
 //! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
-//! Differs in keeping nothing per open file: OPEN, FLUSH and CREATE are answered ENOSYS once
-//! and the kernel then opens, closes and makes files without asking (see [`Ops::open`]), as it
-//! does for a local filesystem.
+//! Differs in keeping nothing per open file: OPEN is answered only to refuse writing opens of
+//! an immutable or append-only file, as the VFS's may_open does for btrfs (see [`Ops::open`]),
+//! CREATE makes and opens a file in one request, and FLUSH is answered ENOSYS once, after which
+//! the kernel closes files without asking.
 //!
 //! A body answers through one of the small `Answer*` traits below, which `dispatch.rs`'s
 //! answer buffer implements for both transports.
@@ -19,6 +20,7 @@ use crate::counters::Op;
 use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
+use crate::transport::wire::FOPEN_KEEP_CACHE;
 pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
 use crate::volume::names::{acl, fsflags};
 use crate::volume::{Caller, NewInode, SetAttr};
@@ -362,8 +364,8 @@ impl Ops {
         }
     }
 
-    /// MKNOD: files (the kernel's CREATE goes here, see [`Ops::create`]), fifos, sockets,
-    /// devices.
+    /// MKNOD: fifos, sockets, devices, and files made without an open (mknod(2); open(2)
+    /// with O_CREAT sends CREATE, see [`Ops::create`]).
     #[allow(clippy::too_many_arguments)]
     pub fn mknod(
         &self,
@@ -447,15 +449,22 @@ impl Ops {
         self.entry(reply, r.map(|i| (ino, i)));
     }
 
-    /// Files need no open: the daemon keeps no state per open file (reads and writes name
-    /// the inode; the kernel's reference to an open file's inode, held until FORGET, keeps an
-    /// unlinked file readable). ENOSYS tells the kernel so (`fc->no_open`): it opens files
-    /// without asking and sends no RELEASE for them, two round trips less per file opened,
-    /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
-    /// to a file's data goes through the kernel).
-    pub fn open(&self, _ino: u64, _flags: u32, reply: impl AnswerOpen) {
+    /// OPEN with open(2)'s `flags`. The daemon keeps no state per open file (reads and
+    /// writes name the inode; the kernel's reference to an open file's inode, held until
+    /// FORGET, keeps an unlinked file readable), but an immutable or append-only file refuses
+    /// opens for writing here with EPERM, where the VFS's may_open refuses them on btrfs:
+    /// FUSE sets no S_IMMUTABLE or S_APPEND on the kernel's inode, so the VFS never does
+    /// (see [`fsflags::guard_open`]; O_TRUNC, which the kernel does not pass on, is refused
+    /// by the SETATTR that follows the open). The answer keeps the file's cached pages across
+    /// opens (FOPEN_KEEP_CACHE, what the kernel does for a server that answers OPEN with
+    /// ENOSYS, as wring did before issue 40: every change to a file's data goes through the
+    /// kernel), handle 0. The kernel sends RELEASE at close, in the background.
+    pub fn open(&self, ino: u64, flags: u32, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Open);
-        reply.fail(Errno::ENOSYS);
+        match self.vol.may_open(ino, flags) {
+            Ok(()) => reply.send_opened(0, FOPEN_KEEP_CACHE),
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// READ.
@@ -500,9 +509,8 @@ impl Ops {
         reply.fail(Errno::ENOSYS);
     }
 
-    /// A RELEASE comes at most for the file opened before the kernel learnt that opens need
-    /// nothing (see [`Ops::open`]): nothing to do, the daemon keeps nothing per open file and
-    /// the kernel's reference (until FORGET) holds the inode.
+    /// RELEASE, at the last close of a file OPEN or CREATE opened: nothing to do, the daemon
+    /// keeps nothing per open file and the kernel's reference (until FORGET) holds the inode.
     pub fn release(&self, reply: impl AnswerEmpty) {
         let _t = self.vol.op_counts().count(Op::Release);
         reply.send_ok();
@@ -537,7 +545,7 @@ impl Ops {
         match self.vol.tmpfile(parent, new) {
             Ok((ino, i)) => {
                 let fh = self.vol.new_fh();
-                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh, 0)
+                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh, FOPEN_KEEP_CACHE)
             }
             Err(e) => reply.fail(err(e)),
         }
@@ -742,20 +750,28 @@ impl Ops {
         reply.send_ok();
     }
 
-    /// No CREATE: ENOSYS makes the kernel make files with MKNOD and open them itself
-    /// (`fc->no_create`), and with no OPEN (see [`Ops::open`]) a file made so is also never
-    /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
-    /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
-    /// makes the file either way (see [`Ops::mknod`]).
+    /// CREATE (open(2) with O_CREAT of a name that is not there): the file made as MKNOD
+    /// makes it, and opened as [`Ops::open`] opens (a new file is neither immutable nor
+    /// append-only): one request where MKNOD and OPEN would be two.
     pub fn create(
         &self,
-        _c: Caller,
-        _parent: u64,
-        _name: &[u8],
-        _mode_umask_flags: (u32, u32, u32),
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        (mode, umask, _flags): (u32, u32, u32),
         reply: impl AnswerCreate,
     ) {
         let _t = self.vol.op_counts().count(Op::Create);
-        reply.fail(Errno::ENOSYS);
+        if Kind::from_mode(mode) != Some(Kind::File) {
+            return reply.fail(Errno::from_i32(libc::EINVAL));
+        }
+        let new = new_inode(c, Kind::File, mode, 0, None, umask);
+        match self.vol.create_held(parent, name, new, 1) {
+            Ok((ino, i)) => {
+                let a = attr(ino, &i, self.blksize());
+                reply.send_created(&TTL, &a, 0, FOPEN_KEEP_CACHE)
+            }
+            Err(e) => reply.fail(err(e)),
+        }
     }
 }

@@ -52,16 +52,19 @@ impl Scratch {
         (-a.error, a.bytes_written().to_vec())
     }
 
-    /// MKNOD of file `name` in the root: its node id.
+    /// CREATE `name` in the root: its node id.
     fn create(&self, name: &[u8]) -> u64 {
-        let r = Request::Mknod {
+        let r = Request::Create {
             name,
             mode: libc::S_IFREG | 0o644,
-            rdev: 0,
             umask: 0o022,
+            flags: libc::O_WRONLY as u32,
         };
         let (e, b) = self.ask(ROOT, r);
-        assert_eq!((e, b.len()), (0, wire::ENTRY_OUT));
+        assert_eq!(e, 0);
+        assert_eq!(b.len(), wire::ENTRY_OUT + wire::OPEN_OUT);
+        let open_flags = u32::from_le_bytes(b[wire::ENTRY_OUT + 8..][..4].try_into().unwrap());
+        assert_eq!(open_flags, wire::FOPEN_KEEP_CACHE);
         u64::from_le_bytes(b[..8].try_into().unwrap())
     }
 
@@ -148,4 +151,33 @@ fn statx_answers_the_attributes_btrfs_reports() {
         assert_eq!(u64_at(32 + 32), ino);
         s.set_flags(ino, 0);
     }
+}
+
+/// OPEN of an immutable or append-only file as the VFS's may_open: EPERM for writing opens,
+/// FOPEN_KEEP_CACHE otherwise (the full table beside btrfs is tests/chattr.rs's).
+#[test]
+fn open_refuses_writing_an_immutable_file_and_keeps_the_cache() {
+    let s = Scratch::new("open");
+    let ino = s.create(b"f");
+    let open = |flags: i32| {
+        s.ask(
+            ino,
+            Request::Open {
+                flags: flags as u32,
+            },
+        )
+    };
+    let (e, b) = open(libc::O_RDWR);
+    assert_eq!(e, 0);
+    assert_eq!(
+        u32::from_le_bytes(b[8..12].try_into().unwrap()),
+        wire::FOPEN_KEEP_CACHE
+    );
+    s.set_flags(ino, fs_flags("i"));
+    assert_eq!(open(libc::O_WRONLY).0, libc::EPERM);
+    assert_eq!(open(libc::O_RDONLY).0, 0);
+    s.set_flags(ino, fs_flags("a"));
+    assert_eq!(open(libc::O_WRONLY).0, libc::EPERM);
+    assert_eq!(open(libc::O_WRONLY | libc::O_APPEND).0, 0);
+    s.set_flags(ino, 0);
 }

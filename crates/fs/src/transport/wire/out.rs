@@ -154,6 +154,9 @@ pub fn put_statx_out(b: &mut [u8], ttl: &Duration, a: &FileAttr, x: &StatxExtra)
     STATX_OUT
 }
 
+/// FOPEN_KEEP_CACHE: the kernel keeps the file's cached pages when it is opened.
+pub const FOPEN_KEEP_CACHE: u32 = 1 << 1;
+
 /// `struct fuse_open_out` (16 bytes): handle `fh`, `FOPEN_*` flags `open_flags`.
 pub fn put_open_out(b: &mut [u8], fh: u64, open_flags: u32) -> usize {
     put_u64(b, 0, fh);

@@ -142,6 +142,29 @@ pub fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
     Ok(old & !spelled | set)
 }
 
+/// EPERM where the VFS's may_open (fs/namei.c) refuses to open `inode` with open(2)'s
+/// `flags` for its immutable or append-only flag: an immutable inode opened for writing or
+/// with O_TRUNC (inode_permission's MAY_WRITE check), an append-only one opened for writing
+/// without O_APPEND, or with O_TRUNC.
+pub fn guard_open(inode: &Inode, flags: u32) -> Result<(), FsError> {
+    let flags = flags as i32;
+    let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+    let trunc = flags & libc::O_TRUNC != 0;
+    let appending = flags & libc::O_APPEND != 0;
+    let refused = match (
+        inode.flags & FLAG_IMMUTABLE != 0,
+        inode.flags & FLAG_APPEND != 0,
+    ) {
+        (true, _) => writing || trunc,
+        (false, true) => (writing && !appending) || trunc,
+        (false, false) => false,
+    };
+    match refused {
+        true => Err(errno(libc::EPERM)),
+        false => Ok(()),
+    }
+}
+
 /// `statx(2)`'s `STATX_ATTR_*` bits (include/uapi/linux/stat.h): the same values as the
 /// `FS_*_FL` flags they report.
 const STATX_ATTRIBUTES: [(u32, u64); 4] = [
@@ -216,6 +239,11 @@ impl Volume {
         let xattrs = txn.open_table(XATTRS)?;
         let prop = xattrs.get((ino, PROP_XATTR.as_bytes()))?;
         Ok(fs_flags(&inode, prop.as_ref().map(|v| v.value())))
+    }
+
+    /// OPEN of `ino` with open(2)'s `flags`: see [`guard_open`].
+    pub fn may_open(&self, ino: u64, flags: u32) -> Result<(), FsError> {
+        guard_open(&self.store.inode(ino)?, flags)
     }
 
     /// FS_IOC_SETFLAGS of `ino` (see the module's header).
@@ -312,6 +340,29 @@ mod tests {
         let x = fsxattr(f);
         assert_eq!(u32::from_le_bytes([x[0], x[1], x[2], x[3]]), 0x08 | 0x80);
         assert_eq!(from_fsxattr(&x, FS_NOCOMP_FL).unwrap(), f);
+    }
+
+    #[test]
+    fn opens_refused_as_may_open_refuses_them() {
+        let mut i = Inode::new(Kind::File, 0o644, 0, 0);
+        let (r, w, rw) = (libc::O_RDONLY, libc::O_WRONLY, libc::O_RDWR);
+        let (app, trunc) = (libc::O_APPEND, libc::O_TRUNC);
+        let refused = |i: &Inode, f: i32| guard_open(i, f as u32).is_err();
+        for f in [r, w, rw, w | app, r | trunc] {
+            assert!(!refused(&i, f), "{f:o} on a plain file");
+        }
+        i.flags = FLAG_IMMUTABLE;
+        assert!(!refused(&i, r) && !refused(&i, r | libc::O_NOATIME));
+        for f in [w, rw, w | app, rw | app, r | trunc] {
+            assert!(refused(&i, f), "{f:o} on an immutable file");
+        }
+        i.flags = FLAG_APPEND;
+        for f in [r, w | app, rw | app] {
+            assert!(!refused(&i, f), "{f:o} on an append-only file");
+        }
+        for f in [w, rw, r | trunc, w | app | trunc] {
+            assert!(refused(&i, f), "{f:o} on an append-only file");
+        }
     }
 
     #[test]
