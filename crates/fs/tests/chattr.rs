@@ -2,8 +2,8 @@
 //! implements read back as set, unsupported and conflicting ones are refused the same way,
 //! `c` and `m` work with the `compression` property as on btrfs (and `m` is the NOCOMPRESS
 //! mark), a directory's `m` is inherited, immutable and append-only refuse the same
-//! operations (opens for writing refused at open: the daemon answers OPEN), and only
-//! CAP_LINUX_IMMUTABLE changes `i` and `a`.
+//! operations (opens for writing refused at open: the daemon answers OPEN), only
+//! CAP_LINUX_IMMUTABLE changes `i` and `a`, and a flag's change moves ctime on.
 mod common;
 use common::*;
 
@@ -134,6 +134,78 @@ fn chattr_and_lsattr_as_btrfs() {
     m.stop();
     m.start("compress-force=zstd:3");
     assert_eq!(lsattr(&m.p("f")), before);
+    m.stop();
+}
+
+/// Changing a flag moves the ctime on, as btrfs_fileattr_set does (fstests generic/277:
+/// chattr +A then -A, stat, remount, stat): on disk for a file and a directory, and in the
+/// kernel's memory for a directory. A regular file's ctime in the kernel's memory is the
+/// kernel's own with FUSE's writeback cache (fuse_get_cache_mask: it takes no ctime from the
+/// server for a cached inode, and fuse_fileattr_set moves it on only from Linux's patch for
+/// generic/277 on): until the kernel drops the inode it shows the ctime from before chattr,
+/// which this test checks as such so that a kernel that does better is noticed.
+#[test]
+fn chattr_moves_ctime_on_as_btrfs() {
+    if !require_root("chattr_moves_ctime_on_as_btrfs") {
+        return;
+    }
+    let mut m = Mount::new("chattr-ctime");
+    m.start("");
+    let mut btrfs = ScratchFs::new("").unwrap();
+    let ctime = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(p).unwrap();
+        (md.ctime(), md.ctime_nsec())
+    };
+    // The file and the directory, on the mount and on btrfs.
+    let paths = [
+        m.p("f"),
+        m.p("d"),
+        btrfs.path().join("f"),
+        btrfs.path().join("d"),
+    ];
+    for k in [0, 2] {
+        std::fs::write(&paths[k], b"x").unwrap();
+        std::fs::create_dir(&paths[k + 1]).unwrap();
+    }
+    m.stop();
+    m.start("");
+    btrfs.remount().unwrap();
+    let before = paths.clone().map(|f| ctime(&f));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for f in &paths {
+        for flag in ["+A", "-A"] {
+            let (ok, text) = out(&format!("chattr {flag} {}", f.display()));
+            assert!(ok, "chattr {flag} {}: {text}", f.display());
+        }
+    }
+    let after = paths.clone().map(|f| ctime(&f));
+    m.stop();
+    m.start("");
+    btrfs.remount().unwrap();
+    let kept = paths.clone().map(|f| ctime(&f));
+    let state = format!("{before:?} {after:?} {kept:?}");
+    // On disk: moved on, on both, for both.
+    let on_disk = kept
+        .map(|k| k)
+        .iter()
+        .zip(&before)
+        .map(|(k, b)| k > b)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        on_disk, [true; 4],
+        "on disk (wring f, d, btrfs f, d): {state}"
+    );
+    // In memory: the directory's as btrfs's.
+    assert!(
+        after[1] > before[1] && after[3] > before[3],
+        "directories: {state}"
+    );
+    assert!(after[2] > before[2], "btrfs's file: {state}");
+    assert_eq!(
+        after[0], before[0],
+        "the kernel shows the file's ctime from before: {state}"
+    );
     m.stop();
 }
 
