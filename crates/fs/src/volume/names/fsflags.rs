@@ -14,7 +14,9 @@
 //! Differs in where immutable and append-only are enforced: a kernel filesystem sets
 //! S_IMMUTABLE and S_APPEND on its in-core inode and the VFS refuses what they forbid; FUSE
 //! has no way to set them, so every request that would change such an inode is refused here
-//! with the VFS's EPERM. An append-only file takes writes at or past its end, and writes
+//! with the VFS's EPERM, and so is an open for writing, at OPEN, as may_open refuses it
+//! ([`guard_open`]). `stx_attributes` report the flags as btrfs_getattr does
+//! ([`statx_attributes`]). An append-only file takes writes at or past its end, and writes
 //! below it only of the bytes already there (the kernel's writeback sends whole pages); its
 //! times stay settable (btrfs refuses an explicit utimensat), because the kernel flushes an
 //! append's mtime as an explicit value, which the server cannot tell from a utimensat's.
