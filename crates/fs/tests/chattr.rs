@@ -58,7 +58,7 @@ fn session(root: &Path, steps: &[&str]) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-const STEPS: [&str; 27] = [
+const STEPS: [&str; 29] = [
     "chattr +d f",
     "chattr +A f",
     "chattr +S f",
@@ -84,6 +84,8 @@ const STEPS: [&str; 27] = [
     "chattr -i +a f",
     "sh -c 'echo more >> f'",
     "sh -c 'echo over > f'",
+    "touch -d @0 f",
+    "touch f",
     "rm f",
     "chattr -a f",
 ];
@@ -253,6 +255,22 @@ fn immutable_and_append_only_refuse_write_opens_as_btrfs() {
     };
     let ours = outcome(&m.mnt);
     assert_eq!(ours, outcome(btrfs.path()), "wring, then btrfs");
+    // An append-only directory's times: explicit ones refused, `now` taken (utime(2) of
+    // generic/079).
+    let dir_times = |root: &Path| {
+        let d = root.join("a-dir");
+        std::fs::create_dir(&d).unwrap();
+        out(&format!("chattr +a {}", d.display()));
+        let r = [
+            out(&format!("touch -d @0 {}", d.display())).0,
+            out(&format!("touch {}", d.display())).0,
+        ];
+        out(&format!("chattr -a {}", d.display()));
+        r
+    };
+    let times = dir_times(&m.mnt);
+    assert_eq!(times, dir_times(btrfs.path()), "wring, then btrfs");
+    assert_eq!(times, [false, true], "touch -d @0, touch");
     assert!(ours.contains(&("i", "O_WRONLY", libc::EPERM)), "{ours:?}");
     assert!(ours.contains(&("a", "O_WRONLY|O_APPEND", 0)), "{ours:?}");
     // A write through an open made before `i` is refused too, and its bytes dropped.

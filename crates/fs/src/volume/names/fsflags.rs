@@ -17,9 +17,10 @@
 //! with the VFS's EPERM, and so is an open for writing, at OPEN, as may_open refuses it
 //! ([`guard_open`]). `stx_attributes` report the flags as btrfs_getattr does
 //! ([`statx_attributes`]). An append-only file takes writes at or past its end, and writes
-//! below it only of the bytes already there (the kernel's writeback sends whole pages); its
-//! times stay settable (btrfs refuses an explicit utimensat), because the kernel flushes an
-//! append's mtime as an explicit value, which the server cannot tell from a utimensat's.
+//! below it only of the bytes already there (the kernel's writeback sends whole pages);
+//! explicit times are refused as btrfs refuses them, but for an explicit mtime alone of a
+//! file, because the kernel flushes an append's mtime as an explicit value, which the server
+//! cannot tell from such a utimensat's.
 
 use redb::ReadableTable;
 
@@ -219,11 +220,16 @@ pub fn guard(inode: &Inode, change: Mutation<'_>) -> Result<(), FsError> {
         Mutation::Write | Mutation::AddEntry => immutable,
         Mutation::Fallocate(mode) => immutable || mode & !libc::FALLOC_FL_KEEP_SIZE != 0,
         Mutation::Attr(set) => {
-            // Times stay settable on an append-only file: the kernel flushes the mtime of
-            // an append with an explicit value, which a utimensat's cannot be told from.
+            // notify_change refuses explicit times (ATTR_TIMES_SET) of an append-only inode.
+            // The kernel's writeback cache flushes a file's mtime after an append as an
+            // explicit value too, but never its atime, and never a directory's times: an
+            // explicit atime, or an explicit time of a directory, is a utimensat's; an
+            // explicit mtime alone of a file stays allowed.
             let times_only =
                 set.mode.is_none() && set.uid.is_none() && set.gid.is_none() && set.size.is_none();
-            immutable || !times_only
+            let explicit = |t: Option<Option<std::time::SystemTime>>| matches!(t, Some(Some(_)));
+            let utimes = explicit(set.atime) || (inode.kind == Kind::Dir && explicit(set.mtime));
+            immutable || !times_only || utimes
         }
         Mutation::Name | Mutation::RemoveEntry | Mutation::Xattr => true,
     };
@@ -412,6 +418,29 @@ mod tests {
         assert!(guard(&i, Mutation::Fallocate(libc::FALLOC_FL_PUNCH_HOLE)).is_err());
         assert!(guard(&i, Mutation::Attr(&touch)).is_ok());
         assert!(guard(&i, Mutation::Attr(&chmod)).is_err());
+        let epoch = Some(Some(std::time::SystemTime::UNIX_EPOCH));
+        let utime = SetAttr {
+            atime: epoch,
+            mtime: epoch,
+            ..SetAttr::default()
+        };
+        let flushed = SetAttr {
+            mtime: epoch,
+            ctime: Some(std::time::SystemTime::UNIX_EPOCH),
+            ..SetAttr::default()
+        };
+        assert!(guard(&i, Mutation::Attr(&utime)).is_err(), "utime(2)");
+        assert!(
+            guard(&i, Mutation::Attr(&flushed)).is_ok(),
+            "a writeback's mtime"
+        );
+        let mut d = Inode::new(Kind::Dir, 0o755, 0, 0);
+        d.flags = FLAG_APPEND;
+        assert!(
+            guard(&d, Mutation::Attr(&flushed)).is_err(),
+            "a directory's"
+        );
+        assert!(guard(&d, Mutation::Attr(&touch)).is_ok());
         let cut = SetAttr {
             size: Some(0),
             ..SetAttr::default()
