@@ -55,7 +55,7 @@ fn inode(b: &[u8]) {
         Ok(&i),
         "re-encoded inode"
     );
-    let attr = wring_fs::fuse::attr(7, &i, 131072);
+    let attr = wring_fs::wire::attr(7, &i, 131072);
     assert_eq!(attr.size, i.size);
     assert_eq!(Time::from_system(attr.atime), i.atime);
     assert_eq!(Time::from_system(attr.mtime), i.mtime);

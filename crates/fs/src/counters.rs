@@ -49,10 +49,11 @@ pub enum Op {
     Readdirplus,
     Ioctl,
     Tmpfile,
+    Statx,
 }
 
 /// Names of [`Op`]s, in order.
-const NAMES: [&str; 33] = [
+const NAMES: [&str; 34] = [
     "lookup",
     "forget",
     "getattr",
@@ -86,6 +87,7 @@ const NAMES: [&str; 33] = [
     "readdirplus",
     "ioctl",
     "tmpfile",
+    "statx",
 ];
 
 /// FUSE requests by opcode, and the time the daemon spent on each kind.

@@ -16,8 +16,9 @@
 //!   │         kmount (mount(2) as fuse.wring), bdi (readahead), fsck/ (check, --repair),
 //!   │         holder (the bounded wait for a process still holding a store)
 //!   ▼
-//! transport/  ops (what each FUSE request does), fuse (fuser's /dev/fuse adapter),
-//!   │         uring/ (FUSE over io_uring: wire format, ring entries)
+//! transport/  wire/ (FUSE requests and replies, decoded and encoded once), ops (what each
+//!   │         request does), dispatch (a request to its body), dev/ (the /dev/fuse loop,
+//!   │         INIT, notifications), uring/ (FUSE over io_uring: ring entries)
 //!   ▼
 //! volume/     Volume (one per mount: its fields private, its interface one file at a time,
 //!   │         as fs/btrfs's headers split btrfs_fs_info's), delayed inode items, vfs (mount
@@ -47,7 +48,7 @@
 //! The layers are private; what other crates use is re-exported here: [`Volume`] with
 //! [`NewInode`], [`SetAttr`] and [`Caller`], the mount daemon and its client calls
 //! ([`daemon`]), [`fsck`], [`kmount`] (where a store is mounted), the FUSE attributes and
-//! the io_uring wire format for the fuzz targets ([`fuse`], [`uring`]), POSIX ACLs ([`acl`]),
+//! the FUSE wire format for the fuzz targets ([`wire`], [`uring`]), POSIX ACLs ([`acl`]),
 //! and [`store`], public as a whole: its tables and records are the on-disk format that the
 //! tests, the fuzz targets and `wring` read.
 
@@ -65,10 +66,10 @@ mod volume;
 pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options, Uring};
-pub use transport::{fuse, uring};
+pub use transport::{uring, wire};
 pub use volume::data::dicts::{DictStatus, Training};
 pub use volume::names::acl;
-pub use volume::{Caller, NewInode, SetAttr, Volume};
+pub use volume::{Caller, NewInode, Notify, SetAttr, Volume};
 
 /// Extended attribute holding the per-file/per-directory compression property (btrfs's name).
 pub const PROP_XATTR: &str = "btrfs.compression";

@@ -36,7 +36,7 @@ pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
 streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=auto|0|1, \
 dict=auto|off, dict_train=SIZE, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
-noexec, relatime, strictatime, noatime, lazytime, nolazytime";
+noexec, relatime, strictatime, noatime, diratime, nodiratime, lazytime, nolazytime";
 
 /// When a read updates a file's access time (mount(8)'s atime options; btrfs's default is
 /// relatime).
@@ -166,6 +166,9 @@ pub struct Options {
     pub exec: bool,
     /// relatime (the default), strictatime or noatime.
     pub atime: Atime,
+    /// `diratime` (the default) or `nodiratime`: whether listing a directory updates its
+    /// access time (under the atime option; `noatime` covers directories too).
+    pub diratime: bool,
     /// `lazytime`: shown and kept; access times are delayed inode items whatever it says.
     pub lazytime: bool,
 }
@@ -191,6 +194,7 @@ impl Default for Options {
             dev: false,
             exec: true,
             atime: Atime::Relatime,
+            diratime: true,
             lazytime: false,
         }
     }
@@ -287,6 +291,8 @@ fn vfs_flag(o: &mut Options, key: &str) -> bool {
         "relatime" => o.atime = Atime::Relatime,
         "strictatime" => o.atime = Atime::Strict,
         "noatime" => o.atime = Atime::No,
+        "diratime" => o.diratime = true,
+        "nodiratime" => o.diratime = false,
         "lazytime" => o.lazytime = true,
         "nolazytime" => o.lazytime = false,
         _ => return false,
@@ -456,6 +462,7 @@ impl fmt::Display for Options {
             (!self.exec, ",noexec"),
             (self.atime == Atime::Strict, ",strictatime"),
             (self.atime == Atime::No, ",noatime"),
+            (!self.diratime, ",nodiratime"),
             (self.lazytime, ",lazytime"),
         ];
         for (on, text) in flags {
@@ -557,14 +564,16 @@ mod tests {
 
     #[test]
     fn vfs_flags_as_mount8_means_them() {
-        let o = Options::parse("ro,suid,dev,noexec,noatime,lazytime").unwrap();
-        assert!(o.read_only && o.suid && o.dev && !o.exec && o.lazytime);
+        let o = Options::parse("ro,suid,dev,noexec,noatime,nodiratime,lazytime").unwrap();
+        assert!(o.read_only && o.suid && o.dev && !o.exec && !o.diratime && o.lazytime);
         assert_eq!(o.atime, Atime::No);
         assert_eq!(Options::parse(&o.to_string()).unwrap(), o);
+        assert!(o.to_string().contains(",nodiratime"), "{o}");
         let o = o
-            .apply("rw,nosuid,nodev,exec,strictatime,nolazytime")
+            .apply("rw,nosuid,nodev,exec,strictatime,diratime,nolazytime")
             .unwrap();
-        assert!(!o.read_only && !o.suid && !o.dev && o.exec && !o.lazytime);
+        assert!(!o.read_only && !o.suid && !o.dev && o.exec && o.diratime && !o.lazytime);
+        assert!(!o.to_string().contains("diratime"), "{o}");
         assert_eq!(o.atime, Atime::Strict);
         let d = Options::default();
         assert_eq!(
@@ -572,6 +581,7 @@ mod tests {
             (false, false, false, true, Atime::Relatime)
         );
         assert!(Options::parse("ro=1").is_err());
+        assert!(Options::parse("nodiratime=1").is_err());
     }
 
     #[test]

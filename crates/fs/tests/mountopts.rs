@@ -1,8 +1,8 @@
 //! The mount options a btrfs fstab line uses (issue 28), each beside a scratch btrfs: `ro` at
 //! mount and `remount,ro`/`remount,rw`; `suid`, `dev`, `exec` and their `no` forms (and
 //! `suid`/`dev` refused for a store another user owns); `relatime` (the default),
-//! `strictatime` and `noatime`; the source spelled as findmnt shows it; a second mount of a
-//! mounted store saying where it is.
+//! `strictatime` and `noatime`; `nodiratime` and `diratime` (fstests generic/003); the source
+//! spelled as findmnt shows it; a second mount of a mounted store saying where it is.
 mod common;
 use common::*;
 
@@ -213,6 +213,59 @@ fn access_times_as_btrfs_keeps_them() {
         "{shown}"
     );
     m.stop();
+}
+
+/// `nodiratime` and `diratime` are taken as btrfs takes them from mount(8) (fstests
+/// generic/003 remounts with `nodiratime`): listing a directory updates its access time only
+/// with `diratime` (the default), while a file's still follows the atime option; the kernel
+/// shows the flag, and `wring status` the option. Each access reaches the daemon (a remount
+/// before it), as in [`access_times_as_btrfs_keeps_them`].
+#[test]
+fn nodiratime_and_diratime_as_btrfs() {
+    if !require_root("nodiratime_and_diratime_as_btrfs") {
+        return;
+    }
+    let mut m = Mount::new("diratime");
+    let atime = |f: &Path| {
+        let md = std::fs::metadata(f).unwrap();
+        md.atime() as i128 * 1_000_000_000 + md.atime_nsec() as i128
+    };
+    for opt in ["nodiratime", "diratime", "strictatime,nodiratime"] {
+        let mut btrfs = ScratchFs::new(opt).unwrap();
+        m.start(opt);
+        let roots = [m.mnt.clone(), btrfs.path().to_path_buf()];
+        for r in &roots {
+            std::fs::create_dir(r.join("d")).unwrap();
+            std::fs::write(r.join("d/f"), b"data").unwrap();
+        }
+        m.stop();
+        m.start(opt);
+        btrfs.remount().unwrap();
+        let before = roots
+            .clone()
+            .map(|r| (atime(&r.join("d")), atime(&r.join("d/f"))));
+        std::thread::sleep(Duration::from_millis(1100));
+        for r in &roots {
+            assert_eq!(std::fs::read_dir(r.join("d")).unwrap().count(), 1);
+            std::fs::read(r.join("d/f")).unwrap();
+        }
+        m.stop();
+        m.start(opt);
+        btrfs.remount().unwrap();
+        let after = roots
+            .clone()
+            .map(|r| (atime(&r.join("d")), atime(&r.join("d/f"))));
+        let moved = |k: usize| (after[k].0 > before[k].0, after[k].1 > before[k].1);
+        assert_eq!(moved(0), moved(1), "{opt}: wring against btrfs");
+        let dir = !opt.contains("nodiratime");
+        assert_eq!(moved(0), (dir, true), "{opt}: (directory, file)");
+        let (_, shown) = out(&format!("findmnt -n -o OPTIONS {}", m.mnt.display()));
+        assert_eq!(shown.contains("nodiratime"), !dir, "{opt}: {shown}");
+        let status = daemon::status(&m.mnt).unwrap();
+        assert_eq!(status.contains("nodiratime"), !dir, "{opt}: {status}");
+        std::fs::remove_dir_all(m.p("d")).unwrap();
+        m.stop();
+    }
 }
 
 /// The source as findmnt shows it mounts the store; a second mount of a mounted store says

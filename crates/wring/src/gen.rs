@@ -330,6 +330,26 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         refused: &["noatime=1"],
     },
     MountOption {
+        name: "diratime",
+        value: "",
+        text: "Listing a directory updates its access time as the atime option says for files \
+               (the default); undoes nodiratime.",
+        default: "diratime",
+        shown: None,
+        accepted: &["diratime"],
+        refused: &["diratime=1"],
+    },
+    MountOption {
+        name: "nodiratime",
+        value: "",
+        text: "Listing a directory does not update its access time (files' follow the atime \
+               option); the kernel's MS_NODIRATIME, as btrfs takes it from mount(8).",
+        default: "diratime",
+        shown: None,
+        accepted: &["nodiratime"],
+        refused: &["nodiratime=1"],
+    },
+    MountOption {
         name: "lazytime",
         value: "",
         text: "Kept and shown; wring's access time updates are delayed inode items whatever \

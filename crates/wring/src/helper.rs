@@ -154,7 +154,8 @@ pub fn run(args: &[OsString]) -> Result<()> {
         return Ok(());
     }
     // mount(8) cannot tell that an fstab line is mounted already: the kernel lists a wring
-    // mount as type `fuse` with source `wring:DIR` (fuser mounts `fuse`, not `fuse.wring`).
+    // mount as type `fuse` with source `wring:DIR` (fuser, which served wring once, mounted
+    // `fuse`, not `fuse.wring`).
     // Mounting the same store on the same place again is what `mount -a` asks for then, and
     // it is already done.
     let target = m.target.canonicalize().unwrap_or_else(|_| m.target.clone());

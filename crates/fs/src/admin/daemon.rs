@@ -18,15 +18,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fuser::{Config, MountOption, SessionACL};
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
-use super::{bdi, holder, kmount};
+use super::{bdi, fusermount, holder, kmount};
 use crate::error::{io, FsError};
 use crate::options::Options;
 use crate::store::Access;
-use crate::transport::fuse::WringFs;
+use crate::transport::dev::Session;
 use crate::transport::ops::Ops;
 use crate::transport::uring;
 use crate::volume::vfs::{check_dev_suid, vfs_flags};
@@ -180,7 +179,8 @@ fn mount_and_serve(
     let allow_other = opts.allow_other;
     let n_threads = opts.request_threads();
     let uring = prepared.is_some();
-    let mount_options = fuser_options(&opts);
+    let source = format!("wring:{}", dir.display());
+    let helper_options = fusermount_options(&opts, &source);
     let flags = vfs_flags(&opts);
     let vol = holder::open_waiting(dir, holder::WAIT, &mut tell_waiting, || {
         Volume::open_with(dir, opts.clone(), access)
@@ -190,27 +190,15 @@ fn mount_and_serve(
     vol.watch_rollbacks();
     vol.start_committer()?;
     vol.start_compactor()?;
-    let mut config = Config::default();
-    config.mount_options = vec![
-        MountOption::FSName(format!("wring:{}", dir.display())),
-        MountOption::Subtype("wring".into()),
-        MountOption::DefaultPermissions,
-    ];
-    config.mount_options.extend(mount_options);
-    config.acl = if allow_other {
-        SessionACL::All
-    } else {
-        SessionACL::Owner
-    };
-    // With the ring fuser's threads see only INIT, FORGET and INTERRUPT: one is enough.
-    config.n_threads = Some(if uring { 1 } else { n_threads });
-    config.clone_fd = true;
     let canon = mountpoint.canonicalize().ok();
-    let source = format!("wring:{}", dir.display());
     let ops = Arc::new(Ops::new(vol.clone()));
     let _ = ops.ring.transport.set(transport);
-    let fs = WringFs::new(ops.clone(), uring);
-    let (session, own_mount) = match open_session(fs, mountpoint, (&source, flags), config) {
+    let spec = kmount::MountSpec {
+        source: &source,
+        allow_other,
+        flags,
+    };
+    let (session, mounted) = match open_session(mountpoint, &spec, &helper_options, uring) {
         Ok(s) => s,
         Err(e) => {
             drop(ops);
@@ -222,9 +210,7 @@ fn mount_and_serve(
         Some(Err(e)) => {
             // Requests would wait for queues that never come: give the mount up.
             drop(session);
-            if own_mount {
-                kmount::detach(mountpoint);
-            }
+            mounted.detach(mountpoint);
             drop(ops);
             close(vol);
             return Err(e);
@@ -232,7 +218,12 @@ fn mount_and_serve(
         Some(Ok(q)) => Some(q),
         None => None,
     };
-    vol.set_notifier(session.notifier());
+    log::info!(
+        "FUSE: kernel protocol 7.{}, flags {:#x}",
+        session.negotiated.kernel_minor,
+        session.negotiated.flags
+    );
+    vol.set_notifier(Box::new(session.notifier()));
     if let Some(canon) = &canon {
         bdi::set_readahead(canon, crate::transport::READAHEAD_KB);
     }
@@ -248,9 +239,13 @@ fn mount_and_serve(
             libc::dup2(log.as_raw_fd(), 2);
         }
     }
-    let r = session.run().map_err(io("serving the mount"));
-    if r.is_err() && own_mount {
-        kmount::detach(mountpoint);
+    // With the ring, /dev/fuse carries only INIT, FORGET and INTERRUPT: one thread is enough.
+    let threads = if uring { 1 } else { n_threads };
+    let r = session
+        .run(ops.clone(), threads)
+        .map_err(io("serving the mount"));
+    if r.is_err() {
+        mounted.detach(mountpoint);
     }
     if let Some(q) = queues {
         q.join();
@@ -273,41 +268,54 @@ fn tell_waiting(message: &str) {
 
 /// The io_uring queues' threads, on a duplicate of the session's `/dev/fuse` descriptor.
 fn start_uring(
-    session: &fuser::Session<WringFs>,
+    session: &Session,
     ops: &Arc<Ops>,
     prepared: uring::Prepared,
 ) -> Result<uring::Queues, FsError> {
-    use std::os::fd::AsFd;
     let fd = session
-        .as_fd()
+        .fd()
         .try_clone_to_owned()
         .map_err(io("duplicating the FUSE descriptor"))?;
     prepared.start(fd, ops.clone())
 }
 
-/// Mount with the kernel type `fuse.wring` ([`kmount`]) and serve that descriptor, or,
-/// where this process may not call mount(2), let fuser mount through fusermount3. The flag
-/// says whether the mount is this process's own to detach.
-fn open_session(
-    fs: WringFs,
-    mountpoint: &Path,
-    (source, flags): (&str, rustix::mount::MountFlags),
-    config: Config,
-) -> std::io::Result<(fuser::Session<WringFs>, bool)> {
-    let spec = kmount::MountSpec {
-        source,
-        allow_other: config.acl == SessionACL::All,
-        flags,
-    };
-    match kmount::mount(mountpoint, &spec)? {
-        Some(fd) => {
-            let acl = config.acl;
-            fuser::Session::from_fd(fs, fd, acl, config)
-                .map(|s| (s, true))
-                .inspect_err(|_| kmount::detach(mountpoint))
+/// Who made the mount, and so how it is detached when serving it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mounted {
+    /// This process, with mount(2) ([`kmount`]).
+    Here,
+    /// fusermount3 ([`fusermount`]).
+    Helper,
+}
+
+impl Mounted {
+    /// Detach the mount on `mountpoint`, so that no dead connection is left behind.
+    fn detach(self, mountpoint: &Path) {
+        match self {
+            Mounted::Here => kmount::detach(mountpoint),
+            Mounted::Helper => fusermount::unmount(mountpoint),
         }
-        None => fuser::Session::new(fs, mountpoint, &config).map(|s| (s, false)),
     }
+}
+
+/// Mount with the kernel type `fuse.wring` ([`kmount`]), or, where this process may not
+/// call mount(2), through fusermount3 with `helper_options`; then answer INIT.
+fn open_session(
+    mountpoint: &Path,
+    spec: &kmount::MountSpec<'_>,
+    helper_options: &str,
+    uring: bool,
+) -> std::io::Result<(Session, Mounted)> {
+    let (fd, mounted) = match kmount::mount(mountpoint, spec)? {
+        Some(fd) => (fd, Mounted::Here),
+        None => (
+            fusermount::mount(mountpoint, helper_options)?,
+            Mounted::Helper,
+        ),
+    };
+    Session::new(fd, uring)
+        .map(|s| (s, mounted))
+        .inspect_err(|_| mounted.detach(mountpoint))
 }
 
 /// Drop the volume on this thread once the threads that borrow it for a moment (committer,
@@ -329,39 +337,38 @@ fn close(mut vol: Arc<Volume>) {
     }
 }
 
-/// The VFS flags of `o` for a mount fuser makes through fusermount3 (which refuses `suid`
-/// and `dev` to anyone but root, as [`check_dev_suid`] does).
-fn fuser_options(o: &Options) -> Vec<MountOption> {
+/// The options fusermount3 mounts with (`-o`): the source and type as kmount gives them,
+/// `default_permissions`, and the VFS flags of `o` (fusermount3 refuses `suid` and `dev` to
+/// anyone but root, as [`check_dev_suid`] does).
+fn fusermount_options(o: &Options, source: &str) -> String {
     let mut v = vec![
-        if o.read_only {
-            MountOption::RO
-        } else {
-            MountOption::RW
-        },
-        if o.suid {
-            MountOption::Suid
-        } else {
-            MountOption::NoSuid
-        },
-        if o.dev {
-            MountOption::Dev
-        } else {
-            MountOption::NoDev
-        },
-        if o.exec {
-            MountOption::Exec
-        } else {
-            MountOption::NoExec
-        },
+        format!("fsname={source}"),
+        "subtype=wring".to_string(),
+        "default_permissions".to_string(),
     ];
+    let flags = [
+        (o.read_only, "ro", "rw"),
+        (o.suid, "suid", "nosuid"),
+        (o.dev, "dev", "nodev"),
+        (o.exec, "exec", "noexec"),
+    ];
+    for (on, yes, no) in flags {
+        v.push(if on { yes } else { no }.to_string());
+    }
     match o.atime {
-        crate::Atime::No => v.push(MountOption::NoAtime),
-        crate::Atime::Strict => v.push(MountOption::CUSTOM("strictatime".into())),
+        crate::Atime::No => v.push("noatime".into()),
+        crate::Atime::Strict => v.push("strictatime".into()),
         // The kernel's default for a new mount; fusermount3 (3.14) does not know the word
         // and would refuse the mount.
         crate::Atime::Relatime => {}
     }
-    v
+    if !o.diratime {
+        v.push("nodiratime".into());
+    }
+    if o.allow_other {
+        v.push("allow_other".into());
+    }
+    v.join(",")
 }
 
 /// The store directory a mount source names: `wring:DIR` (as findmnt and /proc/mounts show

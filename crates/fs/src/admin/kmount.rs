@@ -1,12 +1,12 @@
 //! The mount(2) call behind a wring mount, made here so that the kernel records the type as
 //! `fuse.wring`, as it does `fuse.sshfs`: `findmnt -t fuse.wring`, `mount -a` and other fstab
-//! tools then know a wring mount for what it is. fuser's own mount always says `fuse`.
+//! tools then know a wring mount for what it is.
 //!
 //! Mirrors libfuse's `fuse_mount_sys` (lib/mount.c): open /dev/fuse, mount with
 //! `fd=N,rootmode=…,user_id=…,group_id=…` and the subtype in the type name, then serve the
 //! descriptor. Where this process may not (/dev/fuse or mount(2) refused: not root),
-//! [`mount`] says so with `None`, and the caller falls back to fuser's mount, which goes
-//! through fusermount3 (and says `fuse`).
+//! [`mount`] says so with `None`, and the caller mounts through fusermount3 (`fusermount.rs`,
+//! with `subtype=wring`, so the type is `fuse.wring` there too).
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -100,7 +100,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// Detach the mount on `mountpoint` when serving ends with an error, so that no dead
-/// connection is left behind (fuser's own mount does the same on drop). Best effort.
+/// connection is left behind. Best effort.
 pub fn detach(mountpoint: &Path) {
     if let Err(e) = rustix::mount::unmount(mountpoint, UnmountFlags::DETACH) {
         if e != Errno::INVAL {

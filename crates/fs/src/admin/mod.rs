@@ -10,5 +10,6 @@
 pub(crate) mod bdi;
 pub mod daemon;
 pub mod fsck;
+mod fusermount;
 pub(crate) mod holder;
 pub mod kmount;

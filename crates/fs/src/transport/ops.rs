@@ -1,25 +1,27 @@
-//! What each FUSE request does, once, for both transports: fuser's `/dev/fuse` loop
-//! ([`crate::fuse`]) and FUSE over io_uring ([`crate::uring`]).
+//! What each FUSE request does, once, for both transports: the `/dev/fuse` loop
+//! (`transport/dev/`) and FUSE over io_uring ([`crate::uring`]), which decode requests with the
+//! same [`crate::wire`] and hand them here through `transport/dispatch.rs`.
 //!
 //! Mirrors the VFS entry points btrfs fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations); the kernel's writeback cache stands in for the page cache.
-//! Differs in keeping nothing per open file: OPEN, FLUSH and CREATE are answered ENOSYS once
-//! and the kernel then opens, closes and makes files without asking (see [`Ops::open`]), as it
-//! does for a local filesystem.
+//! Differs in keeping nothing per open file: OPEN is answered only to refuse writing opens of
+//! an immutable or append-only file, as the VFS's may_open does for btrfs (see [`Ops::open`]),
+//! CREATE makes and opens a file in one request, and FLUSH is answered ENOSYS once, after which
+//! the kernel closes files without asking.
 //!
-//! A body answers through one of the small `Answer*` traits below; fuser's reply objects
-//! implement them in [`crate::fuse`], a ring entry's buffers in [`crate::uring`].
+//! A body answers through one of the small `Answer*` traits below, which `dispatch.rs`'s
+//! answer buffer implements for both transports.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Errno, FileAttr, FileType, INodeNo};
-
 use crate::counters::Op;
 use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
+use crate::transport::wire::FOPEN_KEEP_CACHE;
+pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
 use crate::volume::names::{acl, fsflags};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
@@ -48,6 +50,11 @@ pub trait AnswerAttr: Fail {
     /// The attributes, valid for `ttl`.
     fn send_attr(self, ttl: &Duration, attr: &FileAttr);
 }
+/// STATX.
+pub trait AnswerStatx: Fail {
+    /// The attributes and statx's own fields, valid for `ttl`.
+    fn send_statx(self, ttl: &Duration, attr: &FileAttr, extra: &StatxExtra);
+}
 /// READ, READLINK.
 pub trait AnswerData: Fail {
     /// The bytes.
@@ -63,10 +70,10 @@ pub trait AnswerWrite: Fail {
     /// `n` bytes written.
     fn send_written(self, n: u32);
 }
-/// OPENDIR.
+/// OPEN, OPENDIR.
 pub trait AnswerOpen: Fail {
-    /// The handle.
-    fn send_opened(self, fh: u64);
+    /// The handle, and the `FOPEN_*` flags that say how the kernel caches it.
+    fn send_opened(self, fh: u64, open_flags: u32);
 }
 /// STATFS.
 pub trait AnswerStatfs: Fail {
@@ -74,10 +81,11 @@ pub trait AnswerStatfs: Fail {
     fn send_statfs(self, s: &Statfs);
 }
 
-/// TMPFILE (a CREATE's answer: the entry, and the open).
+/// CREATE, TMPFILE: the entry, and the open.
 pub trait AnswerCreate: Fail {
-    /// The entry and its attributes, valid for `ttl`, opened as `fh`.
-    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64);
+    /// The entry and its attributes, valid for `ttl`, opened as `fh` with `FOPEN_*` flags
+    /// `open_flags`.
+    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64, open_flags: u32);
 }
 
 /// IOCTL.
@@ -94,26 +102,6 @@ const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
 const FS_IOC_FSGETXATTR: u32 = 0x801c_581f;
 const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
 
-/// A STATFS answer, as `statvfs` has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Statfs {
-    /// Blocks of `frsize` bytes.
-    pub blocks: u64,
-    /// Free blocks.
-    pub bfree: u64,
-    /// Blocks free to unprivileged users.
-    pub bavail: u64,
-    /// Inodes.
-    pub files: u64,
-    /// Free inodes.
-    pub ffree: u64,
-    /// Preferred I/O size.
-    pub bsize: u32,
-    /// Longest name.
-    pub namelen: u32,
-    /// Fragment size.
-    pub frsize: u32,
-}
 /// GETXATTR, LISTXATTR.
 pub trait AnswerXattr: Fail {
     /// The size a buffer would need (the caller asked with size 0).
@@ -180,39 +168,6 @@ pub struct Ops {
     /// One remount at a time: each applies its options and starts the writeback threads
     /// they ask for before the next looks at the count.
     remount: std::sync::Mutex<()>,
-}
-
-fn kind(k: Kind) -> FileType {
-    match k {
-        Kind::File => FileType::RegularFile,
-        Kind::Dir => FileType::Directory,
-        Kind::Symlink => FileType::Symlink,
-        Kind::Fifo => FileType::NamedPipe,
-        Kind::Socket => FileType::Socket,
-        Kind::Char => FileType::CharDevice,
-        Kind::Block => FileType::BlockDevice,
-    }
-}
-
-/// The attributes FUSE reports for an inode.
-pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: i.size,
-        blocks: i.disk.div_ceil(512),
-        atime: i.atime.to_system(),
-        mtime: i.mtime.to_system(),
-        ctime: i.ctime.to_system(),
-        crtime: i.ctime.to_system(),
-        kind: kind(i.kind),
-        perm: i.perm as u16,
-        nlink: i.nlink,
-        uid: i.uid,
-        gid: i.gid,
-        rdev: i.rdev,
-        blksize,
-        flags: 0,
-    }
 }
 
 /// Root and the mount's owner (the daemon's user): only they may make durable commits on
@@ -362,6 +317,34 @@ impl Ops {
         self.attr_reply(reply, ino, self.vol.inode(ino));
     }
 
+    /// STATX, which the kernel sends (Linux 6.6 on) instead of GETATTR when statx(2) asks
+    /// for more than stat(2) has (the birth time) and its cached attributes are stale, then
+    /// caches the answer as GETATTR's: the attributes, and the inode flags btrfs_getattr
+    /// reports in `stx_attributes` with its `stx_attributes_mask` (immutable, append-only,
+    /// nodump, and compressed for a file with the `c` flag or the `compression` property, see
+    /// [`fsflags::statx_attributes`]). No birth time: the store keeps none, and the kernel
+    /// caches that it has none. Linux 6.18 reports none of these attributes from a FUSE
+    /// server (fs/fuse/dir.c fuse_do_statx takes the basic fields and the birth time only);
+    /// they are answered for the kernels that pass them on.
+    pub fn statx(&self, ino: u64, reply: impl AnswerStatx) {
+        let _t = self.vol.op_counts().count(Op::Statx);
+        let r = self
+            .vol
+            .inode(ino)
+            .and_then(|i| Ok((self.vol.fs_flags(ino)?, i)));
+        match r {
+            Ok((flags, i)) => {
+                let (attributes, attributes_mask) = fsflags::statx_attributes(flags);
+                let extra = StatxExtra {
+                    attributes,
+                    attributes_mask,
+                };
+                reply.send_statx(&TTL, &attr(ino, &i, self.blksize()), &extra)
+            }
+            Err(e) => reply.fail(err(e)),
+        }
+    }
+
     /// SETATTR: `set` as the kernel sent it, made by `c`.
     pub fn setattr(&self, c: Caller, ino: u64, set: SetAttr, reply: impl AnswerAttr) {
         let _t = self.vol.op_counts().count(Op::Setattr);
@@ -381,8 +364,8 @@ impl Ops {
         }
     }
 
-    /// MKNOD: files (the kernel's CREATE goes here, see [`Ops::create`]), fifos, sockets,
-    /// devices.
+    /// MKNOD: fifos, sockets, devices, and files made without an open (mknod(2); open(2)
+    /// with O_CREAT sends CREATE, see [`Ops::create`]).
     #[allow(clippy::too_many_arguments)]
     pub fn mknod(
         &self,
@@ -466,15 +449,22 @@ impl Ops {
         self.entry(reply, r.map(|i| (ino, i)));
     }
 
-    /// Files need no open: the daemon keeps no state per open file (reads and writes name
-    /// the inode; the kernel's reference to an open file's inode, held until FORGET, keeps an
-    /// unlinked file readable). ENOSYS tells the kernel so (`fc->no_open`): it opens files
-    /// without asking and sends no RELEASE for them, two round trips less per file opened,
-    /// and keeps their cached pages across opens (FOPEN_KEEP_CACHE, right here: every change
-    /// to a file's data goes through the kernel).
-    pub fn open(&self, reply: impl Fail) {
+    /// OPEN with open(2)'s `flags`. The daemon keeps no state per open file (reads and
+    /// writes name the inode; the kernel's reference to an open file's inode, held until
+    /// FORGET, keeps an unlinked file readable), but an immutable or append-only file refuses
+    /// opens for writing here with EPERM, where the VFS's may_open refuses them on btrfs:
+    /// FUSE sets no S_IMMUTABLE or S_APPEND on the kernel's inode, so the VFS never does
+    /// (see [`fsflags::guard_open`]; O_TRUNC, which the kernel does not pass on, is refused
+    /// by the SETATTR that follows the open). The answer keeps the file's cached pages across
+    /// opens (FOPEN_KEEP_CACHE, what the kernel does for a server that answers OPEN with
+    /// ENOSYS, as wring did before issue 40: every change to a file's data goes through the
+    /// kernel), handle 0. The kernel sends RELEASE at close, in the background.
+    pub fn open(&self, ino: u64, flags: u32, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Open);
-        reply.fail(Errno::ENOSYS);
+        match self.vol.may_open(ino, flags) {
+            Ok(()) => reply.send_opened(0, FOPEN_KEEP_CACHE),
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// READ.
@@ -519,9 +509,8 @@ impl Ops {
         reply.fail(Errno::ENOSYS);
     }
 
-    /// A RELEASE comes at most for the file opened before the kernel learnt that opens need
-    /// nothing (see [`Ops::open`]): nothing to do, the daemon keeps nothing per open file and
-    /// the kernel's reference (until FORGET) holds the inode.
+    /// RELEASE, at the last close of a file OPEN or CREATE opened: nothing to do, the daemon
+    /// keeps nothing per open file and the kernel's reference (until FORGET) holds the inode.
     pub fn release(&self, reply: impl AnswerEmpty) {
         let _t = self.vol.op_counts().count(Op::Release);
         reply.send_ok();
@@ -556,7 +545,7 @@ impl Ops {
         match self.vol.tmpfile(parent, new) {
             Ok((ino, i)) => {
                 let fh = self.vol.new_fh();
-                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh)
+                reply.send_created(&TTL, &attr(ino, &i, self.blksize()), fh, FOPEN_KEEP_CACHE)
             }
             Err(e) => reply.fail(err(e)),
         }
@@ -595,7 +584,7 @@ impl Ops {
     pub fn opendir(&self, ino: u64, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Opendir);
         match self.vol.opendir(ino) {
-            Ok(fh) => reply.send_opened(fh),
+            Ok(fh) => reply.send_opened(fh, 0),
             Err(e) => reply.fail(err(e)),
         }
     }
@@ -607,7 +596,12 @@ impl Ops {
             Ok(list) => {
                 let from = usize::try_from(offset).unwrap_or(usize::MAX);
                 for (i, e) in list.iter().enumerate().skip(from) {
-                    if reply.push(e.ino, i as u64 + 1, kind(e.kind), &e.name) {
+                    if reply.push(
+                        e.ino,
+                        i as u64 + 1,
+                        crate::transport::wire::kind(e.kind),
+                        &e.name,
+                    ) {
                         break;
                     }
                 }
@@ -756,13 +750,28 @@ impl Ops {
         reply.send_ok();
     }
 
-    /// No CREATE: ENOSYS makes the kernel make files with MKNOD and open them itself
-    /// (`fc->no_create`), and with no OPEN (see [`Ops::open`]) a file made so is also never
-    /// RELEASEd — where a CREATE's open would be, once the kernel knows opens need nothing
-    /// only after the first OPEN it sends (a `tar -x` sends none). The same transaction
-    /// makes the file either way (see [`Ops::mknod`]).
-    pub fn create(&self, reply: impl Fail) {
+    /// CREATE (open(2) with O_CREAT of a name that is not there): the file made as MKNOD
+    /// makes it, and opened as [`Ops::open`] opens (a new file is neither immutable nor
+    /// append-only): one request where MKNOD and OPEN would be two.
+    pub fn create(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        (mode, umask, _flags): (u32, u32, u32),
+        reply: impl AnswerCreate,
+    ) {
         let _t = self.vol.op_counts().count(Op::Create);
-        reply.fail(Errno::ENOSYS);
+        if Kind::from_mode(mode) != Some(Kind::File) {
+            return reply.fail(Errno::from_i32(libc::EINVAL));
+        }
+        let new = new_inode(c, Kind::File, mode, 0, None, umask);
+        match self.vol.create_held(parent, name, new, 1) {
+            Ok((ino, i)) => {
+                let a = attr(ino, &i, self.blksize());
+                reply.send_created(&TTL, &a, 0, FOPEN_KEEP_CACHE)
+            }
+            Err(e) => reply.fail(err(e)),
+        }
     }
 }

@@ -46,6 +46,15 @@ pub(super) const LOCK_STRIPES: usize = 64;
 const FORGET_BATCH: usize = 256;
 /// Inodes [`Volume::is_bare`] knows at most (8 bytes and the set's overhead each).
 const BARE_MAX: usize = 1 << 18;
+/// How the volume tells the kernel that what it caches of an inode changed behind its back
+/// (the transport writes FUSE_NOTIFY_INVAL_INODE): the volume names no transport.
+pub trait Notify: Send + Sync {
+    /// Drop the kernel's attributes of `ino` and, when `offset` is not negative, its cached
+    /// pages from `offset` on (`len` bytes; all of them for 0). ENOENT: the kernel does not
+    /// hold the inode.
+    fn inval_inode(&self, ino: u64, offset: i64, len: i64) -> std::io::Result<()>;
+}
+
 /// One mounted store.
 pub struct Volume {
     /// The store, with the inode changes not yet written to it (see [`delayed`]).
@@ -82,7 +91,7 @@ pub struct Volume {
     /// Orphans waiting for their deletion (see [`Volume::forget`]); doomed meanwhile.
     forgotten: Mutex<Vec<u64>>,
     /// Tells the kernel to drop its copy of an inode's attributes (set once mounted).
-    notifier: std::sync::OnceLock<fuser::Notifier>,
+    notifier: std::sync::OnceLock<Box<dyn Notify>>,
     /// FUSE requests by opcode, for `wring status`.
     ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
@@ -568,7 +577,7 @@ impl Volume {
     }
 
     /// Invalidate the kernel's attributes of `ino` through `notifier` from now on.
-    pub fn set_notifier(&self, notifier: fuser::Notifier) {
+    pub fn set_notifier(&self, notifier: Box<dyn Notify>) {
         let _ = self.notifier.set(notifier);
     }
 
@@ -579,7 +588,7 @@ impl Volume {
     pub(crate) fn attrs_changed(&self, ino: u64) {
         if let Some(n) = self.notifier.get() {
             // ENOENT: the kernel does not hold the inode; nothing to drop.
-            let _ = n.inval_inode(fuser::INodeNo(ino), -1, 0);
+            let _ = n.inval_inode(ino, -1, 0);
         }
     }
 
@@ -587,7 +596,7 @@ impl Volume {
     /// its attributes). Not from a request's handler: the kernel may hold the pages locked.
     pub(crate) fn pages_changed(&self, ino: u64) {
         if let Some(n) = self.notifier.get() {
-            let _ = n.inval_inode(fuser::INodeNo(ino), 0, 0);
+            let _ = n.inval_inode(ino, 0, 0);
         }
     }
 

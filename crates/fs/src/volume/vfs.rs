@@ -1,6 +1,6 @@
 //! mount(8)'s flags on a live mount: `ro`/`rw` (at mount and by remount), `suid`, `dev`,
 //! `exec`, and the access time options (`relatime`, btrfs's default, `strictatime`,
-//! `noatime`, `lazytime`). [`vfs_flags`] spells the options as mount(2) flags and
+//! `noatime`, `nodiratime`/`diratime`, `lazytime`). [`vfs_flags`] spells the options as mount(2) flags and
 //! [`check_dev_suid`] says who may have `suid` and `dev`, for the mount the daemon makes
 //! (`admin/`) and for a remount here.
 //!
@@ -50,6 +50,7 @@ pub fn vfs_flags(o: &Options) -> MountFlags {
         (!o.dev, MountFlags::NODEV),
         (!o.exec, MountFlags::NOEXEC),
         (o.atime == Atime::No, MountFlags::NOATIME),
+        (!o.diratime, MountFlags::NODIRATIME),
         (o.atime == Atime::Strict, MountFlags::STRICTATIME),
         (o.lazytime, MountFlags::LAZYTIME),
     ];
@@ -138,9 +139,14 @@ impl Volume {
     /// btrfs's atime update dirties the in-core inode). Errors are only logged: a read does
     /// not fail for its access time.
     pub(crate) fn accessed(&self, ino: u64, inode: &Inode) {
-        let atime = self.options().atime;
+        let (atime, diratime) = {
+            let o = self.options();
+            (o.atime, o.diratime)
+        };
         let now = Time::now();
-        let noatime = inode.flags & crate::store::records::FLAG_NOATIME != 0;
+        // atime_needs_update: MNT_NODIRATIME spares directories, S_NOATIME (the `A` flag) all.
+        let noatime = inode.flags & crate::store::records::FLAG_NOATIME != 0
+            || (!diratime && inode.kind == crate::store::records::Kind::Dir);
         if self.store.read_only() || noatime || !atime_due(atime, inode, now) {
             return;
         }

@@ -146,7 +146,7 @@ pub enum Command {
         /// (trained dictionaries for small zstd extents), dict_train=SIZE (64K..1G, default
         /// 4M), compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
         /// bucket), allow_other; and mount(8)'s ro, rw, suid, dev, noexec (nosuid, nodev, exec),
-        /// relatime (default), strictatime, noatime, lazytime (man 5 wring-mount-options)
+        /// relatime (default), strictatime, noatime, nodiratime, lazytime (man 5 wring-mount-options)
         #[arg(short = 'o')]
         options: Vec<String>,
         /// Stay in the foreground

@@ -1,49 +1,44 @@
 //! FUSE over io_uring (`uring=1`): the kernel puts each request on a queue of the CPU that
 //! made it, into buffers the daemon registered, and takes the reply and hands over the next
-//! request in one `io_uring_enter` — where the `/dev/fuse` loop fuser runs takes a `read` and
-//! a `writev` per request and wakes whichever thread reads next.
+//! request in one `io_uring_enter` — where the `/dev/fuse` loop (`transport/dev/`) takes a
+//! `read` and a `writev` per request and wakes whichever thread reads next.
 //!
 //! Mirrors fs/fuse/dev_uring.c's protocol (Linux 6.14+, `enable_uring` set): FUSE_OVER_IO_URING
-//! at INIT ([`crate::fuse`]), then for every possible CPU a queue of entries, each registered
+//! at INIT (`transport/dev/init.rs`), then for every possible CPU a queue of entries, each registered
 //! with FUSE_IO_URING_CMD_REGISTER and answered with FUSE_IO_URING_CMD_COMMIT_AND_FETCH
 //! ([`ring`]). The kernel routes requests to the ring once every queue has an entry; FORGET,
-//! INTERRUPT and notifications still go through `/dev/fuse`, where fuser keeps serving.
-//! Requests decode in [`wire`] and are answered by the same `Ops` (`transport/ops.rs`)
-//! fuser's adapter calls.
+//! INTERRUPT and notifications still go through `/dev/fuse`, where one thread of the `/dev/fuse`
+//! loop keeps serving. Requests decode in the same [`crate::wire`] and are answered by the
+//! same `Ops` (`transport/ops.rs`, through `transport/dispatch.rs`) as on `/dev/fuse`.
 //!
 //! Differs from libfuse's io_uring loop in one entry per thread, each with its own ring, so a
 //! request that blocks (fsync, a write waiting for a compression stream) holds up no other.
 //!
-//! Who may ask is the kernel's check (`allow_other`, fuse_allow_current_process); fuser repeats
-//! it for what it reads from `/dev/fuse`, the ring has no second copy of it (test
+//! Who may ask is the kernel's check (`allow_other`, fuse_allow_current_process), on the ring
+//! as on `/dev/fuse`: neither transport has a second copy of it (test
 //! `another_user_gets_in_only_with_allow_other_on_either_transport`).
 
 mod ring;
-pub mod wire;
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-use fuser::{Errno, FileAttr, FileType};
 
 use crate::error::{io, FsError};
 use crate::options::Uring;
-use crate::transport::ops::{
-    AnswerAttr, AnswerCreate, AnswerData, AnswerDir, AnswerDirPlus, AnswerEmpty, AnswerEntry,
-    AnswerIoctl, AnswerOpen, AnswerStatfs, AnswerWrite, AnswerXattr, Fail, Ops, Statfs,
-};
-use crate::volume::Caller;
-use wire::{Header, Request};
+use crate::transport::dispatch::{decode_and_dispatch, Answer};
+use crate::transport::ops::Ops;
+use crate::transport::wire;
+
+/// What the log lines of a malformed request name.
+const WHAT: &str = "FUSE over io_uring";
 
 /// The kernel's switch for FUSE over io_uring.
 pub const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
 /// Why `uring=1` cannot be had when the kernel does not offer it at INIT.
 pub const NOT_OFFERED: &str = "uring=1: the kernel did not offer FUSE over io_uring at INIT";
-/// The largest WRITE the kernel sends (INIT's max_write).
-pub const MAX_WRITE: usize = 1 << 20;
+pub use crate::transport::MAX_WRITE;
 /// An entry's payload buffer: the kernel refuses one smaller than its largest request or
 /// reply (max_write, or max_pages of readahead).
 const PAYLOAD: usize = {
@@ -315,7 +310,7 @@ fn answer(b: &mut ring::Buffers, ops: &Ops) -> Result<u64, wire::WireError> {
     let (error, len) = if h.opcode == wire::WRITE {
         let mut small = [0u8; 16];
         let mut a = Answer::new(&mut small);
-        decode_and_dispatch(ops, in_out, op_in, &b.payload[..size], &mut a);
+        decode_and_dispatch(ops, (in_out, op_in, &b.payload[..size]), &mut a, WHAT);
         let (error, len) = (a.error, a.len);
         b.payload[..len].copy_from_slice(&small[..len]);
         (error, len)
@@ -323,238 +318,12 @@ fn answer(b: &mut ring::Buffers, ops: &Ops) -> Result<u64, wire::WireError> {
         b.request.clear();
         b.request.extend_from_slice(&b.payload[..size]);
         let mut a = Answer::new(&mut b.payload);
-        decode_and_dispatch(ops, in_out, op_in, &b.request, &mut a);
+        decode_and_dispatch(ops, (in_out, op_in, &b.request), &mut a, WHAT);
         (a.error, a.len)
     };
     wire::put_out_header(in_out, h.unique, error, len);
     wire::put_payload_size(ent, len);
     Ok(commit_id)
-}
-
-fn decode_and_dispatch(ops: &Ops, in_out: &[u8], op_in: &[u8], payload: &[u8], a: &mut Answer) {
-    match wire::parse(in_out, op_in, payload) {
-        Ok((h, r)) => dispatch(ops, &h, r, a),
-        Err(e) => {
-            log::error!("FUSE over io_uring: {e}");
-            a.fail(Errno::EIO);
-        }
-    }
-}
-
-/// Hand a decoded request to its body.
-fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) {
-    let c = Caller {
-        uid: h.uid,
-        gid: h.gid,
-        pid: h.pid,
-    };
-    let ino = h.nodeid;
-    match r {
-        Request::Lookup { name } => ops.lookup(ino, name, a),
-        Request::Getattr => ops.getattr(ino, a),
-        Request::Setattr(s) => ops.setattr(c, ino, s, a),
-        Request::Readlink => ops.readlink(ino, a),
-        Request::Symlink { name, target } => ops.symlink(c, ino, name, target, a),
-        Request::Mknod {
-            name,
-            mode,
-            rdev,
-            umask,
-        } => ops.mknod(c, ino, name, mode, umask, rdev, a),
-        Request::Mkdir { name, mode, umask } => ops.mkdir(c, ino, name, mode, umask, a),
-        Request::Unlink { name } => ops.remove(ino, name, false, a),
-        Request::Rmdir { name } => ops.remove(ino, name, true, a),
-        Request::Rename {
-            newdir,
-            name,
-            newname,
-            flags,
-        } => ops.rename(ino, name, newdir, newname, flags, a),
-        Request::Link { ino: from, newname } => ops.link(from, ino, newname, a),
-        Request::Open => ops.open(a),
-        Request::Read { offset, size } => ops.read(ino, offset, size, a.limited(size)),
-        Request::Write {
-            offset,
-            kill_suidgid,
-            data,
-        } => ops.write(c, ino, offset, data, kill_suidgid, a),
-        Request::Statfs => ops.statfs(a),
-        Request::Release => ops.release(a),
-        Request::Fsync { dir } => ops.fsync(ino, dir, a),
-        Request::Setxattr { name, value, flags } => ops.setxattr(c, ino, name, value, flags, a),
-        Request::Getxattr { name, size } => ops.getxattr(c, ino, name, size, a),
-        Request::Listxattr { size } => ops.listxattr(ino, size, a),
-        Request::Removexattr { name } => ops.removexattr(ino, name, a),
-        Request::Ioctl { cmd, input } => ops.ioctl(ino, cmd, input, a),
-        Request::Tmpfile { mode, umask } => ops.tmpfile(c, ino, mode, umask, a),
-        Request::Flush => ops.flush(a),
-        Request::Opendir => ops.opendir(ino, a),
-        Request::Readdir {
-            fh,
-            offset,
-            size,
-            plus: false,
-        } => ops.readdir(ino, fh, offset, a.limited(size)),
-        Request::Readdir {
-            fh, offset, size, ..
-        } => ops.readdirplus(ino, fh, offset, a.limited(size)),
-        Request::Releasedir { fh } => ops.releasedir(ino, fh, a),
-        Request::Access => ops.access(a),
-        Request::Create => ops.create(a),
-        Request::Fallocate {
-            offset,
-            length,
-            mode,
-        } => ops.fallocate(c, ino, (offset, length, mode), a),
-        // Sent for fuseblk mounts only; fuser's destroy makes the last commit either way.
-        Request::Destroy => a.send_ok(),
-        Request::Unsupported => a.fail(Errno::ENOSYS),
-    }
-}
-
-/// An answer being written into an entry's payload buffer.
-struct Answer<'b> {
-    out: &'b mut [u8],
-    /// How much of `out` this answer may fill (a READ's or READDIR's size).
-    limit: usize,
-    len: usize,
-    /// 0, or a negative errno.
-    error: i32,
-}
-
-impl<'b> Answer<'b> {
-    fn new(out: &'b mut [u8]) -> Self {
-        let limit = out.len();
-        Answer {
-            out,
-            limit,
-            len: 0,
-            error: 0,
-        }
-    }
-
-    /// At most `size` bytes of answer, as a READ or READDIR asks.
-    fn limited(&mut self, size: u32) -> &mut Self {
-        self.limit = self.out.len().min(size as usize);
-        self
-    }
-
-    fn put(&mut self, f: impl FnOnce(&mut [u8]) -> usize) {
-        self.len = f(self.out);
-    }
-
-    fn bytes(&mut self, data: &[u8]) {
-        match self.out.get_mut(..data.len()) {
-            Some(o) if data.len() <= self.limit => {
-                o.copy_from_slice(data);
-                self.len = data.len();
-            }
-            _ => {
-                log::error!(
-                    "FUSE over io_uring: a {}-byte answer does not fit the kernel's {} bytes",
-                    data.len(),
-                    self.limit
-                );
-                self.fail(Errno::EIO);
-            }
-        }
-    }
-}
-
-impl Fail for &mut Answer<'_> {
-    fn fail(self, e: Errno) {
-        self.error = -e.code();
-        self.len = 0;
-    }
-}
-impl AnswerEntry for &mut Answer<'_> {
-    fn send_entry(self, ttl: &Duration, attr: &FileAttr) {
-        self.put(|b| {
-            wire::put_entry_out(b, ttl, attr);
-            wire::ENTRY_OUT
-        })
-    }
-}
-impl AnswerAttr for &mut Answer<'_> {
-    fn send_attr(self, ttl: &Duration, attr: &FileAttr) {
-        self.put(|b| {
-            wire::put_attr_out(b, ttl, attr);
-            wire::ATTR_OUT
-        })
-    }
-}
-impl AnswerData for &mut Answer<'_> {
-    fn send_data(self, data: &[u8]) {
-        self.bytes(data)
-    }
-}
-impl AnswerEmpty for &mut Answer<'_> {
-    fn send_ok(self) {
-        self.len = 0;
-    }
-}
-impl AnswerWrite for &mut Answer<'_> {
-    fn send_written(self, n: u32) {
-        self.put(|b| wire::put_u32_out(b, n))
-    }
-}
-impl AnswerOpen for &mut Answer<'_> {
-    fn send_opened(self, fh: u64) {
-        self.put(|b| wire::put_open_out(b, fh))
-    }
-}
-impl AnswerCreate for &mut Answer<'_> {
-    fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64) {
-        self.put(|b| {
-            wire::put_entry_out(b, ttl, attr);
-            wire::ENTRY_OUT + wire::put_open_out(&mut b[wire::ENTRY_OUT..], fh)
-        })
-    }
-}
-impl AnswerIoctl for &mut Answer<'_> {
-    fn send_ioctl(self, result: i32, data: &[u8]) {
-        // At most a struct fsxattr: well within any ring entry's payload.
-        self.put(|b| wire::put_ioctl_out(b, result, data))
-    }
-}
-impl AnswerStatfs for &mut Answer<'_> {
-    fn send_statfs(self, s: &Statfs) {
-        self.put(|b| wire::put_statfs_out(b, s))
-    }
-}
-impl AnswerXattr for &mut Answer<'_> {
-    fn send_size(self, n: u32) {
-        self.put(|b| wire::put_u32_out(b, n))
-    }
-    fn send_value(self, data: &[u8]) {
-        self.bytes(data)
-    }
-}
-impl AnswerDir for &mut Answer<'_> {
-    fn push(&mut self, ino: u64, next: u64, kind: FileType, name: &[u8]) -> bool {
-        let room = &mut self.out[self.len..self.limit];
-        match wire::put_dirent(room, ino, next, kind, name, None) {
-            Some(n) => {
-                self.len += n;
-                false
-            }
-            None => true,
-        }
-    }
-    fn send_listing(self) {}
-}
-impl AnswerDirPlus for &mut Answer<'_> {
-    fn push_plus(&mut self, next: u64, name: &[u8], ttl: &Duration, attr: &FileAttr) -> bool {
-        let room = &mut self.out[self.len..self.limit];
-        match wire::put_dirent(room, attr.ino.0, next, attr.kind, name, Some((ttl, attr))) {
-            Some(n) => {
-                self.len += n;
-                false
-            }
-            None => true,
-        }
-    }
-    fn send_listing(self) {}
 }
 
 #[cfg(test)]

@@ -14,10 +14,13 @@
 //! Differs in where immutable and append-only are enforced: a kernel filesystem sets
 //! S_IMMUTABLE and S_APPEND on its in-core inode and the VFS refuses what they forbid; FUSE
 //! has no way to set them, so every request that would change such an inode is refused here
-//! with the VFS's EPERM. An append-only file takes writes at or past its end, and writes
-//! below it only of the bytes already there (the kernel's writeback sends whole pages); its
-//! times stay settable (btrfs refuses an explicit utimensat), because the kernel flushes an
-//! append's mtime as an explicit value, which the server cannot tell from a utimensat's.
+//! with the VFS's EPERM, and so is an open for writing, at OPEN, as may_open refuses it
+//! ([`guard_open`]). `stx_attributes` report the flags as btrfs_getattr does
+//! ([`statx_attributes`]). An append-only file takes writes at or past its end, and writes
+//! below it only of the bytes already there (the kernel's writeback sends whole pages);
+//! explicit times are refused as btrfs refuses them, but for an explicit mtime alone of a
+//! file, because the kernel flushes an append's mtime as an explicit value, which the server
+//! cannot tell from such a utimensat's.
 
 use redb::ReadableTable;
 
@@ -142,6 +145,50 @@ pub fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
     Ok(old & !spelled | set)
 }
 
+/// EPERM where the VFS's may_open (fs/namei.c) refuses to open `inode` with open(2)'s
+/// `flags` for its immutable or append-only flag: an immutable inode opened for writing or
+/// with O_TRUNC (inode_permission's MAY_WRITE check), an append-only one opened for writing
+/// without O_APPEND, or with O_TRUNC.
+pub fn guard_open(inode: &Inode, flags: u32) -> Result<(), FsError> {
+    let flags = flags as i32;
+    let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+    let trunc = flags & libc::O_TRUNC != 0;
+    let appending = flags & libc::O_APPEND != 0;
+    let refused = match (
+        inode.flags & FLAG_IMMUTABLE != 0,
+        inode.flags & FLAG_APPEND != 0,
+    ) {
+        (true, _) => writing || trunc,
+        (false, true) => (writing && !appending) || trunc,
+        (false, false) => false,
+    };
+    match refused {
+        true => Err(errno(libc::EPERM)),
+        false => Ok(()),
+    }
+}
+
+/// `statx(2)`'s `STATX_ATTR_*` bits (include/uapi/linux/stat.h): the same values as the
+/// `FS_*_FL` flags they report.
+const STATX_ATTRIBUTES: [(u32, u64); 4] = [
+    (FS_COMPR_FL, 0x04),
+    (FS_IMMUTABLE_FL, 0x10),
+    (FS_APPEND_FL, 0x20),
+    (FS_NODUMP_FL, 0x40),
+];
+
+/// `stx_attributes` and `stx_attributes_mask` of an inode with flags `f` (FS_IOC_GETFLAGS's),
+/// as btrfs_getattr reports them: compressed (BTRFS_INODE_COMPRESS: the `c` flag or the
+/// `compression` property), immutable, append-only and nodump, and all four in the mask.
+pub fn statx_attributes(f: u32) -> (u64, u64) {
+    STATX_ATTRIBUTES
+        .iter()
+        .fold((0, 0), |(attrs, mask), &(fl, bit)| {
+            let on = if f & fl != 0 { bit } else { 0 };
+            (attrs | on, mask | bit)
+        })
+}
+
 /// What a request would do to an inode, for the immutable and append-only rules.
 pub enum Mutation<'a> {
     /// Write `len` bytes at `offset` (append-only: only at or past the end, see
@@ -173,11 +220,16 @@ pub fn guard(inode: &Inode, change: Mutation<'_>) -> Result<(), FsError> {
         Mutation::Write | Mutation::AddEntry => immutable,
         Mutation::Fallocate(mode) => immutable || mode & !libc::FALLOC_FL_KEEP_SIZE != 0,
         Mutation::Attr(set) => {
-            // Times stay settable on an append-only file: the kernel flushes the mtime of
-            // an append with an explicit value, which a utimensat's cannot be told from.
+            // notify_change refuses explicit times (ATTR_TIMES_SET) of an append-only inode.
+            // The kernel's writeback cache flushes a file's mtime after an append as an
+            // explicit value too, but never its atime, and never a directory's times: an
+            // explicit atime, or an explicit time of a directory, is a utimensat's; an
+            // explicit mtime alone of a file stays allowed.
             let times_only =
                 set.mode.is_none() && set.uid.is_none() && set.gid.is_none() && set.size.is_none();
-            immutable || !times_only
+            let explicit = |t: Option<Option<std::time::SystemTime>>| matches!(t, Some(Some(_)));
+            let utimes = explicit(set.atime) || (inode.kind == Kind::Dir && explicit(set.mtime));
+            immutable || !times_only || utimes
         }
         Mutation::Name | Mutation::RemoveEntry | Mutation::Xattr => true,
     };
@@ -195,6 +247,17 @@ impl Volume {
         let xattrs = txn.open_table(XATTRS)?;
         let prop = xattrs.get((ino, PROP_XATTR.as_bytes()))?;
         Ok(fs_flags(&inode, prop.as_ref().map(|v| v.value())))
+    }
+
+    /// OPEN of `ino` with open(2)'s `flags`: see [`guard_open`]. An open for reading alone
+    /// is never refused, so it reads no inode (every file `cp` or `git status` reads is
+    /// opened so: the store's lookup was about 10 µs of each such OPEN).
+    pub fn may_open(&self, ino: u64, flags: u32) -> Result<(), FsError> {
+        let f = flags as i32;
+        if f & libc::O_ACCMODE == libc::O_RDONLY && f & libc::O_TRUNC == 0 {
+            return Ok(());
+        }
+        guard_open(&self.store.inode(ino)?, flags)
     }
 
     /// FS_IOC_SETFLAGS of `ino` (see the module's header).
@@ -294,6 +357,37 @@ mod tests {
     }
 
     #[test]
+    fn opens_refused_as_may_open_refuses_them() {
+        let mut i = Inode::new(Kind::File, 0o644, 0, 0);
+        let (r, w, rw) = (libc::O_RDONLY, libc::O_WRONLY, libc::O_RDWR);
+        let (app, trunc) = (libc::O_APPEND, libc::O_TRUNC);
+        let refused = |i: &Inode, f: i32| guard_open(i, f as u32).is_err();
+        for f in [r, w, rw, w | app, r | trunc] {
+            assert!(!refused(&i, f), "{f:o} on a plain file");
+        }
+        i.flags = FLAG_IMMUTABLE;
+        assert!(!refused(&i, r) && !refused(&i, r | libc::O_NOATIME));
+        for f in [w, rw, w | app, rw | app, r | trunc] {
+            assert!(refused(&i, f), "{f:o} on an immutable file");
+        }
+        i.flags = FLAG_APPEND;
+        for f in [r, w | app, rw | app] {
+            assert!(!refused(&i, f), "{f:o} on an append-only file");
+        }
+        for f in [w, rw, r | trunc, w | app | trunc] {
+            assert!(refused(&i, f), "{f:o} on an append-only file");
+        }
+    }
+
+    #[test]
+    fn statx_attributes_as_btrfs_getattr() {
+        assert_eq!(statx_attributes(0), (0, 0x74));
+        let all = FS_COMPR_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL;
+        assert_eq!(statx_attributes(all), (0x74, 0x74));
+        assert_eq!(statx_attributes(FS_NODUMP_FL), (0x40, 0x74));
+    }
+
+    #[test]
     fn btrfs_refuses_the_same_combinations() {
         assert!(check(0, FS_COMPR_FL | FS_NOCOMP_FL).is_err());
         assert!(check(0, FS_COMPR_FL | FS_NOCOW_FL).is_err());
@@ -324,6 +418,29 @@ mod tests {
         assert!(guard(&i, Mutation::Fallocate(libc::FALLOC_FL_PUNCH_HOLE)).is_err());
         assert!(guard(&i, Mutation::Attr(&touch)).is_ok());
         assert!(guard(&i, Mutation::Attr(&chmod)).is_err());
+        let epoch = Some(Some(std::time::SystemTime::UNIX_EPOCH));
+        let utime = SetAttr {
+            atime: epoch,
+            mtime: epoch,
+            ..SetAttr::default()
+        };
+        let flushed = SetAttr {
+            mtime: epoch,
+            ctime: Some(std::time::SystemTime::UNIX_EPOCH),
+            ..SetAttr::default()
+        };
+        assert!(guard(&i, Mutation::Attr(&utime)).is_err(), "utime(2)");
+        assert!(
+            guard(&i, Mutation::Attr(&flushed)).is_ok(),
+            "a writeback's mtime"
+        );
+        let mut d = Inode::new(Kind::Dir, 0o755, 0, 0);
+        d.flags = FLAG_APPEND;
+        assert!(
+            guard(&d, Mutation::Attr(&flushed)).is_err(),
+            "a directory's"
+        );
+        assert!(guard(&d, Mutation::Attr(&touch)).is_ok());
         let cut = SetAttr {
             size: Some(0),
             ..SetAttr::default()

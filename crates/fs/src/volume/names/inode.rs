@@ -712,8 +712,8 @@ impl Volume {
             } else {
                 inode.mtime = now;
             }
-            // The kernel leaves it to the filesystem (FATTR_KILL_SUIDGID, which fuser does
-            // not pass on): a truncate by a process without CAP_FSETID, root or not.
+            // The kernel leaves it to the filesystem (FATTR_KILL_SUIDGID, which `wire` does
+            // not decode): a truncate by a process without CAP_FSETID, root or not.
             if let Some(c) = set.caller.filter(|c| !c.has_fsetid()) {
                 kill_privs(&txn, ino, &mut inode, c)?;
             }

@@ -6,9 +6,7 @@
 //! mode, set-group-ID directory, default ACL, the directory's `m`/`C` flags and compression
 //! property — with no link, as an orphan (btrfs's orphan item), so a crash before it is named
 //! leaves nothing behind: the next mount deletes it. Differs in the transport: FUSE_TMPFILE
-//! (protocol 7.37) is answered through FUSE over io_uring, whose requests wring decodes
-//! itself; fuser, which reads /dev/fuse, does not know the opcode and answers ENOSYS, which
-//! the kernel turns into EOPNOTSUPP for O_TMPFILE on a mount with `uring=0`.
+//! (protocol 7.37), which both transports decode with the same `transport/wire`.
 
 use crate::error::FsError;
 use crate::store::records::{Inode, Kind, FLAG_NOCOMPRESS, FLAG_NOCOW};

@@ -1,3 +1,4 @@
+use super::out::secs_nsecs;
 use super::*;
 use proptest::prelude::*;
 
@@ -133,7 +134,7 @@ fn unterminated_and_short_are_errors() {
 
 #[test]
 fn unknown_opcodes_are_unsupported() {
-    for op in [2, 26, 31, 36, 40, 42, 46, 47, 52, 9999] {
+    for op in [31, 40, 46, 47, 9999] {
         let (i, o, p) = request(op, 1, &[], &[]);
         assert_eq!(parse(&i, &o, &p).unwrap().1, Request::Unsupported, "{op}");
     }
@@ -155,23 +156,164 @@ fn ioctl_and_tmpfile_take_their_fields_from_op_in() {
     assert!(parse(&i, &o, &p).is_err());
     // fuse_create_in: flags, mode, umask, open_flags.
     let op = le(&[0o2, 0o100600, 0o022, 0], &[4, 4, 4, 4]);
-    let (i, o, p) = request(51, 1, &op, &[]);
+    let (i, o, p) = request(51, 1, &op, b"/\0");
     let want = Request::Tmpfile {
         mode: 0o100600,
         umask: 0o022,
     };
     assert_eq!(parse(&i, &o, &p).unwrap().1, want);
+    let (i, o, p) = request(35, 1, &op, b"new\0");
+    let want = Request::Create {
+        name: b"new",
+        mode: 0o100600,
+        umask: 0o022,
+        flags: 0o2,
+    };
+    assert_eq!(parse(&i, &o, &p).unwrap().1, want);
+}
+
+/// A request as `/dev/fuse` gives it: the three parts one after the other.
+fn dev_request(opcode: u32, op: &[u8], payload: &[u8]) -> Vec<u8> {
+    let (i, _, p) = request(opcode, 9, op, payload);
+    let mut v = i[..IN_HEADER].to_vec();
+    v.extend_from_slice(op);
+    v.extend_from_slice(&p);
+    v
+}
+
+#[test]
+fn split_cuts_dev_fuse_requests_as_the_ring_lays_them_out() {
+    let op = le(&[0o100644, 0, 0o022, 0], &[4, 4, 4, 4]);
+    let r = dev_request(8, &op, b"f\0");
+    let (i, o, p) = split(&r).unwrap();
+    assert_eq!((i.len(), o, p), (IN_HEADER, &op[..], &b"f\0"[..]));
+    assert!(matches!(
+        parse(i, o, p).unwrap().1,
+        Request::Mknod { name: b"f", .. }
+    ));
+    // Names only: no operation header.
+    let r = dev_request(1, &[], b"name\0");
+    assert_eq!(parse_dev(&r).unwrap().1, Request::Lookup { name: b"name" });
+    // A WRITE's data follows its 40-byte header.
+    let op = le(&[0, 8, 3, 0, 0, 0, 0], &[8, 8, 4, 4, 8, 4, 4]);
+    let r = dev_request(WRITE, &op, b"xyz");
+    match parse_dev(&r).unwrap().1 {
+        Request::Write { offset, data, .. } => assert_eq!((offset, data), (8, &b"xyz"[..])),
+        other => panic!("{other:?}"),
+    }
+    // The header's length must be what was read; an operation header must be whole.
+    let mut r = dev_request(1, &[], b"name\0");
+    r.push(0);
+    assert!(matches!(split(&r), Err(WireError::Length { .. })));
+    let r = dev_request(WRITE, &op[..20], &[]);
+    assert!(matches!(split(&r), Err(WireError::Short { .. })));
+    assert!(split(&r[..30]).is_err());
+}
+
+fn parse_dev(r: &[u8]) -> Result<(Header, Request<'_>), WireError> {
+    let (i, o, p) = split(r)?;
+    parse(i, o, p)
+}
+
+#[test]
+fn init_forget_and_statx_decode() {
+    // fuse_init_in: major, minor, max_readahead, flags (with INIT_EXT), flags2.
+    let op = le(&[7, 44, 128 << 10, (1 << 30) | 1, 1 << 9], &[4, 4, 4, 4, 4]);
+    let mut op64 = op.clone();
+    op64.resize(64, 0);
+    let want = InitIn {
+        major: 7,
+        minor: 44,
+        max_readahead: 128 << 10,
+        flags: (1 << 30) | 1 | (1 << 41),
+    };
+    assert_eq!(
+        parse_dev(&dev_request(INIT, &op64, &[])).unwrap().1,
+        Request::Init(want)
+    );
+    // An old kernel's 16-byte fuse_init_in without INIT_EXT.
+    let old = le(&[7, 31, 4096, 1], &[4, 4, 4, 4]);
+    match parse_dev(&dev_request(INIT, &old, &[])).unwrap().1 {
+        Request::Init(i) => assert_eq!((i.minor, i.flags), (31, 1)),
+        other => panic!("{other:?}"),
+    }
+    let r = dev_request(FORGET, &3u64.to_le_bytes(), &[]);
+    assert_eq!(parse_dev(&r).unwrap().1, Request::Forget { nlookup: 3 });
+    let items = le(&[5, 1, 6, 2], &[8, 8, 8, 8]);
+    let r = dev_request(BATCH_FORGET, &le(&[2, 0], &[4, 4]), &items);
+    match parse_dev(&r).unwrap().1 {
+        Request::BatchForget { items } => {
+            assert_eq!(forgets(items).collect::<Vec<_>>(), [(5, 1), (6, 2)])
+        }
+        other => panic!("{other:?}"),
+    }
+    let r = dev_request(BATCH_FORGET, &le(&[3, 0], &[4, 4]), &items);
+    assert!(parse_dev(&r).is_err(), "a count beyond the items");
+    let r = dev_request(52, &[0u8; 24], &[]);
+    assert_eq!(parse_dev(&r).unwrap().1, Request::Statx);
+    let r = dev_request(14, &le(&[0o101, 0], &[4, 4]), &[]);
+    assert_eq!(parse_dev(&r).unwrap().1, Request::Open { flags: 0o101 });
+}
+
+#[test]
+fn statx_init_and_notify_layouts() {
+    let t = SystemTime::UNIX_EPOCH + Duration::new(1000, 5);
+    let mut a = file_attr(t);
+    a.kind = FileType::RegularFile;
+    a.perm = 0o640;
+    a.rdev = (8 << 8) | 1 | (0x12 << 20);
+    let x = StatxExtra {
+        attributes: 0x30,
+        attributes_mask: 0x74,
+    };
+    let mut b = vec![0xffu8; STATX_OUT];
+    assert_eq!(put_statx_out(&mut b, &Duration::from_secs(60), &a, &x), 288);
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let s = 32;
+    assert_eq!((u64_at(0), u32_at(8)), (60, 0));
+    assert_eq!(u32_at(s), STATX_BASIC_STATS);
+    assert_eq!((u64_at(s + 8), u64_at(s + 56)), (0x30, 0x74));
+    assert_eq!(
+        u16::from_le_bytes([b[s + 28], b[s + 29]]) as u32,
+        libc::S_IFREG | 0o640
+    );
+    assert_eq!((u64_at(s + 32), u64_at(s + 40)), (42, 5));
+    assert_eq!((u64_at(s + 64), u32_at(s + 72)), (1000, 5));
+    assert_eq!(u64_at(s + 80), 0, "no birth time");
+    assert_eq!((u32_at(s + 128), u32_at(s + 132)), (8, 1 | (0x12 << 8)));
+    let out = InitOut {
+        minor: 40,
+        max_readahead: 4 << 20,
+        flags: 1 | (1 << 41),
+        max_background: 64,
+        congestion_threshold: 48,
+        max_write: 1 << 20,
+        time_gran: 1,
+        max_pages: 256,
+    };
+    let mut b = [0u8; 64];
+    assert_eq!(put_init_out(&mut b, &out), 64);
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!(
+        (u32_at(0), u32_at(4), u32_at(8), u32_at(12)),
+        (7, 40, 4 << 20, 1)
+    );
+    assert_eq!((u32_at(20), u32_at(24), u32_at(32)), (1 << 20, 1, 1 << 9));
+    assert_eq!(u16::from_le_bytes([b[28], b[29]]), 256);
+    let n = inval_inode(7, -1, 0);
+    assert_eq!(&n[..16], &out_header(0, NOTIFY_INVAL_INODE, 24));
+    assert_eq!(i64::from_le_bytes(n[24..32].try_into().unwrap()), -1);
 }
 
 fn file_attr(t: SystemTime) -> FileAttr {
     FileAttr {
-        ino: fuser::INodeNo(42),
+        ino: 42,
         size: 5,
         blocks: 1,
         atime: t,
         mtime: t,
         ctime: t,
-        crtime: t,
         kind: FileType::Symlink,
         perm: 0o777,
         nlink: 1,
@@ -230,6 +372,16 @@ proptest! {
         let (i, _, _) = request(opcode, 1, &[], &[]);
         let _ = parse(&i, &op_in, &payload);
         let _ = parse(&i[..short.min(i.len())], &op_in, &payload);
+        // The same bytes as /dev/fuse gives them.
+        let mut dev = i[..IN_HEADER].to_vec();
+        dev.extend_from_slice(&op_in);
+        dev.extend_from_slice(&payload);
+        let len = dev.len() as u32;
+        dev[..4].copy_from_slice(&len.to_le_bytes());
+        if let Ok((i, o, p)) = split(&dev) {
+            let _ = parse(i, o, p);
+        }
+        let _ = split(&payload);
     }
 
     #[test]

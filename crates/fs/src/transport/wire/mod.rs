@@ -1,27 +1,41 @@
-//! FUSE requests and replies as a ring entry holds them (include/uapi/linux/fuse.h,
-//! fs/fuse/dev_uring.c): the `fuse_in_header` in the header buffer's `in_out`, the
-//! operation's own header (`fuse_mknod_in`, `fuse_write_in`, …) in `op_in`, and what follows
-//! it on `/dev/fuse` (names, a write's data) in the payload buffer. A reply is a
-//! `fuse_out_header` in `in_out` and the operation's answer at the start of the payload.
+//! FUSE requests and replies (include/uapi/linux/fuse.h), decoded and encoded once for both
+//! transports. A request is a `fuse_in_header`, the operation's own header (`fuse_mknod_in`,
+//! `fuse_write_in`, …) and what follows it (names, a write's data). [`parse`] takes the three
+//! apart as a ring entry holds them (`in_out`, `op_in`, the payload buffer, fs/fuse/dev_uring.c);
+//! [`split`] cuts a request read from `/dev/fuse`, where they lie one after the other
+//! (fs/fuse/dev.c's fuse_copy_args), into the same three. A reply is a `fuse_out_header` and the
+//! operation's answer ([`out`]); the values in it are [`types`].
 //!
-//! Differs from the `/dev/fuse` layout fuser parses in one way that matters: `op_in` is not
-//! cleared between requests, so a field is read only where the opcode's header has it (a
-//! RENAME's 8-byte header leaves a RENAME2's flags behind it stale).
+//! On a ring entry `op_in` is not cleared between requests, so a field is read only where the
+//! opcode's header has it (a RENAME's 8-byte header leaves a RENAME2's flags behind it stale);
+//! from `/dev/fuse` `op_in` is exactly the header the opcode has, so the same rule keeps a read
+//! inside it.
 //!
-//! Only the requests wring answers are decoded; the rest get ENOSYS, as fuser answers them.
-//! Everything is bounds-checked: a short or unterminated request is an error, never a panic.
+//! Only the requests wring answers are decoded; the rest get ENOSYS. Everything is
+//! bounds-checked: a short or unterminated request is an error, never a panic.
+
+pub mod out;
+pub mod types;
 
 use std::time::{Duration, SystemTime};
 
-use fuser::{FileAttr, FileType};
+pub use out::*;
+pub use types::*;
 
-use crate::transport::ops::Statfs;
 use crate::volume::SetAttr;
 
-/// FUSE_WRITE, the one request whose payload is large.
-pub const WRITE: u32 = 16;
+/// The protocol's major version (FUSE_KERNEL_VERSION).
+pub const KERNEL_VERSION: u32 = 7;
+/// FUSE_FORGET: no reply.
+pub const FORGET: u32 = 2;
 /// FUSE_READ's opcode.
 pub const READ: u32 = 15;
+/// FUSE_WRITE, the one request whose payload is large.
+pub const WRITE: u32 = 16;
+/// FUSE_INIT, the first request of a connection.
+pub const INIT: u32 = 26;
+/// FUSE_BATCH_FORGET: no reply.
+pub const BATCH_FORGET: u32 = 42;
 /// `struct fuse_in_header`.
 pub const IN_HEADER: usize = 40;
 /// `struct fuse_out_header`.
@@ -38,6 +52,10 @@ const ATTR: usize = 88;
 pub const ENTRY_OUT: usize = 40 + ATTR;
 /// `struct fuse_attr_out`.
 pub const ATTR_OUT: usize = 16 + ATTR;
+/// `struct fuse_open_out`.
+pub const OPEN_OUT: usize = 16;
+/// `struct fuse_statx_out`: 32 bytes, then a 256-byte `struct fuse_statx`.
+pub const STATX_OUT: usize = 32 + 256;
 /// `struct fuse_dirent` without its name.
 const DIRENT: usize = 24;
 
@@ -51,6 +69,8 @@ const FATTR_ATIME_NOW: u32 = 1 << 7;
 const FATTR_MTIME_NOW: u32 = 1 << 8;
 const FATTR_CTIME: u32 = 1 << 10;
 const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
+/// FUSE_INIT_EXT: `fuse_init_in.flags2` holds the high 32 flags.
+pub const FUSE_INIT_EXT: u64 = 1 << 30;
 
 /// Why a request could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -73,6 +93,16 @@ pub enum WireError {
     Unterminated {
         /// The request's opcode.
         opcode: u32,
+    },
+    /// A request read from `/dev/fuse` whose header says another length than was read.
+    #[error("FUSE request opcode {opcode}: its header says {said} bytes, {got} were read")]
+    Length {
+        /// The request's opcode.
+        opcode: u32,
+        /// `fuse_in_header.len`.
+        said: usize,
+        /// Bytes read.
+        got: usize,
     },
     /// A time no `SystemTime` holds.
     #[error("FUSE request opcode {opcode}: time {secs}.{nsecs} is out of range")]
@@ -103,7 +133,20 @@ pub struct Header {
     pub pid: u32,
 }
 
-/// A decoded request; names and data borrow the ring's buffers.
+/// `struct fuse_init_in`: what the kernel offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitIn {
+    /// The kernel's major version.
+    pub major: u32,
+    /// The kernel's minor version.
+    pub minor: u32,
+    /// The readahead the kernel's mount has.
+    pub max_readahead: u32,
+    /// `FUSE_*` capabilities: `flags`, and `flags2` as the high 32 when FUSE_INIT_EXT is set.
+    pub flags: u64,
+}
+
+/// A decoded request; names and data borrow the buffers it was read into.
 #[derive(Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum Request<'a> {
@@ -144,7 +187,11 @@ pub enum Request<'a> {
         ino: u64,
         newname: &'a [u8],
     },
-    Open,
+    Open {
+        /// `open(2)`'s flags (O_CREAT, O_EXCL and O_NOCTTY taken out; O_TRUNC too unless
+        /// FUSE_ATOMIC_O_TRUNC was agreed, which wring does not ask for).
+        flags: u32,
+    },
     Read {
         offset: u64,
         size: u32,
@@ -194,13 +241,29 @@ pub enum Request<'a> {
         fh: u64,
     },
     Access,
-    Create,
+    Create {
+        name: &'a [u8],
+        mode: u32,
+        umask: u32,
+        /// `open(2)`'s flags.
+        flags: u32,
+    },
     Fallocate {
         offset: u64,
         length: u64,
         mode: i32,
     },
     Destroy,
+    Statx,
+    Forget {
+        nlookup: u64,
+    },
+    /// `struct fuse_forget_one`s (node id, lookups), 16 bytes each: see [`forgets`].
+    BatchForget {
+        items: &'a [u8],
+    },
+    Interrupt,
+    Init(InitIn),
     /// Not one wring answers: ENOSYS.
     Unsupported,
 }
@@ -356,6 +419,100 @@ fn setattr(op: &Fields) -> Result<SetAttr, WireError> {
     })
 }
 
+/// `struct fuse_init_in`: 16 bytes up to 7.35, 64 with `flags2` from 7.36 on.
+fn init_in(op: &Fields) -> Result<InitIn, WireError> {
+    let low = u64::from(op.u32(12)?);
+    let high = match low & FUSE_INIT_EXT != 0 {
+        true => u64::from(op.u32(16)?) << 32,
+        false => 0,
+    };
+    Ok(InitIn {
+        major: op.u32(0)?,
+        minor: op.u32(4)?,
+        max_readahead: op.u32(8)?,
+        flags: low | high,
+    })
+}
+
+/// The (node id, lookups) pairs of a BATCH_FORGET.
+pub fn forgets(items: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    items.chunks_exact(16).map(|c| {
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        a.copy_from_slice(&c[..8]);
+        b.copy_from_slice(&c[8..]);
+        (u64::from_le_bytes(a), u64::from_le_bytes(b))
+    })
+}
+
+/// The size of the header an opcode's request has after `fuse_in_header` on `/dev/fuse`
+/// (the kernel's `in_args[0]`, include/uapi/linux/fuse.h's `fuse_*_in`), for the opcodes
+/// wring decodes; 0 for those with names only and those it does not know. INIT's is at most
+/// this (older kernels send 16 bytes).
+fn op_len(opcode: u32) -> usize {
+    match opcode {
+        FORGET => 8,
+        3 => 16, // fuse_getattr_in
+        4 => 88, // fuse_setattr_in
+        8 => 16, // fuse_mknod_in
+        9 => 8,  // fuse_mkdir_in
+        12 => 8, // fuse_rename_in
+        13 => 8, // fuse_link_in
+        14 => 8, // fuse_open_in
+        READ | WRITE => 40,
+        18 | 25 | 29 => 24, // fuse_release_in, fuse_flush_in
+        20 | 30 => 16,      // fuse_fsync_in
+        21..=23 => 8,       // fuse_setxattr_in (no FUSE_SETXATTR_EXT), fuse_getxattr_in
+        INIT => 64,
+        27 | 34 | 36 => 8, // fuse_open_in, fuse_access_in, fuse_interrupt_in
+        28 | 44 => 40,     // fuse_read_in
+        35 | 51 => 16,     // fuse_create_in
+        39 => 32,          // fuse_ioctl_in
+        BATCH_FORGET => 8,
+        43 => 32, // fuse_fallocate_in
+        45 => 16, // fuse_rename2_in
+        52 => 24, // fuse_statx_in
+        _ => 0,
+    }
+}
+
+/// A request's `fuse_in_header`, its operation's header, and its payload.
+pub type Parts<'a> = (&'a [u8], &'a [u8], &'a [u8]);
+
+/// Cut a request read from `/dev/fuse` into what [`parse`] takes: its `fuse_in_header`, its
+/// operation's header, and the rest. The length its header gives must be what was read.
+pub fn split(request: &[u8]) -> Result<Parts<'_>, WireError> {
+    let h = header(request)?;
+    let said = Fields {
+        opcode: h.opcode,
+        what: "fuse_in_header",
+        b: request,
+    }
+    .u32(0)? as usize;
+    if said != request.len() {
+        return Err(WireError::Length {
+            opcode: h.opcode,
+            said,
+            got: request.len(),
+        });
+    }
+    let (in_header, rest) = request.split_at(IN_HEADER);
+    let n = match h.opcode {
+        INIT => op_len(INIT).min(rest.len()),
+        op => op_len(op),
+    };
+    if rest.len() < n {
+        return Err(WireError::Short {
+            opcode: h.opcode,
+            what: "operation header",
+            need: n,
+            got: rest.len(),
+        });
+    }
+    let (op, payload) = rest.split_at(n);
+    Ok((in_header, op, payload))
+}
+
 /// Decode a request: `in_out` and `op_in` from the header buffer, `payload` the first
 /// `payload_sz` bytes of the payload buffer.
 pub fn parse<'a>(
@@ -376,6 +533,9 @@ pub fn parse<'a>(
     };
     let r = match opcode {
         1 => Request::Lookup { name: p.name()? },
+        FORGET => Request::Forget {
+            nlookup: op.u64(0)?,
+        },
         3 => Request::Getattr,
         4 => Request::Setattr(setattr(&op)?),
         5 => Request::Readlink,
@@ -406,7 +566,7 @@ pub fn parse<'a>(
             ino: op.u64(0)?,
             newname: p.name()?,
         },
-        14 => Request::Open,
+        14 => Request::Open { flags: op.u32(0)? },
         READ => Request::Read {
             offset: op.u64(8)?,
             size: op.u32(16)?,
@@ -437,6 +597,7 @@ pub fn parse<'a>(
         23 => Request::Listxattr { size: op.u32(0)? },
         24 => Request::Removexattr { name: p.name()? },
         25 => Request::Flush,
+        INIT => Request::Init(init_in(&op)?),
         27 => Request::Opendir,
         28 | 44 => Request::Readdir {
             fh: op.u64(0)?,
@@ -446,7 +607,13 @@ pub fn parse<'a>(
         },
         29 => Request::Releasedir { fh: op.u64(0)? },
         34 => Request::Access,
-        35 => Request::Create,
+        35 => Request::Create {
+            flags: op.u32(0)?,
+            mode: op.u32(4)?,
+            umask: op.u32(8)?,
+            name: p.name()?,
+        },
+        36 => Request::Interrupt,
         38 => Request::Destroy,
         39 => {
             let size = op.u32(24)? as usize;
@@ -455,44 +622,39 @@ pub fn parse<'a>(
                 input: p.bytes(size)?,
             }
         }
-        51 => Request::Tmpfile {
-            mode: op.u32(4)?,
-            umask: op.u32(8)?,
-        },
+        BATCH_FORGET => {
+            let count = op.u32(0)? as usize;
+            Request::BatchForget {
+                items: p.bytes(count.saturating_mul(16))?,
+            }
+        }
         43 => Request::Fallocate {
             offset: op.u64(8)?,
             length: op.u64(16)?,
             mode: op.u32(24)? as i32,
         },
+        51 => Request::Tmpfile {
+            mode: op.u32(4)?,
+            umask: op.u32(8)?,
+        },
+        // struct fuse_statx_in: getattr_flags, reserved, fh, sx_flags, sx_mask. The kernel
+        // asks for every basic field and the birth time whatever statx(2) asked.
+        52 => {
+            op.need(24)?;
+            Request::Statx
+        }
         _ => Request::Unsupported,
     };
     Ok((h, r))
 }
 
-/// `struct fuse_ioctl_out` (result, no retry, no iovecs) and the data after it; the bytes
-/// written.
-pub fn put_ioctl_out(b: &mut [u8], result: i32, data: &[u8]) -> usize {
-    b[..16].fill(0);
-    b[..4].copy_from_slice(&result.to_le_bytes());
-    b[16..16 + data.len()].copy_from_slice(data);
-    16 + data.len()
-}
-
-/// The reply's header into `in_out`: `error` is 0 or a negative errno.
-pub fn put_out_header(in_out: &mut [u8], unique: u64, error: i32, payload_len: usize) {
-    let len = (OUT_HEADER + payload_len) as u32;
-    in_out[0..4].copy_from_slice(&len.to_le_bytes());
-    in_out[4..8].copy_from_slice(&error.to_le_bytes());
-    in_out[8..16].copy_from_slice(&unique.to_le_bytes());
-}
-
-/// How many payload bytes the reply has, into `ring_ent_in_out.payload_sz`, and the commit
-/// id a request came with.
+/// The `ring_ent_in_out` of a ring entry's header buffer: the commit id a request came with,
+/// and where a reply's payload size goes.
 pub fn ent_in_out(headers: &[u8]) -> &[u8] {
     &headers[IN_OUT * 2..REQ_HEADER]
 }
 
-/// `ring_ent_in_out.commit_id` and `.payload_sz` of a request.
+/// `ring_ent_in_out.commit_id` and `.payload_sz` of a request on a ring entry.
 pub fn commit_id_and_size(ent: &[u8]) -> Result<(u64, usize), WireError> {
     let f = Fields {
         opcode: 0,
@@ -502,140 +664,9 @@ pub fn commit_id_and_size(ent: &[u8]) -> Result<(u64, usize), WireError> {
     Ok((f.u64(8)?, f.u32(16)? as usize))
 }
 
-/// Set `ring_ent_in_out.payload_sz` for a reply.
+/// Set `ring_ent_in_out.payload_sz` for a reply on a ring entry.
 pub fn put_payload_size(ent: &mut [u8], n: usize) {
     ent[16..20].copy_from_slice(&(n as u32).to_le_bytes());
-}
-
-fn put_u32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
-}
-
-/// Seconds (negative before 1970) and nanoseconds of a time, as `struct fuse_attr` has it.
-fn secs_nsecs(t: SystemTime) -> (u64, u32) {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => (d.as_secs(), d.subsec_nanos()),
-        Err(e) => {
-            let d = e.duration();
-            let (mut s, mut n) = (-(d.as_secs() as i64), d.subsec_nanos());
-            if n > 0 {
-                s -= 1;
-                n = 1_000_000_000 - n;
-            }
-            (s as u64, n)
-        }
-    }
-}
-
-/// The `S_IF*` bits of a file type.
-pub fn type_bits(k: FileType) -> u32 {
-    match k {
-        FileType::NamedPipe => libc::S_IFIFO,
-        FileType::CharDevice => libc::S_IFCHR,
-        FileType::BlockDevice => libc::S_IFBLK,
-        FileType::Directory => libc::S_IFDIR,
-        FileType::RegularFile => libc::S_IFREG,
-        FileType::Symlink => libc::S_IFLNK,
-        FileType::Socket => libc::S_IFSOCK,
-    }
-}
-
-/// `struct fuse_attr` at the start of `b` (88 bytes).
-fn put_attr(b: &mut [u8], a: &FileAttr) {
-    put_u64(b, 0, a.ino.0);
-    put_u64(b, 8, a.size);
-    put_u64(b, 16, a.blocks);
-    let times = [a.atime, a.mtime, a.ctime].map(secs_nsecs);
-    for (k, (s, n)) in times.into_iter().enumerate() {
-        put_u64(b, 24 + 8 * k, s);
-        put_u32(b, 48 + 4 * k, n);
-    }
-    put_u32(b, 60, type_bits(a.kind) | u32::from(a.perm));
-    put_u32(b, 64, a.nlink);
-    put_u32(b, 68, a.uid);
-    put_u32(b, 72, a.gid);
-    put_u32(b, 76, a.rdev);
-    put_u32(b, 80, a.blksize);
-    put_u32(b, 84, a.flags);
-}
-
-/// `struct fuse_entry_out` (128 bytes).
-pub fn put_entry_out(b: &mut [u8], ttl: &Duration, a: &FileAttr) {
-    put_u64(b, 0, a.ino.0);
-    put_u64(b, 8, 0);
-    put_u64(b, 16, ttl.as_secs());
-    put_u64(b, 24, ttl.as_secs());
-    put_u32(b, 32, ttl.subsec_nanos());
-    put_u32(b, 36, ttl.subsec_nanos());
-    put_attr(&mut b[40..ENTRY_OUT], a);
-}
-
-/// `struct fuse_attr_out` (104 bytes).
-pub fn put_attr_out(b: &mut [u8], ttl: &Duration, a: &FileAttr) {
-    put_u64(b, 0, ttl.as_secs());
-    put_u32(b, 8, ttl.subsec_nanos());
-    put_u32(b, 12, 0);
-    put_attr(&mut b[16..ATTR_OUT], a);
-}
-
-/// `struct fuse_open_out` (16 bytes).
-pub fn put_open_out(b: &mut [u8], fh: u64) -> usize {
-    put_u64(b, 0, fh);
-    put_u64(b, 8, 0);
-    16
-}
-
-/// A 4-byte answer padded to 8 (`fuse_write_out`, `fuse_getxattr_out`).
-pub fn put_u32_out(b: &mut [u8], v: u32) -> usize {
-    put_u32(b, 0, v);
-    put_u32(b, 4, 0);
-    8
-}
-
-/// `struct fuse_statfs_out` (80 bytes).
-pub fn put_statfs_out(b: &mut [u8], s: &Statfs) -> usize {
-    b[..80].fill(0);
-    for (k, v) in [s.blocks, s.bfree, s.bavail, s.files, s.ffree]
-        .into_iter()
-        .enumerate()
-    {
-        put_u64(b, 8 * k, v);
-    }
-    put_u32(b, 40, s.bsize);
-    put_u32(b, 44, s.namelen);
-    put_u32(b, 48, s.frsize);
-    80
-}
-
-/// A `fuse_dirent` (`plus`: a `fuse_direntplus`, the entry first) at the start of `b`, if
-/// it fits: its length, or `None`.
-pub fn put_dirent(
-    b: &mut [u8],
-    ino: u64,
-    next: u64,
-    kind: FileType,
-    name: &[u8],
-    plus: Option<(&Duration, &FileAttr)>,
-) -> Option<usize> {
-    let entry = if plus.is_some() { ENTRY_OUT } else { 0 };
-    let len = (entry + DIRENT + name.len()).next_multiple_of(8);
-    if len > b.len() {
-        return None;
-    }
-    if let Some((ttl, a)) = plus {
-        put_entry_out(b, ttl, a);
-    }
-    let d = &mut b[entry..len];
-    put_u64(d, 0, ino);
-    put_u64(d, 8, next);
-    put_u32(d, 16, name.len() as u32);
-    put_u32(d, 20, type_bits(kind) >> 12);
-    d[DIRENT..DIRENT + name.len()].copy_from_slice(name);
-    d[DIRENT + name.len()..].fill(0);
-    Some(len)
 }
 
 #[cfg(test)]
