@@ -378,7 +378,8 @@ impl Op {
                     OpenHow::ReadWrite => "<>",
                     OpenHow::Append => ">>",
                 };
-                format!("exec {}{r} {}", fd(*slot), q(p))
+                // `command`: a failed redirection of the special built-in would end sh.
+                format!("command exec {}{r} {}", fd(*slot), q(p))
             }
             Op::Close { slot } => format!("exec {}>&-", fd(*slot)),
             Op::FdWrite {
