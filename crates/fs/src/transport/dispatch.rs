@@ -96,7 +96,7 @@ pub fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
             data,
         } => ops.write(c, ino, offset, data, kill_suidgid, a),
         Request::Statfs => ops.statfs(a),
-        Request::Release => ops.release(a),
+        Request::Release { fh } => ops.release(ino, fh, a),
         Request::Fsync { dir } => ops.fsync(ino, dir, a),
         Request::Setxattr { name, value, flags } => ops.setxattr(c, ino, name, value, flags, a),
         Request::Getxattr { name, size } => ops.getxattr(c, ino, name, size, a),

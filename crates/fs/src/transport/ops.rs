@@ -32,6 +32,8 @@ use crate::{OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_XATTR, STAT_XATTR,
 /// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
 /// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
 pub const TTL: Duration = Duration::from_secs(60);
+/// The handle of an open that may write (RELEASE counts it off); every other open's is 0.
+const WRITER: u64 = 1;
 /// Entries of a READDIRPLUS reply held and read from one snapshot at a time.
 const LISTED_CHUNK: usize = 64;
 
@@ -277,7 +279,7 @@ impl Ops {
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
             // A durable commit, on demand: not for anyone allow_other lets in.
             n if n == SYNC_XATTR.as_bytes() && !privileged(c) => Err(FsError::Errno(libc::EPERM)),
-            n if n == SYNC_XATTR.as_bytes() => self.vol.sync().map(|_| b"ok".to_vec()),
+            n if n == SYNC_XATTR.as_bytes() => self.vol.sync_all().map(|_| b"ok".to_vec()),
             n if n == READ_ONLY_XATTR.as_bytes() && !privileged(c) => {
                 Err(FsError::Errno(libc::EPERM))
             }
@@ -462,9 +464,19 @@ impl Ops {
     pub fn open(&self, ino: u64, flags: u32, reply: impl AnswerOpen) {
         let _t = self.vol.op_counts().count(Op::Open);
         match self.vol.may_open(ino, flags) {
-            Ok(()) => reply.send_opened(0, FOPEN_KEEP_CACHE),
+            Ok(()) => reply.send_opened(self.handle(ino, flags), FOPEN_KEEP_CACHE),
             Err(e) => reply.fail(err(e)),
         }
+    }
+
+    /// The handle of an open of `ino` with `flags`: [`WRITER`] for one that may write, which
+    /// the volume counts until its RELEASE (see `Volume::sync_all`), else 0.
+    fn handle(&self, ino: u64, flags: u32) -> u64 {
+        if flags as i32 & libc::O_ACCMODE == libc::O_RDONLY {
+            return 0;
+        }
+        self.vol.write_opened(ino);
+        WRITER
     }
 
     /// READ.
@@ -509,10 +521,13 @@ impl Ops {
         reply.fail(Errno::ENOSYS);
     }
 
-    /// RELEASE, at the last close of a file OPEN or CREATE opened: nothing to do, the daemon
-    /// keeps nothing per open file and the kernel's reference (until FORGET) holds the inode.
-    pub fn release(&self, reply: impl AnswerEmpty) {
+    /// RELEASE, at the last close of a file OPEN or CREATE opened: an open for writing is
+    /// counted off; the kernel's reference (until FORGET) holds the inode.
+    pub fn release(&self, ino: u64, fh: u64, reply: impl AnswerEmpty) {
         let _t = self.vol.op_counts().count(Op::Release);
+        if fh == WRITER {
+            self.vol.write_released(ino);
+        }
         reply.send_ok();
     }
 
@@ -758,7 +773,7 @@ impl Ops {
         c: Caller,
         parent: u64,
         name: &[u8],
-        (mode, umask, _flags): (u32, u32, u32),
+        (mode, umask, flags): (u32, u32, u32),
         reply: impl AnswerCreate,
     ) {
         let _t = self.vol.op_counts().count(Op::Create);
@@ -769,7 +784,8 @@ impl Ops {
         match self.vol.create_held(parent, name, new, 1) {
             Ok((ino, i)) => {
                 let a = attr(ino, &i, self.blksize());
-                reply.send_created(&TTL, &a, 0, FOPEN_KEEP_CACHE)
+                let fh = self.handle(ino, flags);
+                reply.send_created(&TTL, &a, fh, FOPEN_KEEP_CACHE)
             }
             Err(e) => reply.fail(err(e)),
         }

@@ -117,6 +117,9 @@ pub(crate) struct Opens {
     orphans: HashSet<u64>,
     /// Inodes a transaction not yet committed is deleting: an open of one fails.
     doomed: HashSet<u64>,
+    /// Opens for writing (OPEN, CREATE) not yet released, per inode: the files whose dirty
+    /// pages the kernel may hold (a close writes them back: fuse_flush).
+    writers: HashMap<u64, u32>,
 }
 
 /// The locks of several inodes (a writeback batch): the first one waited for, the others
@@ -448,6 +451,41 @@ impl Volume {
         let r = self.flush_all_delalloc();
         self.store.sync()?;
         r
+    }
+
+    /// [`Volume::sync`] of everything written so far, also what the kernel still holds in
+    /// its page cache for files open for writing: syncfs does not wait for a FUSE server
+    /// (the kernel marks FUSE's mappings AS_NO_DATA_INTEGRITY, as sync would otherwise hang
+    /// on a server), so such a file's last writes could reach the daemon after the commit.
+    /// Each such file's pages are invalidated (FUSE_NOTIFY_INVAL_INODE), which makes the
+    /// kernel write its dirty ones back and wait for them (fuse_launder_folio) before the
+    /// notification returns. Only from a request's handler with no lock held: the writes come
+    /// in on the other request threads.
+    pub fn sync_all(&self) -> Result<(), FsError> {
+        let writers: Vec<u64> = lock(&self.open).writers.keys().copied().collect();
+        if let Some(n) = self.notifier.get() {
+            for ino in writers {
+                // ENOENT: the kernel holds the inode no more, nor its pages.
+                let _ = n.inval_inode(ino, 0, 0);
+            }
+        }
+        self.sync()
+    }
+
+    /// An open of `ino` for writing (see [`Volume::sync_all`]).
+    pub(crate) fn write_opened(&self, ino: u64) {
+        *lock(&self.open).writers.entry(ino).or_insert(0) += 1;
+    }
+
+    /// The release of an open of `ino` for writing.
+    pub(crate) fn write_released(&self, ino: u64) {
+        let mut open = lock(&self.open);
+        if let Some(n) = open.writers.get_mut(&ino) {
+            *n -= 1;
+            if *n == 0 {
+                open.writers.remove(&ino);
+            }
+        }
     }
 
     /// A new file handle number.

@@ -202,7 +202,10 @@ pub enum Request<'a> {
         data: &'a [u8],
     },
     Statfs,
-    Release,
+    /// RELEASE of the handle OPEN or CREATE gave.
+    Release {
+        fh: u64,
+    },
     Fsync {
         dir: bool,
     },
@@ -580,7 +583,7 @@ pub fn parse<'a>(
             }
         }
         17 => Request::Statfs,
-        18 => Request::Release,
+        18 => Request::Release { fh: op.u64(0)? },
         20 | 30 => Request::Fsync { dir: opcode == 30 },
         21 => {
             let size = op.u32(0)? as usize;
