@@ -486,6 +486,7 @@ fn writes_through_an_open_descriptor_are_in_the_sync_before_a_kill() {
         let p = m.p(&format!("f{round}"));
         let f = std::fs::OpenOptions::new()
             .create(true)
+            .truncate(true)
             .read(true)
             .write(true)
             .open(&p)
