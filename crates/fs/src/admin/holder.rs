@@ -14,7 +14,6 @@
 //! Mirrors the block layer's exclusive open of a device (`bdev_file_open_by_path` with a
 //! holder, EBUSY while another holds it), with a bounded wait in front of it.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -50,20 +49,56 @@ pub fn is_held(e: &FsError) -> bool {
     matches!(e, FsError::Store(redb::Error::DatabaseAlreadyOpen))
 }
 
-/// The (device, inode) of the store's database file, if it exists.
-fn db_id(dir: &Path) -> Option<(u64, u64)> {
-    let m = std::fs::metadata(dir.join(DB_FILE)).ok()?;
-    Some((m.dev(), m.ino()))
+/// A file as /proc/PID/fdinfo names an open descriptor's: its mount's id and its inode number.
+/// Looking a holder up by these reads only text the kernel keeps about each descriptor; it never
+/// follows a descriptor to its file, which would be a lookup (and, on another FUSE mount, a
+/// request to its daemon) holding that mount busy meanwhile: a `umount` of it at that moment
+/// failed with EBUSY.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    mnt_id: u64,
+    ino: u64,
+}
+
+/// The store's database file's [`FileId`], if it exists (statx with STATX_MNT_ID).
+fn db_id(dir: &Path) -> Option<FileId> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.join(DB_FILE).as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero statx is a valid value of this plain C struct.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let mask = libc::STATX_INO | libc::STATX_MNT_ID;
+    // SAFETY: `path` is NUL-terminated and `st` is a valid, writable statx.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, path.as_ptr(), 0, mask, &mut st) };
+    (r == 0 && st.stx_mask & libc::STATX_MNT_ID != 0).then_some(FileId {
+        mnt_id: st.stx_mnt_id,
+        ino: st.stx_ino,
+    })
+}
+
+/// The mount id and inode of an open descriptor, from its /proc/PID/fdinfo text.
+fn fdinfo_id(text: &str) -> Option<FileId> {
+    let field = |name: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim() == name)
+            .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+    };
+    Some(FileId {
+        mnt_id: field("mnt_id")?,
+        ino: field("ino")?,
+    })
 }
 
 /// Whether process `pid` (a /proc entry's name) has the file `id` open.
-fn has_open(pid: &str, id: (u64, u64)) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+fn has_open(pid: &str, id: FileId) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return false;
     };
     fds.flatten().any(|fd| {
-        // stat follows the link to the open file: same device and inode, whatever its path.
-        std::fs::metadata(fd.path()).is_ok_and(|m| (m.dev(), m.ino()) == id)
+        std::fs::read_to_string(fd.path())
+            .ok()
+            .and_then(|t| fdinfo_id(&t))
+            .is_some_and(|f| f == id)
     })
 }
 
@@ -210,6 +245,32 @@ mod tests {
 
     /// A store held by another process is waited for, and the error after the limit names
     /// that process; one this process holds is refused at once, without waiting.
+    #[test]
+    fn an_fdinfo_text_names_its_mount_and_inode() {
+        let text = "pos:\t0\nflags:\t0100002\nmnt_id:\t31\nino:\t4242\n";
+        assert_eq!(
+            fdinfo_id(text),
+            Some(FileId {
+                mnt_id: 31,
+                ino: 4242
+            })
+        );
+        assert_eq!(fdinfo_id("pos:\t0\nflags:\t02\nmnt_id:\t31\n"), None);
+    }
+
+    /// The database this process opens is found among its own descriptors by fdinfo alone.
+    #[test]
+    fn an_open_database_is_found_by_its_fdinfo() {
+        let dir = scratch("fdinfo");
+        Store::mkfs(&dir).unwrap();
+        assert!(!held_here(&dir));
+        let f = std::fs::File::open(dir.join(DB_FILE)).unwrap();
+        assert!(held_here(&dir));
+        drop(f);
+        assert!(!held_here(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn waits_for_another_holder_and_names_it() {
         let dir = scratch("other");
