@@ -464,7 +464,11 @@ impl<'c> LevelBench<'c> {
 
     /// One pass: engine compress, bare compress, engine decompress, bare decompress, each
     /// checked; keeps what the engine stored per extent. The first pass reports progress.
-    pub(crate) fn pass(&mut self, m: &mut Measuring, progress: &Progress) -> Result<(), BenchError> {
+    pub(crate) fn pass(
+        &mut self,
+        m: &mut Measuring,
+        progress: &Progress,
+    ) -> Result<(), BenchError> {
         let started = Instant::now();
         let (alg, spec, first) = (m.alg, m.spec, m.passes.is_empty());
         let name = m.name.as_str();

@@ -113,7 +113,11 @@ pub fn series(report: &Report) -> Vec<Series> {
         let entry = lines
             .entry(c)
             .or_insert_with(|| (r.algorithm.clone(), Vec::new()));
-        if !entry.1.iter().any(|p| p.3 == r.spec || p.3.starts_with(&noisy_prefix(&r.spec))) {
+        if !entry
+            .1
+            .iter()
+            .any(|p| p.3 == r.spec || p.3.starts_with(&noisy_prefix(&r.spec)))
+        {
             entry
                 .1
                 .push((r.level, r.compress_mbps, r.ratio, point_label(r)));

@@ -178,7 +178,10 @@ mod tests {
         assert_eq!(parse_size("64KiB").ok(), Some(65536));
         assert_eq!(parse_size("131072").ok(), Some(131072));
         for bad in ["", "0", "K", "4M", "-4K", "4.5K"] {
-            let e = parse_size(bad).err().map(|e| e.to_string()).unwrap_or_default();
+            let e = parse_size(bad)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(e.contains("--extent-sizes"), "{bad:?}: {e}");
         }
     }

@@ -155,8 +155,13 @@ fn zrams_algorithms_are_levels_like_every_other() {
     assert!(parse_specs(&[], Some("deflate:12")).is_err());
     let corpus = common::corpus().truncated(512 * 1024);
     let specs = parse_specs(&[], Some("lzo-rle,deflate:6")).unwrap();
-    let rows = levels::run(&corpus, &LevelsConfig::new(specs, 1), &Progress::hidden(), None)
-        .expect("levels run");
+    let rows = levels::run(
+        &corpus,
+        &LevelsConfig::new(specs, 1),
+        &Progress::hidden(),
+        None,
+    )
+    .expect("levels run");
     for row in &rows {
         assert!(row.ratio > 1.0 && !row.in_btrfs, "{row:?}");
         assert!(
