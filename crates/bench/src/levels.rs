@@ -21,10 +21,11 @@ use std::sync::Arc;
 use wring_engine::codec::{standalone, CodecState};
 
 use wring_engine::offload::{Offload, OffloadConfig};
-use wring_engine::stream::{compress_batch, compress_shared, Extent};
-use wring_engine::{compressed_limit, Algorithm, CompressSpec, Engine, EngineConfig, Policy};
+use wring_engine::stream::{compress_shared_with, Extent};
+use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig, Policy, Saving};
 
 use crate::corpus::Corpus;
+use crate::machine::LoadWatch;
 use crate::metrics::{mb_per_s, median, overhead, spread, Stored};
 use crate::progress::Progress;
 use crate::{interrupt, BenchError};
@@ -150,6 +151,37 @@ pub struct LevelRow {
     pub waits: u64,
     /// The bare library call, when timed.
     pub bare: Option<BareFigures>,
+    /// Some figure's passes lay more than [`NOISY_SPREAD`] apart: other work moved it, and
+    /// the table and the plot say so.
+    pub noisy: bool,
+}
+
+/// A spread (half the range of the passes over their median) above which a row is marked
+/// as noisy.
+pub const NOISY_SPREAD: f64 = 0.10;
+
+impl LevelRow {
+    /// The widest spread of the row's figures: times and overheads.
+    pub fn widest_spread(&self) -> f64 {
+        let bare = self.bare.map_or(0.0, |b| {
+            b.compress_overhead_spread.max(b.decompress_overhead_spread)
+        });
+        self.compress_spread.max(self.decompress_spread).max(bare)
+    }
+}
+
+/// A spec being measured: its passes so far.
+pub(crate) struct Measuring {
+    spec: CompressSpec,
+    alg: Algorithm,
+    name: String,
+    passes: Passes,
+    /// Seconds its passes took, warm-up and checks included.
+    secs: f64,
+    /// Waits for a workspace over all passes.
+    waits: u64,
+    /// What the engine stored per extent in the last pass (`None`: raw).
+    compressed: Vec<Option<Vec<u8>>>,
 }
 
 /// Algorithms named in `--algorithms` (empty: all of them).
@@ -276,13 +308,24 @@ pub struct LevelBench<'c> {
     pass_budget: f64,
     slow_after: f64,
     min_phase: f64,
+    /// What compression must save (btrfs's block, or the packed store's bytes).
+    saving: Saving,
     out: Vec<u8>,
 }
 
 impl<'c> LevelBench<'c> {
     /// An engine with `cfg.streams` streams (and as many offload workers) over the extents of
-    /// `corpus`.
+    /// `corpus`, under btrfs's rule that compression must save a block.
     pub fn new(corpus: &'c Corpus, cfg: &LevelsConfig) -> Result<LevelBench<'c>, BenchError> {
+        LevelBench::over(corpus.extents(cfg.max_extent), cfg, Saving::Block)
+    }
+
+    /// As [`LevelBench::new`], over the given extents and under the storage rule `saving`.
+    pub fn over(
+        extents: Vec<&'c [u8]>,
+        cfg: &LevelsConfig,
+        saving: Saving,
+    ) -> Result<LevelBench<'c>, BenchError> {
         let engine = Arc::new(Engine::new(EngineConfig {
             streams: cfg.streams.max(1),
             max_extent: cfg.max_extent,
@@ -290,11 +333,10 @@ impl<'c> LevelBench<'c> {
         }));
         let offload = Offload::new(Arc::clone(&engine), OffloadConfig::for_engine(&engine))
             .map_err(BenchError::Workers)?;
-        let extents = corpus.extents(cfg.max_extent);
         let shared = extents.iter().map(|e| Arc::new(e.to_vec())).collect();
         // One destination for every decompressed extent, touched now so that page faults
         // stay out of the timings.
-        let out = vec![0xa5u8; corpus.bytes() as usize];
+        let out = vec![0xa5u8; extents.iter().map(|e| e.len()).sum()];
         Ok(LevelBench {
             offload,
             extents,
@@ -306,6 +348,7 @@ impl<'c> LevelBench<'c> {
             pass_budget: cfg.pass_budget,
             slow_after: cfg.slow_after,
             min_phase: cfg.min_phase,
+            saving,
             out,
         })
     }
@@ -330,32 +373,52 @@ impl<'c> LevelBench<'c> {
     }
 
     /// Compress, decompress and check every extent with `spec`, and, when configured, the same
-    /// through the bare library call. Each pass runs engine and bare back to back, so that
-    /// other load on the machine falls on both alike, and the overheads are taken per pass.
-    /// Every figure is the median of the passes; the spreads say how far the passes lay apart.
+    /// through the bare library call, for as many passes as the settings give. Each pass runs
+    /// engine and bare back to back, so that other load on the machine falls on both alike,
+    /// and the overheads are taken per pass. Every figure is the median of the passes; the
+    /// spreads say how far the passes lay apart. [`run`] interleaves the specs' passes instead.
     pub fn measure(
         &mut self,
         spec: CompressSpec,
         progress: &Progress,
     ) -> Result<LevelRow, BenchError> {
+        let mut m = self.start(spec)?;
+        while self.wants_another(&m) {
+            self.pass(&mut m, progress)?;
+        }
+        Ok(self.row(m))
+    }
+
+    /// A spec about to be measured, with no pass yet.
+    pub(crate) fn start(&self, spec: CompressSpec) -> Result<Measuring, BenchError> {
         let Some(alg) = spec.algorithm else {
             return Err(BenchError::Spec(
                 "'no' compresses nothing to measure".into(),
             ));
         };
-        let name = spec.to_string();
-        interrupt::check()?;
-        progress.step(format!("{name}: compressing"));
-        self.warm_up(spec)?;
-        let waits_before = self.waits(alg);
-        let started = Instant::now();
-        let mut passes = Passes::default();
-        let mut compressed = Vec::new();
-        while self.wants_another(passes.len(), started.elapsed().as_secs_f64()) {
-            let first = passes.is_empty();
-            compressed = self.pass(alg, spec, &name, progress, first, &mut passes)?;
-        }
-        let waits = (self.waits(alg) - waits_before) / passes.len() as u64;
+        Ok(Measuring {
+            spec,
+            alg,
+            name: spec.to_string(),
+            passes: Passes::default(),
+            secs: 0.0,
+            waits: 0,
+            compressed: Vec::new(),
+        })
+    }
+
+    /// The row of a spec whose passes are done.
+    pub(crate) fn row(&self, m: Measuring) -> LevelRow {
+        let Measuring {
+            spec,
+            alg,
+            name,
+            passes,
+            waits,
+            compressed,
+            ..
+        } = m;
+        let waits = waits / passes.len().max(1) as u64;
         let mut stored = Stored::default();
         for (e, c) in self.extents.iter().zip(&compressed) {
             stored.add(e.len(), c.as_ref().map(Vec::len));
@@ -373,7 +436,7 @@ impl<'c> LevelBench<'c> {
             decompress_secs: bare_d,
         });
         let manager = self.engine().manager(alg);
-        Ok(LevelRow {
+        let mut row = LevelRow {
             spec: name,
             algorithm: alg.name().to_string(),
             level: spec.level,
@@ -393,20 +456,30 @@ impl<'c> LevelBench<'c> {
             codec_kb: kib(manager.level_bytes(spec.level)),
             waits,
             bare,
-        })
+            noisy: false,
+        };
+        row.noisy = row.widest_spread() > NOISY_SPREAD;
+        row
     }
 
     /// One pass: engine compress, bare compress, engine decompress, bare decompress, each
-    /// checked. Returns what the engine stored per extent; the first pass reports progress.
-    fn pass(
+    /// checked; keeps what the engine stored per extent. The first pass reports progress.
+    pub(crate) fn pass(
         &mut self,
-        alg: Algorithm,
-        spec: CompressSpec,
-        name: &str,
+        m: &mut Measuring,
         progress: &Progress,
-        first: bool,
-        passes: &mut Passes,
-    ) -> Result<Vec<Option<Vec<u8>>>, BenchError> {
+    ) -> Result<(), BenchError> {
+        let started = Instant::now();
+        let (alg, spec, first) = (m.alg, m.spec, m.passes.is_empty());
+        let name = m.name.as_str();
+        if first {
+            interrupt::check()?;
+            progress.step(format!("{name}: compressing"));
+        }
+        // Other specs' passes may have run since this one's last: let the manager allocate
+        // or find this level's workspaces before the clock runs.
+        self.warm_up(spec)?;
+        let waits_before = self.waits(alg);
         let step = |what: &str| {
             if first {
                 progress.step(format!("{name}: {what}"));
@@ -420,7 +493,13 @@ impl<'c> LevelBench<'c> {
         let mut secs = [0.0; 4];
         interrupt::check()?;
         let t = Instant::now();
-        let batch = compress_shared(&self.offload, spec, Policy::Force, &self.shared);
+        let batch = compress_shared_with(
+            &self.offload,
+            spec,
+            Policy::Force,
+            self.saving,
+            &self.shared,
+        );
         secs[0] = t.elapsed().as_secs_f64();
         let compressed = self.collect(name, batch)?;
         done();
@@ -451,11 +530,16 @@ impl<'c> LevelBench<'c> {
             done();
             done();
         }
-        passes.0.push(secs);
-        Ok(compressed)
+        m.passes.0.push(secs);
+        m.waits += self.waits(alg) - waits_before;
+        m.compressed = compressed;
+        m.secs += started.elapsed().as_secs_f64();
+        Ok(())
     }
-    /// Whether a spec that has had `done` passes in `secs` seconds gets another.
-    fn wants_another(&self, done: usize, secs: f64) -> bool {
+
+    /// Whether a spec gets another pass, after its passes so far and the seconds they took.
+    pub(crate) fn wants_another(&self, m: &Measuring) -> bool {
+        let (done, secs) = (m.passes.len(), m.secs);
         if done < self.passes {
             !(self.slow_after > 0.0 && done >= 2 && secs >= self.slow_after)
         } else {
@@ -465,12 +549,16 @@ impl<'c> LevelBench<'c> {
 
     /// Let the manager allocate its workspaces for this level before the clock runs.
     fn warm_up(&self, spec: CompressSpec) -> Result<(), BenchError> {
-        let n = self.extents.len().min(self.streams * 2);
+        let n = self.shared.len().min(self.streams * 2);
         let name = spec.to_string();
-        for (index, r) in compress_batch(&self.offload, spec, Policy::Force, &self.extents[..n])
-            .into_iter()
-            .enumerate()
-        {
+        let batch = compress_shared_with(
+            &self.offload,
+            spec,
+            Policy::Force,
+            self.saving,
+            &self.shared[..n],
+        );
+        for (index, r) in batch.into_iter().enumerate() {
             r.map_err(|source| BenchError::Engine {
                 spec: name.clone(),
                 index,
@@ -516,7 +604,7 @@ impl<'c> LevelBench<'c> {
         let Some(alg) = spec.algorithm else {
             return Ok(0.0);
         };
-        let max_extent = self.max_extent;
+        let (max_extent, saving) = (self.max_extent, self.saving);
         let sizes: Vec<AtomicUsize> = (0..self.extents.len())
             .map(|_| AtomicUsize::new(0))
             .collect();
@@ -532,7 +620,7 @@ impl<'c> LevelBench<'c> {
             },
             |(state, dst): &mut (Box<dyn CodecState>, Vec<u8>), i| {
                 let src = extents[i];
-                let limit = compressed_limit(src.len());
+                let limit = saving.limit(src.len());
                 let r = if limit == 0 {
                     None
                 } else {
@@ -651,18 +739,50 @@ fn bare_state(
     standalone(alg, level, max_extent).map_err(|e| BenchError::Spec(e.to_string()))
 }
 
-/// Run a levels benchmark: one row per spec, in order.
+/// Run a levels benchmark: one row per spec, in order. The passes are interleaved — pass 1 of
+/// every spec, then pass 2 of every spec that wants another, and so on — so that a drift of the
+/// machine's load over minutes falls on every level alike instead of moving whole levels
+/// against each other. `load`, when given, is sampled after every round.
 pub fn run(
     corpus: &Corpus,
     cfg: &LevelsConfig,
     progress: &Progress,
+    load: Option<&mut LoadWatch>,
 ) -> Result<Vec<LevelRow>, BenchError> {
     let mut bench = LevelBench::new(corpus, cfg)?;
     progress.add_steps(bench.steps() * cfg.specs.len() as u64);
-    cfg.specs
-        .iter()
-        .map(|&spec| bench.measure(spec, progress))
-        .collect()
+    bench.interleaved(&cfg.specs, progress, load)
+}
+
+impl LevelBench<'_> {
+    /// Measure `specs` with their passes interleaved (see [`run`]): one row per spec, in order.
+    pub fn interleaved(
+        &mut self,
+        specs: &[CompressSpec],
+        progress: &Progress,
+        mut load: Option<&mut LoadWatch>,
+    ) -> Result<Vec<LevelRow>, BenchError> {
+        let mut all = specs
+            .iter()
+            .map(|&spec| self.start(spec))
+            .collect::<Result<Vec<_>, _>>()?;
+        loop {
+            let mut any = false;
+            for m in &mut all {
+                if self.wants_another(m) {
+                    self.pass(m, progress)?;
+                    any = true;
+                }
+            }
+            if let Some(l) = load.as_deref_mut() {
+                l.sample();
+            }
+            if !any {
+                break;
+            }
+        }
+        Ok(all.into_iter().map(|m| self.row(m)).collect())
+    }
 }
 
 /// Decompress every extent into its place in `out` on `threads` threads, each with a state

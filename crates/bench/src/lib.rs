@@ -42,6 +42,7 @@ pub mod progress;
 pub mod recompress;
 pub mod report;
 pub mod serve;
+pub mod sizes;
 pub mod streams;
 pub mod zram;
 

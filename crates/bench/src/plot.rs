@@ -85,6 +85,22 @@ fn palette(i: usize) -> RGBColor {
 /// (level, compression MB/s, ratio, spec) of one engine row.
 type LevelPoint = (i32, f64, f64, String);
 
+/// What marks a noisy level's label on the plot.
+const NOISY_MARK: &str = " noisy ±";
+
+fn noisy_prefix(spec: &str) -> String {
+    format!("{spec}{NOISY_MARK}")
+}
+
+/// A level's label: its spec, and for a noisy row how far its passes lay apart, so that a
+/// curve bent by other work on the machine says so where the user looks.
+fn point_label(r: &crate::levels::LevelRow) -> String {
+    match r.noisy {
+        true => format!("{}{:.0}%", noisy_prefix(&r.spec), r.widest_spread() * 100.0),
+        false => r.spec.clone(),
+    }
+}
+
 /// The series of a report: engine lines from the levels and btrfs rows, kernel and zram points.
 pub fn series(report: &Report) -> Vec<Series> {
     let mut lines: BTreeMap<usize, (String, Vec<LevelPoint>)> = BTreeMap::new();
@@ -97,10 +113,14 @@ pub fn series(report: &Report) -> Vec<Series> {
         let entry = lines
             .entry(c)
             .or_insert_with(|| (r.algorithm.clone(), Vec::new()));
-        if !entry.1.iter().any(|p| p.3 == r.spec) {
+        if !entry
+            .1
+            .iter()
+            .any(|p| p.3 == r.spec || p.3.starts_with(&noisy_prefix(&r.spec)))
+        {
             entry
                 .1
-                .push((r.level, r.compress_mbps, r.ratio, r.spec.clone()));
+                .push((r.level, r.compress_mbps, r.ratio, point_label(r)));
         }
     }
     let mut out: Vec<Series> = lines
@@ -302,6 +322,15 @@ where
         SeriesKind::EngineLine => {
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(|e| e.to_string())?;
+            // A ring around a noisy level's point.
+            chart
+                .draw_series(
+                    s.points
+                        .iter()
+                        .filter(|p| p.2.contains(NOISY_MARK) && p.0.is_finite() && p.0 > 0.0)
+                        .map(|p| Circle::new((p.0, p.1), 9, colour.stroke_width(2))),
+                )
                 .map_err(|e| e.to_string())?;
             chart
                 .draw_series(LineSeries::new(pts.clone(), style))

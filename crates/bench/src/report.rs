@@ -12,8 +12,9 @@ use serde::Serialize;
 use crate::corpus::CorpusInfo;
 use crate::kernel::KernelRow;
 use crate::levels::LevelRow;
-use crate::machine::Machine;
+use crate::machine::{LoadDuring, Machine};
 use crate::metrics::Versus;
+use crate::sizes::SizeRow;
 use crate::streams::StreamsRow;
 use crate::zram::{ZramFigures, ZramRow};
 use crate::BenchError;
@@ -29,6 +30,8 @@ pub struct Report {
     pub started_unix: u64,
     /// Where it ran.
     pub machine: Machine,
+    /// Other work on the machine over the whole run, when watched.
+    pub load_during: Option<LoadDuring>,
     /// On what.
     pub corpus: CorpusInfo,
     /// Largest extent in bytes.
@@ -37,6 +40,8 @@ pub struct Report {
     pub streams: usize,
     /// seed 000/001's table on wring's engine.
     pub levels: Vec<LevelRow>,
+    /// The engine's fixed cost per extent: time per extent at a few sizes, engine and bare.
+    pub extent_sizes: Vec<SizeRow>,
     /// seed 002's experiment.
     pub streams_rows: Vec<StreamsRow>,
     /// The kernel's btrfs beside wring.
@@ -63,10 +68,12 @@ impl Report {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             machine,
+            load_during: None,
             corpus,
             max_extent: wring_engine::MAX_EXTENT,
             streams,
             levels: Vec::new(),
+            extent_sizes: Vec::new(),
             streams_rows: Vec::new(),
             btrfs: Vec::new(),
             zram: Vec::new(),
@@ -85,6 +92,9 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(s, "## wring bench {}\n", self.command);
         let _ = writeln!(s, "- machine: {}", self.machine.summary());
+        if let Some(l) = &self.load_during {
+            let _ = writeln!(s, "- load during the run: {}", l.summary());
+        }
         let _ = writeln!(s, "- corpus: {}", self.corpus.summary());
         let _ = writeln!(
             s,
@@ -99,6 +109,10 @@ impl Report {
         if !self.levels.is_empty() {
             s.push('\n');
             s.push_str(&levels_table(&self.levels));
+        }
+        if !self.extent_sizes.is_empty() {
+            s.push('\n');
+            s.push_str(&sizes_table(&self.extent_sizes));
         }
         if !self.streams_rows.is_empty() {
             s.push('\n');
@@ -337,10 +351,14 @@ fn levels_table(rows: &[LevelRow]) -> String {
             ),
             None => ("—".into(), "—".into(), "—".into()),
         };
+        let spec = match r.noisy {
+            true => format!("{} (noisy)", r.spec),
+            false => r.spec.clone(),
+        };
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} |",
-            r.spec,
+            spec,
             ratio3(r.ratio),
             ratio3(r.ratio_unrounded),
             mbps(r.compress_mbps) + &pm(r.compress_spread),
@@ -351,6 +369,33 @@ fn levels_table(rows: &[LevelRow]) -> String {
             bc,
             bd,
             ov
+        );
+    }
+    s
+}
+
+fn sizes_table(rows: &[SizeRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| method | extent | extents | compress µs: engine | bare | added | overhead | decompress µs: engine | bare | added | overhead |");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let spec = match r.noisy {
+            true => format!("{} (noisy)", r.spec),
+            false => r.spec.clone(),
+        };
+        let _ = writeln!(
+            s,
+            "| {spec} | {} KiB | {} | {:.1} | {:.1} | {:+.1} | {:.3} | {:.1} | {:.1} | {:+.1} | {:.3} |",
+            r.size / 1024,
+            r.extents,
+            r.compress_us,
+            r.bare_compress_us,
+            r.compress_fixed_us(),
+            r.compress_overhead,
+            r.decompress_us,
+            r.bare_decompress_us,
+            r.decompress_fixed_us(),
+            r.decompress_overhead,
         );
     }
     s

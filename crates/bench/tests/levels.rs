@@ -53,7 +53,7 @@ fn rows_on_the_tiny_corpus() {
     let specs = parse_specs(&[], Some("zstd:1,zstd:19,zlib:6,lzo,lz4,lz4hc:9")).unwrap();
     let mut cfg = LevelsConfig::new(specs.clone(), 2);
     cfg.passes = 2;
-    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("levels run");
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden(), None).expect("levels run");
     assert_eq!(rows.len(), specs.len());
     for (row, spec) in rows.iter().zip(&specs) {
         assert_eq!(row.spec, spec.to_string());
@@ -103,7 +103,7 @@ fn without_bare_timing_there_are_no_bare_figures() {
     let corpus = common::corpus().truncated(256 * 1024);
     let mut cfg = LevelsConfig::new(vec![CompressSpec::new(Algorithm::Zstd, 3)], 1);
     cfg.bare = false;
-    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden(), None).expect("run");
     assert!(rows[0].bare.is_none());
     assert_eq!(rows[0].streams, 1);
 }
@@ -115,7 +115,7 @@ fn a_pass_budget_gives_fast_levels_more_passes_up_to_the_cap() {
     cfg.passes = 2;
     // Far more time than 256 KiB of lz4 takes: the cap ends it, not the budget.
     cfg.pass_budget = 60.0;
-    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden(), None).expect("run");
     assert_eq!(rows[0].passes, MAX_PASSES);
     assert!(rows[0].compress_mbps > 0.0);
 }
@@ -128,7 +128,7 @@ fn a_slow_level_stops_at_two_passes_and_short_decompressions_repeat() {
     // Every pass is "slow" here: the third is skipped, never the second.
     cfg.slow_after = 1e-9;
     cfg.min_phase = 0.05;
-    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden(), None).expect("run");
     assert_eq!(rows[0].passes, 2);
     assert!(rows[0].decompress_mbps > 0.0);
     assert!(rows[0]
@@ -137,7 +137,7 @@ fn a_slow_level_stops_at_two_passes_and_short_decompressions_repeat() {
         .is_some_and(|b| b.decompress_mbps > 0.0));
     // Without the stop, every pass the config asks for.
     cfg.slow_after = 0.0;
-    let rows = levels::run(&corpus, &cfg, &Progress::hidden()).expect("run");
+    let rows = levels::run(&corpus, &cfg, &Progress::hidden(), None).expect("run");
     assert_eq!(rows[0].passes, 3);
 }
 
@@ -155,8 +155,13 @@ fn zrams_algorithms_are_levels_like_every_other() {
     assert!(parse_specs(&[], Some("deflate:12")).is_err());
     let corpus = common::corpus().truncated(512 * 1024);
     let specs = parse_specs(&[], Some("lzo-rle,deflate:6")).unwrap();
-    let rows = levels::run(&corpus, &LevelsConfig::new(specs, 1), &Progress::hidden())
-        .expect("levels run");
+    let rows = levels::run(
+        &corpus,
+        &LevelsConfig::new(specs, 1),
+        &Progress::hidden(),
+        None,
+    )
+    .expect("levels run");
     for row in &rows {
         assert!(row.ratio > 1.0 && !row.in_btrfs, "{row:?}");
         assert!(

@@ -14,7 +14,13 @@ use wring_bench::zram::{ZramFigures, ZramRow};
 fn level_rows() -> Vec<LevelRow> {
     let corpus = common::corpus();
     let specs = parse_specs(&[], Some("zstd:1,zstd:3,zlib:1,lzo,lz4")).unwrap();
-    levels::run(&corpus, &LevelsConfig::new(specs, 2), &Progress::hidden()).expect("run")
+    levels::run(
+        &corpus,
+        &LevelsConfig::new(specs, 2),
+        &Progress::hidden(),
+        None,
+    )
+    .expect("run")
 }
 
 fn zram_figures(ratio: f64, mbps: f64) -> ZramFigures {

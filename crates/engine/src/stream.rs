@@ -97,13 +97,25 @@ pub fn compress_shared(
     policy: Policy,
     inputs: &[Arc<Vec<u8>>],
 ) -> Vec<Result<Extent, Error>> {
+    compress_shared_with(offload, spec, policy, Saving::Block, inputs)
+}
+
+/// [`compress_shared`] under another storage rule: [`Saving::Bytes`] is the packed store's
+/// (wring's filesystem), which tries extents of one block too.
+pub fn compress_shared_with(
+    offload: &Offload,
+    spec: CompressSpec,
+    policy: Policy,
+    saving: Saving,
+    inputs: &[Arc<Vec<u8>>],
+) -> Vec<Result<Extent, Error>> {
     let chain = Arc::new_cyclic(|me| Chain {
         me: me.clone(),
         inputs: inputs.to_vec(),
         op: Op::Compress {
             spec,
             policy,
-            saving: Saving::Block,
+            saving,
         },
         spec,
         submitter: offload.submitter(),

@@ -437,3 +437,47 @@ fn budget_allows_allocation_up_to_its_size() {
     m.put(a);
     assert_eq!(m.stats().workspaces, 2);
 }
+
+/// The id a workspace's Debug shows.
+fn id_of(ws: &wring_engine::workspace::Workspace) -> String {
+    let d = format!("{ws:?}");
+    d.split("id: ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A thread gets back the workspace it returned last while that one is idle, not the one
+/// another thread returned after it: a workspace stays on the core whose cache holds its
+/// tables (two offload workers swapped theirs on every extent before, issue 41).
+#[test]
+fn a_thread_gets_back_the_workspace_it_returned() {
+    let clock = Arc::new(ManualClock::new());
+    let m = Arc::new(zstd(&clock));
+    // The preallocated max-level workspace, held so that both come from level 3's class.
+    let max = m.get(22);
+    let mine = m.get(3);
+    let my_id = id_of(&mine);
+    let theirs = {
+        let m = Arc::clone(&m);
+        thread::spawn(move || {
+            let ws = m.get(3);
+            let id = id_of(&ws);
+            (ws, id)
+        })
+        .join()
+        .unwrap()
+    };
+    assert_ne!(my_id, theirs.1);
+    m.put(mine);
+    // Returned after mine, so on top of the idle list: the kernel's choice for the next get.
+    let other = Arc::clone(&m);
+    thread::spawn(move || other.put(theirs.0)).join().unwrap();
+    for _ in 0..3 {
+        let ws = m.get(3);
+        assert_eq!(id_of(&ws), my_id);
+        m.put(ws);
+    }
+    m.put(max);
+}

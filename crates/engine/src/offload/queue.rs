@@ -19,7 +19,7 @@ use crate::dict::Dictionary;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::{lock, wait, wait_timeout, Condvar, Mutex, MutexGuard};
+use crate::sync::{lock, wait, wait_timeout, Mutex, MutexGuard, Signal};
 
 /// A slot and the generation it had when the request was submitted (guards against a stale
 /// ticket reading a reused slot).
@@ -293,10 +293,10 @@ pub(crate) struct Shared {
     /// `state.shutdown`, readable without the lock: a job run on the caller's thread
     /// ([`Shared::run_here`]) checks it, then takes the lock once, after the work.
     pub(super) stopped: AtomicBool,
-    pub(super) cpu_work: Condvar,
-    pub(super) device_work: Condvar,
-    pub(super) done: Condvar,
-    pub(super) space: Condvar,
+    pub(super) cpu_work: Signal,
+    pub(super) device_work: Signal,
+    pub(super) done: Signal,
+    pub(super) space: Signal,
 }
 
 impl std::fmt::Debug for Shared {
@@ -340,10 +340,10 @@ impl Shared {
             depth,
             state: Mutex::new(state),
             stopped: AtomicBool::new(false),
-            cpu_work: Condvar::new(),
-            device_work: Condvar::new(),
-            done: Condvar::new(),
-            space: Condvar::new(),
+            cpu_work: Signal::new(),
+            device_work: Signal::new(),
+            done: Signal::new(),
+            space: Signal::new(),
         });
         let started = shared
             .set_workers(cfg.workers.max(1))

@@ -9,7 +9,7 @@ use crate::clock::Clock;
 use crate::codec::{AllocError, Codec};
 use crate::error::Error;
 use crate::spec::Algorithm;
-use crate::sync::{lock, thread, wait, wait_timeout, Arc, Condvar, Mutex};
+use crate::sync::{lock, thread, wait, wait_timeout, Arc, Mutex, Signal};
 
 /// Sleep between retries when an allocation failed and no workspace exists to wait for.
 const ALLOC_RETRY: Duration = Duration::from_millis(10);
@@ -28,9 +28,9 @@ struct Shared {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     /// Callers waiting for a stream or for memory (the kernel's `wsm.wait`).
-    wake: Condvar,
+    wake: Signal,
     /// The reclaim timer thread.
-    timer_wake: Condvar,
+    timer_wake: Signal,
 }
 
 impl std::fmt::Debug for Manager {
@@ -56,8 +56,8 @@ impl Manager {
             max_extent: cfg.max_extent,
             clock,
             state: Mutex::new(State::new(classes, cfg)),
-            wake: Condvar::new(),
-            timer_wake: Condvar::new(),
+            wake: Signal::new(),
+            timer_wake: Signal::new(),
         });
         shared.preallocate();
         let timer_shared = Arc::clone(&shared);
@@ -283,6 +283,7 @@ impl Shared {
             req_level,
             bytes,
             lru_key: None,
+            home: 0,
             state,
             buf,
         })
@@ -334,8 +335,9 @@ impl Shared {
         st
     }
 
-    fn put(&self, ws: Workspace) {
+    fn put(&self, mut ws: Workspace) {
         let now = self.clock.now();
+        ws.home = super::thread_token();
         let own_class = self.codec.class_of(ws.req_level) == ws.class;
         let (freed, armed) = {
             let mut st = lock(&self.state);

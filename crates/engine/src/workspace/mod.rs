@@ -82,6 +82,16 @@ pub struct ManagerStats {
     pub streams: usize,
 }
 
+/// A number for the calling thread, unique in the process (never 0): which thread returned a
+/// workspace last, so that it gets the same one back.
+pub(crate) fn thread_token() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    crate::sync::thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
+}
+
 /// A workspace lent by a [`Manager`]: the codec's state plus a buffer of one extent,
 /// so that compressing and decompressing allocate nothing.
 pub struct Workspace {
@@ -94,6 +104,8 @@ pub struct Workspace {
     pub(crate) bytes: usize,
     /// Key of this workspace's place on the LRU, if it has one.
     pub(crate) lru_key: Option<reclaim::LruKey>,
+    /// The [`thread_token`] of the thread that returned it last (0: none yet).
+    pub(crate) home: u64,
     pub(crate) state: Box<dyn CodecState>,
     /// The extent buffer: its capacity (max_extent) is reserved when the workspace is
     /// allocated, its bytes are touched only as far as a use needs ([`Workspace::buffer`]).

@@ -59,7 +59,16 @@ impl State {
             return None;
         }
         let found = candidates.trailing_zeros() as usize;
-        let mut ws = self.idle_ws[found].pop()?;
+        let list = &mut self.idle_ws[found];
+        // The one this thread used last, if it is idle: its codec tables are still in this
+        // core's cache (a workspace that moved between two workers' cores every extent cost a
+        // refetch of them each time). Else the most recently returned, as the kernel takes.
+        let me = super::thread_token();
+        let pos = list.iter().rposition(|w| w.home == me);
+        let mut ws = match pos {
+            Some(i) => list.remove(i),
+            None => list.pop()?,
+        };
         if self.idle_ws[found].is_empty() {
             self.active_map &= !(1 << found);
         }

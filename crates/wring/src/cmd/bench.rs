@@ -9,10 +9,11 @@ use wring_bench::blk::{self, BlkConfig, BlkReport};
 use wring_bench::corpus::Corpus;
 use wring_bench::kernel::{self, KernelConfig, ReadMethod};
 use wring_bench::levels::{self, LevelsConfig};
-use wring_bench::machine::{available_parallelism, Machine};
+use wring_bench::machine::{available_parallelism, LoadWatch, Machine};
 use wring_bench::offload::{self, OffloadBenchConfig, OffloadReport};
 use wring_bench::progress::Progress;
 use wring_bench::report::Report;
+use wring_bench::sizes;
 use wring_bench::streams::{self, StreamsConfig};
 use wring_bench::zram::{self, ZramConfig};
 use wring_bench::{interrupt, plot};
@@ -144,6 +145,10 @@ pub struct LevelsArgs {
     /// Draw no plot
     #[arg(long)]
     no_plot: bool,
+    /// Also time the fast levels (zstd:-5, 1 and 3, lz4, lzo, those selected) per extent at
+    /// these sizes, engine beside bare: the engine's fixed cost per extent; `none` skips it
+    #[arg(long, value_name = "SIZES", default_value = "4K,16K,64K,128K")]
+    extent_sizes: String,
 }
 
 /// Options of `wring bench streams`.
@@ -437,7 +442,19 @@ fn run_levels(a: LevelsArgs) -> Result<()> {
     cfg.slow_after = levels::DEFAULT_SLOW_AFTER;
     cfg.min_phase = levels::DEFAULT_MIN_PHASE;
     let mut report = Report::new("levels", s.machine, s.corpus.info(), streams);
-    report.levels = levels::run(&s.corpus, &cfg, &s.progress)?;
+    let sizes = extent_sizes(&a.extent_sizes)?;
+    let mut load = LoadWatch::start();
+    report.levels = levels::run(&s.corpus, &cfg, &s.progress, Some(&mut load))?;
+    let fast = sizes::fast_specs(&cfg.specs);
+    if cfg.bare && !sizes.is_empty() && !fast.is_empty() {
+        report.extent_sizes =
+            sizes::run(&s.corpus, &fast, &sizes, &cfg, &s.progress, Some(&mut load))?;
+        report.notes.push(format!(
+            "per extent size: whole extents of that size spread over the corpus, up to {} MiB of them, under the packed store's rule (a 4 KiB extent is tried); µs = thread time per extent (wall time × streams ÷ extents); added = engine − bare",
+            sizes::BYTES_PER_SIZE >> 20
+        ));
+    }
+    report.load_during = Some(load.finish());
     passes_note(&mut report, &cfg);
     report.notes.push(
         "memory KB = one workspace for that level (codec state plus its 128 KiB extent buffer); the engine holds at most one per stream".into(),
@@ -447,6 +464,18 @@ fn run_levels(a: LevelsArgs) -> Result<()> {
     }
     s.progress.finish();
     finish(&report, &a.common, (!a.no_plot).then_some(a.plot.as_path()))
+}
+
+/// `--extent-sizes`: a comma-separated list of sizes, or `none`.
+fn extent_sizes(text: &str) -> Result<Vec<usize>> {
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    Ok(text
+        .split(',')
+        .filter(|t| !t.trim().is_empty())
+        .map(sizes::parse_size)
+        .collect::<Result<_, _>>()?)
 }
 
 fn run_streams(a: StreamsArgs) -> Result<()> {
