@@ -102,18 +102,15 @@ fn has_open(pid: &str, id: FileId) -> bool {
     })
 }
 
-/// The command line of process `pid`, its arguments joined by spaces.
-fn command_of(pid: &str) -> String {
+/// The command line of process `pid`, its arguments joined by spaces; `None` when it has none.
+fn command_of(pid: &str) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let words: Vec<String> = raw
         .split(|&b| b == 0)
         .filter(|w| !w.is_empty())
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
-    match words.is_empty() {
-        true => "command line unknown".into(),
-        false => words.join(" "),
-    }
+    (!words.is_empty()).then(|| words.join(" "))
 }
 
 /// The processes other than this one that have the database of the store in `dir` open (those
@@ -132,9 +129,13 @@ pub fn holders(dir: &Path) -> Vec<Holder> {
         .filter(|pid| pid != &me && pid.bytes().all(|b| b.is_ascii_digit()))
         .filter(|pid| has_open(pid, id))
         .filter_map(|pid| {
+            // No command line: a process past exit_mm() in do_exit() (its descriptors close
+            // next), or a fork of another thread here that has not reached its exec (which
+            // closes the copy of our descriptor): neither holds the store for long.
+            let command = command_of(&pid)?;
             Some(Holder {
                 pid: pid.parse().ok()?,
-                command: command_of(&pid),
+                command,
             })
         })
         .collect();
