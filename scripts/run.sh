@@ -2,9 +2,10 @@
 # The main job: set up, build in release mode, and run `wring bench levels` — ratio, compression
 # and decompression MB/s and workspace memory for every algorithm and level on the default corpus
 # (a deterministic sample of files every Linux machine has), writing bench-out/bench-levels.png beside the
-# markdown table. Every figure is the median of several passes with its spread (±), so that two
-# runs agree (two quiet runs: compression within 1.5%, decompression within 5%); about five
-# minutes on 2 cores (303 s). Extra arguments go to `wring bench levels` (e.g. --corpus DIR).
+# markdown table, then the engine's time per extent beside the bare library's at 4-128 KiB. Every
+# figure is the median of several passes, interleaved over the levels, with its spread (±; rows
+# above 10% are marked noisy), and the header says how busy the machine was during the run;
+# about six minutes on 2 cores. Extra arguments go to `wring bench levels` (e.g. --corpus DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
