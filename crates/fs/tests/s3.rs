@@ -639,6 +639,12 @@ fn a_volume_server_killed_mid_write_in_a_cluster() {
             .parse()
             .unwrap_or(0)
     };
+    // The writer goes on meanwhile: give the replicas time to hold more than a MiB (what the
+    // three servers get of a first MiB depends on how the master spreads its volumes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while (0..3).map(held).max().unwrap_or(0) <= 1 << 20 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let victim = (0..3).max_by_key(|&v| held(v)).unwrap_or(0);
     let bytes = held(victim);
     assert!(
