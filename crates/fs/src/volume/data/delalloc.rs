@@ -300,6 +300,7 @@ impl Delalloc {
     /// keep its output buffer for reuse.
     fn finish(&self, job: &Job, err: Option<FsError>, out: Vec<u8>) {
         let mut st = self.state();
+
         if st
             .dirty
             .get(&(job.ino, job.idx))
@@ -422,6 +423,11 @@ impl Volume {
                 if st.spare.len() < SPARE_BUFFERS {
                     st.spare.push(request.output);
                 }
+                drop(st);
+                // Back in the queue: a thread that waits for this inode's writeback found it
+                // in flight and sleeps; it must look again and take it (nothing else would
+                // wake it when no other request is out).
+                self.da.done.notify_all();
                 break;
             }
         }

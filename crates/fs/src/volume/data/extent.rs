@@ -111,11 +111,13 @@ struct Item<'v, 'o> {
     src: Source<'v>,
     dst: &'o mut [u8],
 }
-/// A read's view: pending writeback, dirty extents (index, bytes), store snapshot.
+/// A read's view: pending writeback, dirty extents (index, bytes), store snapshot and the
+/// inode's record as of that snapshot.
 type ReadView<'v> = (
     Option<super::delalloc::Pending>,
     Vec<(u64, Arc<Vec<u8>>)>,
     store::Snapshot<'v>,
+    Inode,
 );
 
 impl Volume {
@@ -187,8 +189,9 @@ impl Volume {
     }
 
     /// What a read of `offset..+size` sees: the inode's pending writeback, its dirty extents
-    /// in range, and a snapshot of the store, taken in that order (a dirty extent committed
-    /// meanwhile is in the snapshot) with no removal of data in between.
+    /// in range, and a snapshot of the store with the inode's record as of it, taken in that
+    /// order (a dirty extent committed meanwhile is in the snapshot) with no removal of data
+    /// in between.
     fn read_view(&self, ino: u64, offset: u64, size: u32) -> Result<ReadView<'_>, FsError> {
         loop {
             let removals = self.removals.load(Ordering::SeqCst);
@@ -202,9 +205,9 @@ impl Volume {
                     }
                 }
             }
-            let txn = self.store.read()?;
+            let (txn, record) = self.store.snapshot_with(ino)?;
             if self.removals.load(Ordering::SeqCst) == removals {
-                return Ok((pending, dirty, txn));
+                return Ok((pending, dirty, txn, record?));
             }
         }
     }
@@ -217,8 +220,7 @@ impl Volume {
         size: u32,
         out: &mut Vec<u8>,
     ) -> Result<(), FsError> {
-        let (pending, dirty, txn) = self.read_view(ino, offset, size)?;
-        let inode = self.record_in(&txn, ino)?;
+        let (pending, dirty, txn, inode) = self.read_view(ino, offset, size)?;
         if inode.kind == Kind::Dir {
             return Err(errno(libc::EISDIR));
         }
@@ -367,8 +369,8 @@ impl Volume {
         self.throttle();
         let g = self.inode_lock(ino);
         let opts = self.options();
-        let rtxn = self.store.read()?;
-        let inode = self.record_in(&rtxn, ino)?;
+        let (rtxn, inode) = self.store.snapshot_with(ino)?;
+        let inode = inode?;
         if inode.kind != Kind::File {
             return Err(errno(libc::EINVAL));
         }

@@ -522,6 +522,32 @@ impl<B: InodeStore> DelayedStore<B> {
         }
     }
 
+    /// A snapshot of the last commit and `ino`'s record in it; while the snapshot has none,
+    /// the record `ino`'s delayed create kept when the snapshot was taken (ENOENT when there
+    /// was none). Taken under the map's lock, as [`DelayedStore::snapshot`] is. The newest
+    /// record instead can come from commits after the snapshot: a read that took the file's
+    /// size from it and its extents from the snapshot found none of them, and read a file
+    /// created, written and written back meanwhile as zeros.
+    pub fn snapshot_with(
+        &self,
+        ino: u64,
+    ) -> Result<(B::Snap<'_>, Result<Inode, FsError>), FsError> {
+        let (snap, item) = {
+            let items = lock(&self.items);
+            let snap = self.store.snapshot()?;
+            let item = items.map.get(&ino).map(|i| (i.written_by, i.inode.clone()));
+            (snap, item)
+        };
+        let record = match B::get(&snap, ino) {
+            Err(FsError::Errno(libc::ENOENT)) => match item {
+                Some((by, inode)) if by == 0 || B::seq(&snap)? < by => Ok(inode),
+                _ => Err(FsError::Errno(libc::ENOENT)),
+            },
+            r => r,
+        };
+        Ok((snap, record))
+    }
+
     /// A snapshot of the last commit with the delayed records as they were when it was taken,
     /// for a reader of many inodes (`wring stat`'s walk): a record not among them was written
     /// by a commit the snapshot has (items leave the map only after their commit, and the

@@ -265,6 +265,46 @@ fn delayed_updates_racing_transactions_lose_nothing_and_never_go_back() {
     );
 }
 
+/// A read of a file's data takes its extents from a snapshot and its size from the record
+/// [`DelayedStore::snapshot_with`] gives with it. For a file a delayed create made, racing
+/// its writeback and the committer, that record is the snapshot's own: the create's (size 0)
+/// while the snapshot lacks the file, never the size of a writeback committed after it (the
+/// newest record, which made a read of a new file return zeros where its data was).
+#[test]
+fn a_read_takes_a_new_files_record_from_its_own_snapshot() {
+    shuttle::check_random(
+        || {
+            let s = store();
+            let ino = create(&s, b"new");
+            let writeback = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    grow(&s, ino);
+                    grow(&s, ino);
+                })
+            };
+            let committer = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || s.flush().unwrap())
+            };
+            let reader = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    for _ in 0..3 {
+                        let (snap, record) = s.snapshot_with(ino).unwrap();
+                        let stored = snap.records.get(&ino).map_or(0, |i| i.size);
+                        assert_eq!(record.map(|i| i.size).ok(), Some(stored));
+                    }
+                })
+            };
+            for t in [writeback, committer, reader] {
+                t.join().unwrap();
+            }
+        },
+        ITERATIONS,
+    );
+}
+
 /// A sync racing a chmod: once both are done and a second sync ran, the chmod is durable;
 /// a chmod that returned before a sync began is durable when that sync returns.
 #[test]
