@@ -300,7 +300,6 @@ impl Delalloc {
     /// keep its output buffer for reuse.
     fn finish(&self, job: &Job, err: Option<FsError>, out: Vec<u8>) {
         let mut st = self.state();
-
         if st
             .dirty
             .get(&(job.ino, job.idx))
