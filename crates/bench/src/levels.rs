@@ -61,8 +61,8 @@ pub struct LevelsConfig {
     pub min_phase: f64,
 }
 
-/// The most passes a spec gets from [`LevelsConfig::pass_budget`].
-pub const MAX_PASSES: usize = 15;
+/// The most passes a spec gets from [`LevelsConfig::pass_budget`] (even: see `wants_another`).
+pub const MAX_PASSES: usize = 16;
 
 /// `wring bench levels`' default: three passes at least, fast levels until 2 s.
 pub const DEFAULT_PASSES: usize = 3;
@@ -462,8 +462,9 @@ impl<'c> LevelBench<'c> {
         row
     }
 
-    /// One pass: engine compress, bare compress, engine decompress, bare decompress, each
-    /// checked; keeps what the engine stored per extent. The first pass reports progress.
+    /// One pass: engine and bare compress, then engine and bare decompress, each checked; the
+    /// bare library goes first in every second pass. Keeps what the engine stored per extent.
+    /// The first pass reports progress.
     pub(crate) fn pass(
         &mut self,
         m: &mut Measuring,
@@ -491,6 +492,14 @@ impl<'c> LevelBench<'c> {
             }
         };
         let mut secs = [0.0; 4];
+        // Which of the two runs first alternates from pass to pass, so that whatever the
+        // order itself costs (a clock ramping up, caches warmed by the first) cancels.
+        let bare_first = self.bare && m.passes.len() % 2 == 1;
+        let mut bare_sizes = None;
+        if bare_first {
+            let (t, sizes) = self.bare_compress(spec, name)?;
+            (secs[2], bare_sizes) = (t, Some(sizes));
+        }
         interrupt::check()?;
         let t = Instant::now();
         let batch = compress_shared_with(
@@ -503,14 +512,21 @@ impl<'c> LevelBench<'c> {
         secs[0] = t.elapsed().as_secs_f64();
         let compressed = self.collect(name, batch)?;
         done();
-        if self.bare {
+        if self.bare && !bare_first {
             interrupt::check()?;
             step("bare library");
-            secs[2] = self.bare_compress(spec, name, &compressed)?;
+            let (t, sizes) = self.bare_compress(spec, name)?;
+            (secs[2], bare_sizes) = (t, Some(sizes));
+        }
+        if let Some(sizes) = bare_sizes {
+            same_sizes(name, &sizes, &compressed);
         }
         interrupt::check()?;
         step("decompressing");
         let min_phase = self.min_phase;
+        if bare_first {
+            secs[3] = per_repetition(min_phase, || self.bare_decompress(spec, name, &compressed))?;
+        }
         secs[1] = per_repetition(min_phase, || {
             let engine = self.offload.engine();
             decompress_all(
@@ -524,7 +540,7 @@ impl<'c> LevelBench<'c> {
             )
         })?;
         done();
-        if self.bare {
+        if self.bare && !bare_first {
             interrupt::check()?;
             secs[3] = per_repetition(min_phase, || self.bare_decompress(spec, name, &compressed))?;
             done();
@@ -543,7 +559,10 @@ impl<'c> LevelBench<'c> {
         if done < self.passes {
             !(self.slow_after > 0.0 && done >= 2 && secs >= self.slow_after)
         } else {
-            done < MAX_PASSES && secs < self.pass_budget
+            // An even count when repeated, so that engine-first and bare-first passes
+            // (see `pass`) weigh alike in the median.
+            let unpaired = self.bare && self.passes > 1 && done % 2 == 1;
+            done < MAX_PASSES && (secs < self.pass_budget || unpaired)
         }
     }
 
@@ -593,25 +612,27 @@ impl<'c> LevelBench<'c> {
             .collect()
     }
 
-    /// Seconds to compress every extent through bare codec states, one per thread; checks
-    /// that they store what the engine stored.
+    /// Seconds to compress every extent through bare codec states, one per thread, and what
+    /// each extent stored (`usize::MAX`: raw).
     fn bare_compress(
         &self,
         spec: CompressSpec,
         name: &str,
-        managed: &[Option<Vec<u8>>],
-    ) -> Result<f64, BenchError> {
+    ) -> Result<(f64, Vec<usize>), BenchError> {
         let Some(alg) = spec.algorithm else {
-            return Ok(0.0);
+            return Ok((0.0, Vec::new()));
         };
         let (max_extent, saving) = (self.max_extent, self.saving);
-        let sizes: Vec<AtomicUsize> = (0..self.extents.len())
-            .map(|_| AtomicUsize::new(0))
-            .collect();
-        let extents = &self.extents;
+        // The engine's own input buffers; each result is copied out, as the engine's batch
+        // does, and kept until the pass ends, as the batch keeps its results: a copy dropped
+        // at once reuses one warm heap chunk, where kept ones take fresh memory and its page
+        // faults (measured: zstd:-5 read 1.12-1.21x "overhead" from that alone).
+        let inputs = &self.shared;
+        let outputs: Vec<Mutex<Option<Vec<u8>>>> =
+            inputs.iter().map(|_| Mutex::new(None)).collect();
         let secs = parallel(
             self.streams,
-            extents.len(),
+            inputs.len(),
             || {
                 Ok((
                     bare_state(alg, spec.level, max_extent)?,
@@ -619,7 +640,7 @@ impl<'c> LevelBench<'c> {
                 ))
             },
             |(state, dst): &mut (Box<dyn CodecState>, Vec<u8>), i| {
-                let src = extents[i];
+                let src: &[u8] = &inputs[i];
                 let limit = saving.limit(src.len());
                 let r = if limit == 0 {
                     None
@@ -632,25 +653,19 @@ impl<'c> LevelBench<'c> {
                             source,
                         })?
                 };
-                // Copy the result out as compress_batch does, so that only the managers differ.
-                let kept = r.map(|n| dst[..n].to_vec());
-                sizes[i].store(
-                    kept.as_ref().map_or(usize::MAX, Vec::len),
-                    Ordering::Relaxed,
-                );
+                *wring_sync::lock(&outputs[i]) = r.map(|n| dst[..n].to_vec());
                 Ok(())
             },
         )?;
-        for (index, (size, m)) in sizes.iter().zip(managed).enumerate() {
-            let bare = size.load(Ordering::Relaxed);
-            let engine = m.as_ref().map_or(usize::MAX, Vec::len);
-            if bare != engine {
-                log::warn!(
-                    "{name}: extent {index}: bare library gave {bare} bytes, engine {engine}"
-                );
-            }
-        }
-        Ok(secs)
+        let sizes = outputs
+            .into_iter()
+            .map(|o| {
+                o.into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .map_or(usize::MAX, |v| v.len())
+            })
+            .collect();
+        Ok((secs, sizes))
     }
 
     /// Seconds to decompress every extent through bare codec states, one per thread.
@@ -677,6 +692,16 @@ impl<'c> LevelBench<'c> {
                 Ok(n)
             },
         )
+    }
+}
+
+/// Warn of an extent the bare library stored at another size than the engine did.
+fn same_sizes(name: &str, bare: &[usize], managed: &[Option<Vec<u8>>]) {
+    for (index, (&bare, m)) in bare.iter().zip(managed).enumerate() {
+        let engine = m.as_ref().map_or(usize::MAX, Vec::len);
+        if bare != engine {
+            log::warn!("{name}: extent {index}: bare library gave {bare} bytes, engine {engine}");
+        }
     }
 }
 
