@@ -1,7 +1,8 @@
 //! wring-fs's parsers of what it reads back from its store and of what users type: inode items,
-//! extent items (inline or pointing into the data file), POSIX ACL attributes, mount options
-//! and compression specs. On arbitrary bytes none panics, and what parses encodes back to what
-//! parses the same. An extent item whose header decodes has its stored bytes where the header
+//! extent items (inline or pointing into the data file), POSIX ACL attributes, mount options,
+//! compression specs and the defragment ioctl's argument (refused only with the kernel's
+//! EINVAL or EOPNOTSUPP). On arbitrary bytes none panics, and what parses encodes back to
+//! what parses the same. An extent item whose header decodes has its stored bytes where the header
 //! says: inline, exactly the bytes after the header; external, the (offset, length) written at
 //! bytes 20..32 of a 32-byte item. Re-encoding the header gives back every byte the decoder
 //! reads (byte 3 is padding; a raw extent's level byte is not read).
@@ -15,6 +16,7 @@ use wring_fs::store::records::{
     self, external_item, Encoding, ExtentHeader, Inode, Stored, EXTENT_HEADER_LEN,
     EXTERNAL_ITEM_LEN,
 };
+use wring_fs::DefragArgs;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(i) = Inode::from_bytes(data) {
@@ -22,6 +24,13 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(h) = ExtentHeader::decode(data) {
         check_extent_item(data, &h);
+    }
+    match DefragArgs::parse(data, |a| a.default_level()) {
+        Ok(a) => assert_eq!(
+            DefragArgs::parse(&a.to_bytes(), |a| a.default_level()).ok(),
+            Some(a)
+        ),
+        Err(e) => assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno())),
     }
     if let Ok(a) = Acl::parse(data) {
         assert_eq!(a.to_bytes(), data);

@@ -67,6 +67,7 @@ pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options, Uring};
 pub use transport::{uring, wire};
+pub use volume::data::defrag::{in_btrfs_defrag, DefragArgs, BTRFS_IOC_DEFRAG_RANGE};
 pub use volume::data::dicts::{DictStatus, Training};
 pub use volume::names::acl;
 pub use volume::{Caller, NewInode, Notify, SetAttr, Volume};

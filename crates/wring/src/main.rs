@@ -48,6 +48,9 @@ enum Command {
     /// Block devices from a config file, one section per device (/etc/wring/blk.conf)
     #[command(subcommand, after_long_help = blk_config::FORMAT)]
     BlkConfig(blk_config::Command),
+    /// Compress files on a wring mount again with another algorithm or level, in place, as
+    /// `btrfs filesystem defragment -c` does (the same ioctl), with a progress bar
+    Defrag(cmd::defrag::Args),
     /// Check the filesystem against the kernel: the same seeded operations on a fresh wring
     /// mount and on tmpfs or btrfs, every answer and tree compared (needs root)
     Difftest(cmd::difftest::Args),
@@ -92,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Btrfs(c) => cmd::btrfs::run(c),
         Command::Fs(c) => cmd::fs::run(c),
         Command::Blk(c) => cmd::blk::run(c),
+        Command::Defrag(args) => cmd::defrag::run(args),
         Command::Difftest(args) => cmd::difftest::run(args),
         Command::BlkConfig(blk_config::Command::Start { name, config }) => {
             // The section becomes a `wring blk start` command line, parsed as typed, so

@@ -486,3 +486,80 @@ fn a_user_mounts_without_root_through_fusermount3() {
         assert!(!is_mounted(&s.mnt), "-o {opts}: still mounted after umount");
     }
 }
+
+/// `wring defrag -c zstd:19` (a level btrfs-progs 6.2 cannot send) and `-r`: the files are
+/// stored at that level after, their bytes unchanged; an algorithm the ioctl cannot carry, a
+/// directory without -r and a file off the mount are refused, each saying why.
+#[test]
+fn wring_defrag_recompresses_at_any_zstd_level() {
+    if !wring_testing::require_root("wring_defrag_recompresses_at_any_zstd_level") {
+        return;
+    }
+    let base = PathBuf::from(format!("/tmp/wring-cli-defrag-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let s = Scratch {
+        mnt: base.join("mnt"),
+        base,
+    };
+    let store = s.base.join("store");
+    std::fs::create_dir_all(&s.mnt).unwrap();
+    let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
+    let limit = Duration::from_secs(60);
+    ok(&wring(&["mkfs", st], limit), "wring mkfs");
+    ok(
+        &wring(&["mount", "-o", "compress=lzo", st, mnt], limit),
+        "wring mount",
+    );
+    let text: Vec<u8> = (0..600_000u32)
+        .flat_map(|i| format!("line {} of a text file\n", i % 997).into_bytes())
+        .take(600_000)
+        .collect();
+    std::fs::create_dir_all(s.mnt.join("d/e")).unwrap();
+    for f in ["a", "d/b", "d/e/c"] {
+        std::fs::write(s.mnt.join(f), &text).unwrap();
+    }
+    let a = s.mnt.join("a");
+    let out = ok(
+        &wring(&["defrag", "-c", "zstd:19", a.to_str().unwrap()], limit),
+        "wring defrag -c zstd:19",
+    );
+    assert!(out.contains("defragmented 1 of 1 files"), "{out}");
+    let stat = ok(&wring(&["stat", a.to_str().unwrap()], limit), "wring stat");
+    assert!(stat.contains("zstd:19") && !stat.contains("lzo"), "{stat}");
+
+    let d = s.mnt.join("d");
+    let o = wring(&["defrag", "-c", "zstd:-3", d.to_str().unwrap()], limit);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("-r descends"),
+        "{o:?}"
+    );
+    let out = ok(
+        &wring(
+            &["defrag", "-r", "-c", "zstd:-3", d.to_str().unwrap()],
+            limit,
+        ),
+        "wring defrag -r",
+    );
+    assert!(out.contains("defragmented 2 of 2 files"), "{out}");
+    let stat = ok(&wring(&["stat", d.to_str().unwrap()], limit), "wring stat");
+    assert!(stat.contains("zstd:-3") && !stat.contains("lzo"), "{stat}");
+    for f in ["a", "d/b", "d/e/c"] {
+        assert_eq!(std::fs::read(s.mnt.join(f)).unwrap(), text, "{f}");
+    }
+
+    let o = wring(&["defrag", "-c", "lz4", a.to_str().unwrap()], limit);
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("zlib, lzo and zstd"),
+        "{o:?}"
+    );
+    let outside = s.base.join("outside");
+    std::fs::write(&outside, &text).unwrap();
+    let o = wring(&["defrag", "-c", "zstd", outside.to_str().unwrap()], limit);
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("not on a wring mount"),
+        "{o:?}"
+    );
+    ok(&wring(&["umount", mnt], limit), "wring umount");
+    let fsck = ok(&wring(&["fsck", st], limit), "wring fsck");
+    assert!(fsck.contains("no problems found"), "{fsck}");
+}

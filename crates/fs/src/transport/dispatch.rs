@@ -102,7 +102,7 @@ pub fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
         Request::Getxattr { name, size } => ops.getxattr(c, ino, name, size, a),
         Request::Listxattr { size } => ops.listxattr(ino, size, a),
         Request::Removexattr { name } => ops.removexattr(ino, name, a),
-        Request::Ioctl { cmd, input } => ops.ioctl(ino, cmd, input, a),
+        Request::Ioctl { cmd, input } => ops.ioctl(c, ino, cmd, input, a),
         Request::Tmpfile { mode, umask } => ops.tmpfile(c, ino, mode, umask, a),
         Request::Flush => ops.flush(a),
         Request::Opendir => ops.opendir(ino, a),

@@ -22,6 +22,7 @@ use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
 use crate::transport::wire::FOPEN_KEEP_CACHE;
 pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
+use crate::volume::data::defrag::{DefragArgs, BTRFS_IOC_DEFRAG, BTRFS_IOC_DEFRAG_RANGE};
 use crate::volume::names::{acl, fsflags};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
@@ -566,9 +567,10 @@ impl Ops {
         }
     }
 
-    /// IOCTL: the inode flags of chattr and lsattr (see [`fsflags`]); any other
-    /// command is ENOTTY, as for an ioctl the filesystem does not know.
-    pub fn ioctl(&self, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
+    /// IOCTL: the inode flags of chattr and lsattr (see [`fsflags`]) and btrfs's defragment
+    /// (see [`DefragArgs`]); any other command is ENOTTY, as for an ioctl the filesystem does
+    /// not know.
+    pub fn ioctl(&self, c: Caller, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
         let _t = self.vol.op_counts().count(Op::Ioctl);
         let word = |b: &[u8]| {
             b.get(..4)
@@ -587,6 +589,21 @@ impl Ops {
                 .and_then(|old| fsflags::from_fsxattr(input, old))
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
+            BTRFS_IOC_DEFRAG_RANGE => {
+                let spec = self.vol.options().spec();
+                let level_of = |a| match spec {
+                    Some(s) if s.algorithm == Some(a) => s.level,
+                    _ => a.default_level(),
+                };
+                DefragArgs::parse(input, level_of)
+                    .and_then(|args| self.vol.defrag(ino, c, &args))
+                    .map(|_| Vec::new())
+            }
+            // btrfs_ioctl_defrag with no range: the whole file, no compression.
+            BTRFS_IOC_DEFRAG => self
+                .vol
+                .defrag(ino, c, &DefragArgs::whole())
+                .map(|_| Vec::new()),
             _ => Err(FsError::Errno(libc::ENOTTY)),
         };
         match r {

@@ -174,13 +174,13 @@ impl fmt::Display for Report {
 }
 
 /// Who asks for a report that is not root: a user and the groups it is in.
-struct Viewer {
+pub(crate) struct Viewer {
     uid: u32,
     groups: Vec<u32>,
 }
 
 impl Viewer {
-    fn of(caller: Caller) -> Viewer {
+    pub(crate) fn of(caller: Caller) -> Viewer {
         Viewer {
             uid: caller.uid,
             groups: caller.groups(),
@@ -189,7 +189,7 @@ impl Viewer {
 
     /// generic_permission() without capabilities: whether the viewer gets every bit of `want`
     /// (rwx) on `inode`, by its access ACL when it has one, else by its mode.
-    fn may(&self, inode: &Inode, acl: Option<Acl>, want: u16) -> bool {
+    pub(crate) fn may(&self, inode: &Inode, acl: Option<Acl>, want: u16) -> bool {
         let in_group = |g: u32| self.groups.contains(&g);
         if let Some(acl) = acl {
             return acl.permits(self.uid, in_group, (inode.uid, inode.gid), want);

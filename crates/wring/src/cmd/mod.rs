@@ -8,6 +8,7 @@ pub mod bench_recompress;
 pub mod blk;
 pub mod blk_tls;
 pub mod btrfs;
+pub mod defrag;
 pub mod difftest;
 pub mod fs;
 pub mod levels;

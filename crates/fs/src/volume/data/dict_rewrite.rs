@@ -6,23 +6,18 @@
 //! writing of small extents has paused for a tick (a copy is not slowed by rewriting what it
 //! just wrote), and while writing goes on it waits [`BUSY_PAUSE`] between batches.
 //!
-//! Crash rules are writeback's: the new values go in with `put_value` in one transaction,
-//! and the old stored bytes are freed by its commit. Nothing is locked while a batch is
-//! compressed; the transaction then replaces an extent only if its item is still the one
-//! read (an extent's item carries a sequence number unique to each write) and no write of
-//! it is waiting for writeback, so a write, truncate or punch hole that came in between
-//! wins, and the rewritten extent keeps exactly the bytes the file had.
+//! How an extent is replaced, and why a write that comes in between wins, is
+//! [`super::recompress`]'s.
 
 use std::sync::Weak;
 use std::time::Duration;
 
-use redb::ReadableTable;
-
+use super::recompress::{Candidate, Spread};
 use crate::error::FsError;
 use crate::store::records::Encoding;
-use crate::store::{self, EXTENTS, INODES, XATTRS};
+use crate::store::{EXTENTS, XATTRS};
 use crate::volume::data::dicts::SMALL;
-use crate::volume::data::encode::{encode_batch, value, Compression, Decision, DictUse};
+use crate::volume::data::encode::{Compression, Decision, DictUse};
 use crate::volume::names::xattr::dict_switch;
 use crate::volume::Volume;
 
@@ -33,14 +28,8 @@ const BUSY_PAUSE: Duration = Duration::from_millis(100);
 /// How often a pass waiting to start looks again.
 const START_POLL: Duration = Duration::from_millis(500);
 
-/// An extent the pass rewrites: its key, its item as read, and its decoded bytes.
-struct Candidate {
-    ino: u64,
-    idx: u64,
-    item: Vec<u8>,
-    data: Vec<u8>,
-    level: i32,
-}
+/// An extent the pass rewrites, and the zstd level it was compressed at.
+type Leveled = (Candidate, i32);
 
 impl Volume {
     /// Rewrite every small zstd extent with the newest dictionary, batch by batch, while the
@@ -141,7 +130,7 @@ impl Volume {
         &self,
         id: u8,
         from: (u64, u64),
-    ) -> Result<(Vec<Candidate>, Option<(u64, u64)>), FsError> {
+    ) -> Result<(Vec<Leveled>, Option<(u64, u64)>), FsError> {
         let snap = self.store.read()?;
         let extents = snap.open_table(EXTENTS)?;
         let xattrs = snap.open_table(XATTRS)?;
@@ -162,92 +151,35 @@ impl Volume {
                 Encoding::Compressed(wring_engine::Algorithm::Zstd, l) => l,
                 _ => continue,
             };
-            if h.dict == id || h.ram_len as usize > SMALL || self.da.dirty(ino, idx).is_some() {
+            if h.dict == id || h.ram_len as usize > SMALL {
                 continue;
             }
             // The file's `wring.dict`, else the mount's `dict=`.
             if !dict_switch(&xattrs, ino)?.unwrap_or(mount) {
                 continue;
             }
-            let mut data = vec![0; h.ram_len as usize];
-            // A damaged extent is left for fsck and the reader to report.
-            if self.decode_into(ino, 0, v.value(), &mut data).is_err() {
-                continue;
-            }
-            out.push(Candidate {
-                ino,
-                idx,
-                item: v.value().to_vec(),
-                data,
-                level,
-            });
+            out.extend(Candidate::read(self, ino, idx, v.value()).map(|c| (c, level)));
         }
         Ok((out, None))
     }
 
-    /// Compress `candidates` with `newest` and put those still current in one transaction.
-    fn rewrite(&self, newest: &DictUse, candidates: Vec<Candidate>) -> Result<u64, FsError> {
-        if candidates.is_empty() {
-            return Ok(0);
-        }
+    /// Compress `candidates` with `newest` and put those still current, and smaller, in one
+    /// transaction.
+    fn rewrite(&self, newest: &DictUse, candidates: Vec<Leveled>) -> Result<u64, FsError> {
         let decisions: Vec<Decision> = candidates
             .iter()
-            .map(|c| {
+            .map(|(_, level)| {
                 Some(Compression {
-                    spec: wring_engine::CompressSpec::new(wring_engine::Algorithm::Zstd, c.level),
+                    spec: wring_engine::CompressSpec::new(wring_engine::Algorithm::Zstd, *level),
                     policy: wring_engine::Policy::Force,
                     judge: false,
                     dict: Some(newest.clone()),
                 })
             })
             .collect();
-        let extents: Vec<(&[u8], &Decision)> = candidates
-            .iter()
-            .zip(&decisions)
-            .map(|(c, d)| (c.data.as_slice(), d))
-            .collect();
-        let mut outs = vec![Vec::new(); candidates.len()];
-        // One extent per batch: a batch of one runs on this thread, which is niced (see
-        // `Volume::maybe_train`), so the pass takes what CPU the mount's own work leaves.
-        let shapes: Vec<_> = extents
-            .iter()
-            .zip(outs.iter_mut())
-            .flat_map(|(e, out)| {
-                encode_batch(
-                    &self.offload,
-                    std::slice::from_ref(e),
-                    std::slice::from_mut(out),
-                )
-            })
-            .collect();
-        let txn = self.store.write()?;
-        let mut n = 0;
-        for (((c, d), shape), out) in candidates.iter().zip(&decisions).zip(shapes).zip(&outs) {
-            let Ok(shape) = shape else { continue };
-            let Some(v) = value(shape, d, &c.data, out)? else {
-                continue;
-            };
-            // Only a smaller extent is worth the write.
-            if v.1.len() as u64 >= store::records::stored_len(&c.item) {
-                continue;
-            }
-            let current = txn
-                .open_table(EXTENTS)?
-                .get((c.ino, c.idx))?
-                .map(|g| g.value().to_vec());
-            if current.as_deref() != Some(c.item.as_slice())
-                || self.da.dirty(c.ino, c.idx).is_some()
-            {
-                continue;
-            }
-            let delta = txn.put_value(c.ino, c.idx, Some(v))?;
-            let mut inode = store::get_inode(&txn.open_table(INODES)?, c.ino)?;
-            inode.disk = inode.disk.saturating_add_signed(delta);
-            txn.open_table(INODES)?
-                .insert(c.ino, inode.to_bytes().as_slice())?;
-            n += 1;
-        }
-        self.store.commit(txn, false)?;
-        Ok(n)
+        let candidates: Vec<Candidate> = candidates.into_iter().map(|(c, _)| c).collect();
+        // One extent per request, on this thread, which is niced (see `Volume::maybe_train`).
+        // Only a smaller extent is worth the write.
+        self.replace_extents(&candidates, &decisions, Spread::Here, |new, old| new < old)
     }
 }

@@ -121,7 +121,7 @@ type ReadView<'v> = (
 );
 
 impl Volume {
-    fn extent_size(&self, inode: &Inode) -> u64 {
+    pub(super) fn extent_size(&self, inode: &Inode) -> u64 {
         match inode.extent_size {
             0 => self.options().max_extent as u64,
             n => n as u64,

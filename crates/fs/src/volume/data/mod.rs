@@ -9,8 +9,10 @@
 
 pub(super) mod cache;
 mod decode;
+pub(crate) mod defrag;
 pub(crate) mod delalloc;
 mod dict_rewrite;
 pub mod dicts;
 pub(crate) mod encode;
 pub mod extent;
+mod recompress;

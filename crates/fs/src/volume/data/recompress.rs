@@ -1,0 +1,142 @@
+//! Stored extents compressed again in place: the one way the dictionary pass
+//! ([`super::dict_rewrite`]) and defragment ([`super::defrag`]) change how an extent is
+//! stored without changing its bytes — as btrfs's defrag rewrites extents through writeback.
+//!
+//! Crash rules are writeback's: the new values go in with `put_value` in one transaction,
+//! and the old stored bytes are freed by its commit. Nothing is locked while a batch is
+//! compressed; the transaction then replaces an extent only if its item is still the one
+//! read (an extent's item carries a sequence number unique to each write) and no write of
+//! it is waiting for writeback, so a write, truncate or punch hole that came in between
+//! wins, and the rewritten extent keeps exactly the bytes the file had.
+
+use std::ops::Range;
+
+use redb::ReadableTable;
+
+use crate::error::FsError;
+use crate::store::{self, EXTENTS, INODES};
+use crate::volume::data::encode::{encode_batch, value, Decision};
+use crate::volume::Volume;
+
+/// An extent to compress again: its key, its item as read, and its decoded bytes.
+pub(super) struct Candidate {
+    pub ino: u64,
+    pub idx: u64,
+    pub item: Vec<u8>,
+    pub data: Vec<u8>,
+}
+
+impl Candidate {
+    /// `value`'s extent `(ino, idx)` decoded, unless it is waiting for writeback (the write
+    /// wins) or damaged (left for fsck and the reader to report).
+    pub(super) fn read(vol: &Volume, ino: u64, idx: u64, value: &[u8]) -> Option<Candidate> {
+        if vol.da.dirty(ino, idx).is_some() {
+            return None;
+        }
+        let h = Volume::header(ino, 0, value).ok()?;
+        let mut data = vec![0; h.ram_len as usize];
+        vol.decode_into(ino, 0, value, &mut data).ok()?;
+        Some(Candidate {
+            ino,
+            idx,
+            item: value.to_vec(),
+            data,
+        })
+    }
+}
+
+/// How a batch is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spread {
+    /// One extent per request, on the calling thread: a niced background pass takes only
+    /// what CPU the mount's own work leaves.
+    Here,
+    /// The whole batch on the offload's workers at once.
+    Workers,
+}
+
+impl Volume {
+    /// Up to `max` extents of `ino` with indexes in `range`, decoded (see
+    /// [`Candidate::read`]), from one snapshot.
+    pub(super) fn extents_of(
+        &self,
+        ino: u64,
+        range: Range<u64>,
+        max: usize,
+    ) -> Result<(Vec<Candidate>, Option<u64>), FsError> {
+        let snap = self.store.read()?;
+        let extents = snap.open_table(EXTENTS)?;
+        let mut out = Vec::new();
+        for r in extents.range((ino, range.start)..(ino, range.end))? {
+            let (k, v) = r?;
+            let idx = k.value().1;
+            if out.len() == max {
+                return Ok((out, Some(idx)));
+            }
+            out.extend(Candidate::read(self, ino, idx, v.value()));
+        }
+        Ok((out, None))
+    }
+
+    /// Compress each candidate as its decision says and put, in one transaction, those still
+    /// current whose new stored length `keep(new, old)` accepts: the extents replaced.
+    pub(super) fn replace_extents(
+        &self,
+        candidates: &[Candidate],
+        decisions: &[Decision],
+        spread: Spread,
+        keep: impl Fn(u64, u64) -> bool,
+    ) -> Result<u64, FsError> {
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let extents: Vec<(&[u8], &Decision)> = candidates
+            .iter()
+            .zip(decisions)
+            .map(|(c, d)| (c.data.as_slice(), d))
+            .collect();
+        let mut outs = vec![Vec::new(); extents.len()];
+        let shapes: Vec<_> = match spread {
+            Spread::Workers => encode_batch(&self.offload, &extents, &mut outs),
+            Spread::Here => extents
+                .iter()
+                .zip(outs.iter_mut())
+                .flat_map(|(e, out)| {
+                    encode_batch(
+                        &self.offload,
+                        std::slice::from_ref(e),
+                        std::slice::from_mut(out),
+                    )
+                })
+                .collect(),
+        };
+        let txn = self.store.write()?;
+        let mut n = 0;
+        for (((c, d), shape), out) in candidates.iter().zip(decisions).zip(shapes).zip(&outs) {
+            let Ok(shape) = shape else { continue };
+            let Some(v) = value(shape, d, &c.data, out)? else {
+                continue;
+            };
+            if !keep(v.1.len() as u64, store::records::stored_len(&c.item)) {
+                continue;
+            }
+            let current = txn
+                .open_table(EXTENTS)?
+                .get((c.ino, c.idx))?
+                .map(|g| g.value().to_vec());
+            if current.as_deref() != Some(c.item.as_slice())
+                || self.da.dirty(c.ino, c.idx).is_some()
+            {
+                continue;
+            }
+            let delta = txn.put_value(c.ino, c.idx, Some(v))?;
+            let mut inode = store::get_inode(&txn.open_table(INODES)?, c.ino)?;
+            inode.disk = inode.disk.saturating_add_signed(delta);
+            txn.open_table(INODES)?
+                .insert(c.ino, inode.to_bytes().as_slice())?;
+            n += 1;
+        }
+        self.store.commit(txn, false)?;
+        Ok(n)
+    }
+}
