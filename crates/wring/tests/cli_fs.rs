@@ -71,6 +71,19 @@ struct Scratch {
     mnt: PathBuf,
 }
 
+impl Scratch {
+    /// A fresh directory under /tmp with an empty mount point `mnt` in it.
+    fn new(name: &str) -> Scratch {
+        let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("mnt")).unwrap();
+        Scratch {
+            mnt: base.join("mnt"),
+            base,
+        }
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         if is_mounted(&self.mnt) {
@@ -89,14 +102,8 @@ fn mount_status_umount_in_background() {
     if !wring_testing::require_root("mount_status_umount_in_background") {
         return;
     }
-    let base = PathBuf::from(format!("/tmp/wring-cli-fs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let s = Scratch {
-        mnt: base.join("mnt"),
-        base,
-    };
+    let s = Scratch::new("fs");
     let store = s.base.join("store");
-    std::fs::create_dir_all(&s.mnt).unwrap();
     let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
     let limit = Duration::from_secs(30);
 
@@ -495,14 +502,8 @@ fn wring_defrag_recompresses_at_any_zstd_level() {
     if !wring_testing::require_root("wring_defrag_recompresses_at_any_zstd_level") {
         return;
     }
-    let base = PathBuf::from(format!("/tmp/wring-cli-defrag-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let s = Scratch {
-        mnt: base.join("mnt"),
-        base,
-    };
+    let s = Scratch::new("defrag");
     let store = s.base.join("store");
-    std::fs::create_dir_all(&s.mnt).unwrap();
     let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
     let limit = Duration::from_secs(60);
     ok(&wring(&["mkfs", st], limit), "wring mkfs");
