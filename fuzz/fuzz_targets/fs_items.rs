@@ -25,12 +25,14 @@ fuzz_target!(|data: &[u8]| {
     if let Some(h) = ExtentHeader::decode(data) {
         check_extent_item(data, &h);
     }
-    match DefragArgs::parse(data, |a| a.default_level()) {
-        Ok(a) => assert_eq!(
-            DefragArgs::parse(&a.to_bytes(), |a| a.default_level()).ok(),
-            Some(a)
-        ),
-        Err(e) => assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno())),
+    if let Ok(a) = DefragArgs::from_bytes(data) {
+        assert_eq!(a.to_bytes()[..32], data[..32]);
+        if let Err(e) = a
+            .check_flags()
+            .and_then(|()| a.rewrite(|a| a.default_level()))
+        {
+            assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno()));
+        }
     }
     if let Ok(a) = Acl::parse(data) {
         assert_eq!(a.to_bytes(), data);

@@ -240,7 +240,10 @@ impl<'g> Side<'g> {
     /// Run `op`; what it answered.
     pub fn run(&mut self, op: &Op) -> Outcome {
         match op {
-            Op::Chmod { who, .. } | Op::Chown { who, .. } | Op::Utimes { who, .. }
+            Op::Chmod { who, .. }
+            | Op::Chown { who, .. }
+            | Op::Utimes { who, .. }
+            | Op::Defrag { who, .. }
                 if *who == Who::User =>
             {
                 as_user(|| self.run_as(op))
@@ -403,6 +406,23 @@ impl<'g> Side<'g> {
                     .map_err(e)?;
                 done(rfs::fsync(&f))
             }
+            Op::Defrag {
+                p,
+                start,
+                len,
+                flags,
+                compress_type,
+                ..
+            } => {
+                let args = wring_fs::DefragArgs {
+                    start: u64::from(*start),
+                    len: *len,
+                    flags: *flags,
+                    extent_thresh: 0,
+                    compress_type: *compress_type,
+                };
+                defrag(&self.p(p), &args)
+            }
             Op::Sync => self.global.sync(&self.root),
             Op::DropCaches => std::fs::write("/proc/sys/vm/drop_caches", "2")
                 .map(|()| Value::Done)
@@ -505,6 +525,33 @@ pub fn list(p: &Path) -> Result<Vec<Vec<u8>>, i32> {
 /// Run `f` as the unprivileged user, in this thread only (Linux's credentials are per
 /// thread; rustix's calls change only the caller's): effective ids, no groups, so no
 /// capabilities; the saved uid stays 0 to come back.
+/// BTRFS_IOC_DEFRAG_RANGE on what `path` names, opened read-only as btrfs-progs opens it; a
+/// node (whose open would block or be refused by nodev) is left alone, on both sides.
+fn defrag(path: &Path, args: &wring_fs::DefragArgs) -> Outcome {
+    let st = rfs::stat(path).map_err(e)?;
+    let kind = rfs::FileType::from_raw_mode(st.st_mode);
+    if !matches!(kind, rfs::FileType::RegularFile | rfs::FileType::Directory) {
+        return Ok(Value::Done);
+    }
+    let f = rfs::open(path, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()).map_err(e)?;
+    let mut arg = args.to_bytes();
+    // SAFETY: `arg` is the 48-byte struct the request's size names, alive across the call;
+    // the kernel only reads it (an _IOW request).
+    let r = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            wring_fs::BTRFS_IOC_DEFRAG_RANGE as libc::Ioctl,
+            arg.as_mut_ptr(),
+        )
+    };
+    match r {
+        0 => Ok(Value::Done),
+        _ => Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)),
+    }
+}
+
 fn as_user(f: impl FnOnce() -> Outcome) -> Outcome {
     let groups = rustix::process::getgroups().map_err(e)?;
     let user = |id| (Uid::from_raw(id), Gid::from_raw(id));

@@ -60,6 +60,8 @@ pub struct Pool {
     pub global: bool,
     /// Whether fallocate's FALLOC_FL_ZERO_RANGE is drawn (btrfs has it, tmpfs not).
     pub zero_range: bool,
+    /// Whether BTRFS_IOC_DEFRAG_RANGE is drawn (the oracle is btrfs).
+    pub defrag: bool,
     /// Follow each hole punch with a utimensat of the mtime to now: btrfs leaves a file's
     /// times alone when its extent maps say the range is a hole already, by their
     /// granularity (a punch past the end of the file changes them or not by its alignment);
@@ -75,6 +77,7 @@ impl Pool {
             tmpfile,
             global,
             zero_range: true,
+            defrag: false,
             touch_after_punch: false,
         }
     }
@@ -89,6 +92,7 @@ impl Pool {
     pub fn for_oracle(self, oracle: &crate::target::Oracle) -> Pool {
         Pool {
             touch_after_punch: oracle.punch_keeps_times,
+            defrag: oracle.defrag,
             ..self.with_zero_range(oracle.zero_range)
         }
     }
@@ -155,6 +159,9 @@ impl Pool {
                 3..=4 => return Op::DropCaches,
                 _ => {}
             }
+        }
+        if self.defrag && rng.below(100) < 4 {
+            return defrag(self.path(rng), rng);
         }
         let p = self.path(rng);
         let slot = rng.below(SLOTS as u64) as u8;
@@ -276,6 +283,43 @@ impl Pool {
             198 => Op::Readlink { p },
             _ => Op::Fsync { p },
         }
+    }
+}
+
+/// A defragment of `p`: mostly with compression (zlib, lzo or zstd, with or without a level
+/// in btrfs's ranges and just past them, and types past zstd), sometimes without, to store
+/// raw, or with a flag nobody knows.
+fn defrag(p: String, rng: &mut Rng) -> Op {
+    const COMPRESS: u64 = wring_fs::DEFRAG_COMPRESS;
+    const LEVEL: u64 = wring_fs::DEFRAG_COMPRESS_LEVEL;
+    let flags = rng.pick(&[
+        COMPRESS,
+        COMPRESS,
+        COMPRESS | LEVEL,
+        COMPRESS | LEVEL,
+        COMPRESS | LEVEL,
+        wring_fs::DEFRAG_START_IO,
+        wring_fs::DEFRAG_NOCOMPRESS,
+        COMPRESS | wring_fs::DEFRAG_NOCOMPRESS,
+        16,
+    ]);
+    let t = rng.pick(&[0u8, 1, 2, 2, 3, 3, 4]);
+    // zlib 1-9, lzo 0-1, zstd -15..15 in btrfs; one past each end is refused. Without
+    // COMPRESS_LEVEL the level byte makes the type unknown: mostly it is left 0.
+    let level = match flags & LEVEL != 0 || rng.below(8) == 0 {
+        true => rng.pick(&[0i8, 1, 3, 9, 10, -1, -15, -16, 15, 16]),
+        false => 0,
+    };
+    Op::Defrag {
+        p,
+        start: match rng.below(3) {
+            0 => offset(rng),
+            _ => 0,
+        },
+        len: rng.pick(&[u64::MAX, u64::MAX, 4096, 200_000]),
+        flags,
+        compress_type: u32::from_le_bytes([t, level as u8, 0, 0]),
+        who: who(rng),
     }
 }
 

@@ -256,6 +256,16 @@ pub enum Op {
     Fsync {
         p: String,
     },
+    /// open(O_RDONLY) and BTRFS_IOC_DEFRAG_RANGE (`btrfs filesystem defragment`): the
+    /// argument's fields as given, so that what is refused is drawn too (btrfs only).
+    Defrag {
+        p: String,
+        start: u32,
+        len: u64,
+        flags: u64,
+        compress_type: u32,
+        who: Who,
+    },
     /// Everything durable: syncfs, and on the mount the daemon's durable commit.
     Sync,
     /// `echo 2 > /proc/sys/vm/drop_caches`: the kernel forgets the inodes it holds, so later
@@ -413,6 +423,23 @@ impl Op {
                 "f = os.open({}, os.O_RDONLY); os.fsync(f); os.close(f)",
                 pq(p)
             )),
+            Op::Defrag {
+                p,
+                start,
+                len,
+                flags,
+                compress_type,
+                who,
+            } => as_who(
+                *who,
+                &py(&format!(
+                    "import fcntl, struct; f = os.open({}, os.O_RDONLY|os.O_NONBLOCK); \
+                     fcntl.ioctl(f, {:#x}, struct.pack('<QQQII16x', {start}, {len}, {flags}, 0, \
+                     {compress_type})); os.close(f)",
+                    pq(p),
+                    wring_fs::BTRFS_IOC_DEFRAG_RANGE
+                )),
+            ),
             Op::Sync => "sync -f . && getfattr --only-values -n wring.sync \"$MNT\" # on the mount"
                 .to_string(),
             Op::DropCaches => "echo 2 > /proc/sys/vm/drop_caches".to_string(),

@@ -201,6 +201,8 @@ pub struct Oracle {
     /// Whether it has fallocate's FALLOC_FL_ZERO_RANGE (tmpfs answers EOPNOTSUPP; btrfs,
     /// like wring, has it).
     pub zero_range: bool,
+    /// Whether it answers BTRFS_IOC_DEFRAG_RANGE (btrfs).
+    pub defrag: bool,
     /// Whether a hole punch may leave its times alone (btrfs; see
     /// [`crate::gen::Pool::touch_after_punch`]).
     pub punch_keeps_times: bool,
@@ -223,6 +225,7 @@ impl Oracle {
                     root: mnt.clone(),
                     norm: Norm { dir_nlink: true },
                     zero_range: false,
+                    defrag: false,
                     punch_keeps_times: false,
                     mounted: Some(mnt),
                     _btrfs: None,
@@ -236,6 +239,7 @@ impl Oracle {
                     root: fs.path().to_path_buf(),
                     norm: Norm { dir_nlink: false },
                     zero_range: true,
+                    defrag: true,
                     punch_keeps_times: true,
                     mounted: None,
                     _btrfs: Some(fs),
@@ -245,6 +249,7 @@ impl Oracle {
                 root: d.clone(),
                 norm: Norm { dir_nlink: false },
                 zero_range: true,
+                defrag: false,
                 punch_keeps_times: true,
                 mounted: None,
                 _btrfs: None,

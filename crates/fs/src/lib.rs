@@ -67,7 +67,10 @@ pub use admin::{daemon, fsck, kmount};
 pub use error::FsError;
 pub use options::{Atime, Compress, OptionError, Options, Uring};
 pub use transport::{uring, wire};
-pub use volume::data::defrag::{in_btrfs_defrag, DefragArgs, BTRFS_IOC_DEFRAG_RANGE};
+pub use volume::data::defrag::{
+    in_btrfs_defrag, DefragArgs, Rewrite, BTRFS_IOC_DEFRAG_RANGE, DEFRAG_COMPRESS,
+    DEFRAG_COMPRESS_LEVEL, DEFRAG_NOCOMPRESS, DEFRAG_START_IO,
+};
 pub use volume::data::dicts::{DictStatus, Training};
 pub use volume::names::acl;
 pub use volume::{Caller, NewInode, Notify, SetAttr, Volume};

@@ -43,12 +43,12 @@ fn levels(vol: &Volume, ino: u64) -> Vec<(String, u64)> {
 }
 
 fn zstd(level: i32) -> DefragArgs {
-    DefragArgs {
-        start: 0,
-        len: u64::MAX,
-        compress: Some(CompressSpec::new(Algorithm::Zstd, level)),
-        start_io: true,
-    }
+    DefragArgs::compressing(CompressSpec::new(Algorithm::Zstd, level), 0, u64::MAX)
+}
+
+fn defrag(vol: &Volume, ino: u64, who: Caller, args: &DefragArgs) -> Result<u64, i32> {
+    vol.defrag(ino, who, args, |a| a.default_level())
+        .map_err(|e| e.errno())
 }
 
 fn read_all(vol: &Volume, ino: u64) -> Vec<u8> {
@@ -78,7 +78,7 @@ fn a_file_written_with_lzo_is_stored_as_zstd_after_defrag_and_reads_the_same() {
     );
     let lzo_disk = vol.inode(ino).unwrap().disk;
 
-    let n = vol.defrag(ino, ROOT_CALLER, &zstd(9)).unwrap();
+    let n = defrag(&vol, ino, ROOT_CALLER, &zstd(9)).unwrap();
     assert_eq!(n, 8);
     assert_eq!(levels(&vol, ino), [("zstd:9".to_string(), 8)]);
     assert!(vol.inode(ino).unwrap().disk < lzo_disk);
@@ -101,7 +101,7 @@ fn a_range_rewrites_only_the_extents_it_touches_and_dirty_data_goes_first() {
         len: 128 * 1024,
         ..zstd(3)
     };
-    assert_eq!(vol.defrag(ino, ROOT_CALLER, &args).unwrap(), 2);
+    assert_eq!(defrag(&vol, ino, ROOT_CALLER, &args).unwrap(), 2);
     assert_eq!(
         levels(&vol, ino),
         [("lzo".to_string(), 2), ("zstd:3".to_string(), 2)]
@@ -113,7 +113,7 @@ fn a_range_rewrites_only_the_extents_it_touches_and_dirty_data_goes_first() {
         ..zstd(3)
     };
     assert_eq!(
-        vol.defrag(ino, ROOT_CALLER, &past).unwrap_err().errno(),
+        defrag(&vol, ino, ROOT_CALLER, &past).unwrap_err(),
         libc::EINVAL
     );
     closed(&dir, vol);
@@ -136,23 +136,16 @@ fn who_may_defrag_is_who_may_write_and_only_root_on_a_directory() {
         gid: 2000,
         pid: 0,
     };
-    assert_eq!(
-        vol.defrag(ino, other, &zstd(3)).unwrap_err().errno(),
-        libc::EPERM
-    );
+    assert_eq!(defrag(&vol, ino, other, &zstd(3)).unwrap_err(), libc::EPERM);
     assert_eq!(levels(&vol, ino), [("lzo".to_string(), 2)]);
-    assert_eq!(vol.defrag(ino, owner, &zstd(3)).unwrap(), 2);
+    assert_eq!(defrag(&vol, ino, owner, &zstd(3)).unwrap(), 2);
     assert_eq!(
-        vol.defrag(ROOT, owner, &zstd(3)).unwrap_err().errno(),
+        defrag(&vol, ROOT, owner, &zstd(3)).unwrap_err(),
         libc::EPERM
     );
-    assert_eq!(vol.defrag(ROOT, ROOT_CALLER, &zstd(3)).unwrap(), 0);
+    assert_eq!(defrag(&vol, ROOT, ROOT_CALLER, &zstd(3)).unwrap(), 0);
     // Without compression there is nothing to merge: the extents stay as they are.
-    let plain = DefragArgs {
-        compress: None,
-        ..zstd(3)
-    };
-    assert_eq!(vol.defrag(ino, owner, &plain).unwrap(), 0);
+    assert_eq!(defrag(&vol, ino, owner, &DefragArgs::whole()).unwrap(), 0);
     assert_eq!(levels(&vol, ino), [("zstd:3".to_string(), 2)]);
     closed(&dir, vol);
     let _ = std::fs::remove_dir_all(&dir);
@@ -169,22 +162,30 @@ fn nocompress_files_are_compressed_and_nodatacow_ones_are_not() {
     vol.write(nocomp, 0, &data, None).unwrap();
     vol.fsync(nocomp).unwrap();
     assert_eq!(levels(&vol, nocomp), [("none".to_string(), 3)]);
-    assert_eq!(vol.defrag(nocomp, ROOT_CALLER, &zstd(1)).unwrap(), 3);
+    assert_eq!(defrag(&vol, nocomp, ROOT_CALLER, &zstd(1)).unwrap(), 3);
     assert_eq!(levels(&vol, nocomp), [("zstd:1".to_string(), 3)]);
+    // BTRFS_DEFRAG_RANGE_NOCOMPRESS stores them uncompressed again.
+    let raw = DefragArgs {
+        flags: 8,
+        ..DefragArgs::whole()
+    };
+    assert_eq!(defrag(&vol, nocomp, ROOT_CALLER, &raw).unwrap(), 3);
+    assert_eq!(levels(&vol, nocomp), [("none".to_string(), 3)]);
+    assert_eq!(defrag(&vol, nocomp, ROOT_CALLER, &zstd(1)).unwrap(), 3);
 
     let nocow = file(&vol, "nocow", 0o644);
     vol.set_fs_flags(nocow, 0x0080_0000).unwrap(); // FS_NOCOW_FL, on an empty file
     vol.write(nocow, 0, &data, None).unwrap();
     vol.fsync(nocow).unwrap();
     let before = levels(&vol, nocow);
-    assert_eq!(vol.defrag(nocow, ROOT_CALLER, &zstd(1)).unwrap(), 0);
+    assert_eq!(defrag(&vol, nocow, ROOT_CALLER, &zstd(1)).unwrap(), 0);
     assert_eq!(levels(&vol, nocow), before);
 
     let noise = file(&vol, "noise", 0o644);
     let mut rng = Rng(11);
     let random: Vec<u8> = (0..200_000).map(|_| rng.next() as u8).collect();
     vol.write(noise, 0, &random, None).unwrap();
-    vol.defrag(noise, ROOT_CALLER, &zstd(19)).unwrap();
+    defrag(&vol, noise, ROOT_CALLER, &zstd(19)).unwrap();
     assert_eq!(levels(&vol, noise), [("none".to_string(), 2)]);
     assert_eq!(read_all(&vol, noise), random);
     assert_eq!(read_all(&vol, nocomp), data);
@@ -207,7 +208,7 @@ fn writes_racing_defrag_win() {
         std::thread::spawn(move || {
             let mut level = 1;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                vol.defrag(ino, ROOT_CALLER, &zstd(level)).unwrap();
+                defrag(&vol, ino, ROOT_CALLER, &zstd(level)).unwrap();
                 level = level % 9 + 1;
             }
         })

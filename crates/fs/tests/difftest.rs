@@ -1,4 +1,5 @@
-//! The kernel is the oracle: wring-difftest's three passes against tmpfs, on the transport
+//! The kernel is the oracle: wring-difftest's three passes against tmpfs (and the random
+//! one against btrfs too), on the transport
 //! the suite runs with (`scripts/test.sh` runs this file with `uring=0` and again with
 //! `uring=1`). Each pass prints how many operations and trees it compared; a divergence
 //! fails with the shrunk sequence as a shell script.
@@ -13,13 +14,18 @@ use wring_difftest::{crash, exhaustive, random, Daemon, Mount, Oracle, OracleKin
 
 /// A store mounted with the suite's options, and a tmpfs, under a fresh base directory.
 fn sides(name: &str) -> (PathBuf, Mount, Oracle) {
+    sides_with(name, &OracleKind::Tmpfs)
+}
+
+/// The same with `kind` as the oracle.
+fn sides_with(name: &str, kind: &OracleKind) -> (PathBuf, Mount, Oracle) {
     let base = PathBuf::from(format!("/tmp/wring-difftest-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
     let opts = std::env::var(common::SUITE_OPTIONS).unwrap_or_default();
     let daemon = Daemon::Fsd(env!("CARGO_BIN_EXE_wring-fsd").into());
     let mount = Mount::new(&base, daemon, &opts).expect("mount");
-    let oracle = Oracle::new(&base, &OracleKind::Tmpfs).expect("tmpfs");
+    let oracle = Oracle::new(&base, kind).expect("the oracle");
     (base, mount, oracle)
 }
 
@@ -63,6 +69,25 @@ fn random_operations_agree_with_the_kernel() {
         report.absorb(random::run(&mut mount, &oracle, &cfg).expect("the random pass"));
     }
     done(base, mount, oracle, "random", &report, t);
+}
+
+/// The same against btrfs, which adds what tmpfs cannot answer: FALLOC_FL_ZERO_RANGE and
+/// BTRFS_IOC_DEFRAG_RANGE (`btrfs filesystem defragment -c`: its answers, refusals included,
+/// and the bytes unchanged after it).
+#[test]
+fn random_operations_agree_with_btrfs() {
+    if !require_root("random_operations_agree_with_btrfs") {
+        return;
+    }
+    let t = Instant::now();
+    let (base, mut mount, oracle) = sides_with("random-btrfs", &OracleKind::Btrfs);
+    let cfg = random::Config {
+        seed: 101,
+        ops: 6000,
+        ..random::Config::default()
+    };
+    let report = random::run(&mut mount, &oracle, &cfg).expect("the random pass");
+    done(base, mount, oracle, "random against btrfs", &report, t);
 }
 
 /// Every sequence of up to two namespace operations over two names in two directories,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use wring_engine::CompressSpec;
-use wring_fs::{in_btrfs_defrag, DefragArgs, BTRFS_IOC_DEFRAG_RANGE};
+use wring_fs::{in_btrfs_defrag, DefragArgs, BTRFS_IOC_DEFRAG_RANGE, DEFRAG_START_IO};
 
 /// `wring defrag`'s arguments.
 #[derive(clap::Args)]
@@ -47,11 +47,15 @@ pub fn run(args: Args) -> Result<()> {
         ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let range = DefragArgs {
-        start: args.start,
-        len: args.len.unwrap_or(u64::MAX),
-        compress,
-        start_io: true,
+    let len = args.len.unwrap_or(u64::MAX);
+    let range = match compress {
+        Some(spec) => DefragArgs::compressing(spec, args.start, len),
+        None => DefragArgs {
+            start: args.start,
+            len,
+            flags: DEFRAG_START_IO,
+            ..DefragArgs::whole()
+        },
     };
     let mut failed = 0;
     for (path, len) in &files {

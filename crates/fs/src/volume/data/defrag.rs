@@ -7,12 +7,17 @@
 //!   descriptor: btrfs-progs opens read-only); a directory needs CAP_SYS_ADMIN and defrags
 //!   the subvolume's tree, which wring has not: it answers success and changes nothing;
 //!   anything else is EINVAL; a read-only mount is EROFS;
-//! - flags other than COMPRESS (1), START_IO (2) and COMPRESS_LEVEL (4) are EOPNOTSUPP;
-//! - an empty file is success at once; a start at or past the end is EINVAL;
+//! - the checks come in the kernel's order (the differential tester compares errnos with a
+//!   real btrfs): permission, then the flags (EOPNOTSUPP for any but COMPRESS 1, START_IO 2,
+//!   COMPRESS_LEVEL 4 and NOCOMPRESS 8; EINVAL for COMPRESS with NOCOMPRESS), then an empty
+//!   file is success at once, a start at or past the end EINVAL, and only then the
+//!   compression;
 //! - COMPRESS takes `compress_type` (0 = zlib, 1 zlib, 2 lzo, 3 zstd; more is EINVAL); with
 //!   COMPRESS_LEVEL its low byte is the type and the next, signed, the level, which must be
-//!   one the algorithm has (EINVAL otherwise); without it the mount's level for that
-//!   algorithm, else the algorithm's default;
+//!   one btrfs_compress_level_valid accepts (zlib 1-9, lzo 0-1, zstd from -15 — to 22 here,
+//!   15 in the kernel), else EINVAL; a type of 0 ignores the level. Without a level, the
+//!   mount's for that algorithm, else the algorithm's default. NOCOMPRESS stores the range
+//!   uncompressed;
 //! - COMPRESS implies START_IO and an `extent_thresh` of every extent, so each extent in the
 //!   range is rewritten with the requested compression, forced (inode_need_compress tests
 //!   the defrag's compression before the NOCOMPRESS flag, so a NOCOMPRESS file is compressed
@@ -50,30 +55,47 @@ pub const DEFRAG_ARGS_LEN: usize = 48;
 pub const DEFRAG_COMPRESS: u64 = 1;
 /// `BTRFS_DEFRAG_RANGE_START_IO`.
 pub const DEFRAG_START_IO: u64 = 2;
-/// `BTRFS_DEFRAG_RANGE_COMPRESS_LEVEL`.
+/// `BTRFS_DEFRAG_RANGE_COMPRESS_LEVEL`: `compress_type`'s low byte is the type, the next
+/// (signed) the level.
 pub const DEFRAG_COMPRESS_LEVEL: u64 = 4;
-const SUPPORTED: u64 = DEFRAG_COMPRESS | DEFRAG_START_IO | DEFRAG_COMPRESS_LEVEL;
+/// `BTRFS_DEFRAG_RANGE_NOCOMPRESS`: store the extents uncompressed.
+pub const DEFRAG_NOCOMPRESS: u64 = 8;
+const SUPPORTED: u64 =
+    DEFRAG_COMPRESS | DEFRAG_START_IO | DEFRAG_COMPRESS_LEVEL | DEFRAG_NOCOMPRESS;
 
 /// Extents decoded and compressed per transaction.
 const BATCH: usize = 64;
 
-/// A parsed `struct btrfs_ioctl_defrag_range_args`.
+/// `struct btrfs_ioctl_defrag_range_args`, as given: the kernel checks its fields at
+/// different points (see [`Volume::defrag`]), so their errors come in its order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefragArgs {
     /// First byte of the range.
     pub start: u64,
     /// Bytes in the range (`u64::MAX`: to the end).
     pub len: u64,
-    /// The compression to rewrite with; `None` without `BTRFS_DEFRAG_RANGE_COMPRESS`.
-    pub compress: Option<CompressSpec>,
-    /// Write back the range's dirty data (`BTRFS_DEFRAG_RANGE_START_IO`, implied by compress).
-    pub start_io: bool,
+    /// `BTRFS_DEFRAG_RANGE_*`.
+    pub flags: u64,
+    /// Extents at least this big count as done (without compression only; 0: 256 KiB).
+    pub extent_thresh: u32,
+    /// `BTRFS_COMPRESS_*` (0 = zlib), or with COMPRESS_LEVEL the type and the level.
+    pub compress_type: u32,
+}
+
+/// What a defrag does to the extents of its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rewrite {
+    /// Nothing (no compression asked: wring's extents have no fragments to merge).
+    Nothing,
+    /// Compress each with this, forced.
+    Compress(CompressSpec),
+    /// Store each uncompressed.
+    Raw,
 }
 
 impl DefragArgs {
-    /// Parse the ioctl's argument as btrfs_ioctl_defrag and btrfs_defrag_file check it;
-    /// `level_of` gives the level for an algorithm named without one (the mount's).
-    pub fn parse(b: &[u8], level_of: impl Fn(Algorithm) -> i32) -> Result<DefragArgs, FsError> {
+    /// The ioctl's argument; EINVAL when shorter than the struct.
+    pub fn from_bytes(b: &[u8]) -> Result<DefragArgs, FsError> {
         let b: &[u8; DEFRAG_ARGS_LEN] = b
             .get(..DEFRAG_ARGS_LEN)
             .and_then(|s| s.try_into().ok())
@@ -83,57 +105,95 @@ impl DefragArgs {
             w.copy_from_slice(&b[i..i + 8]);
             u64::from_le_bytes(w)
         };
-        let (start, len, flags) = (u64_at(0), u64_at(8), u64_at(16));
-        let compress_type = [b[28], b[29], b[30], b[31]];
-        if flags & !SUPPORTED != 0 {
-            return Err(FsError::Errno(libc::EOPNOTSUPP));
-        }
-        let compress = match flags & DEFRAG_COMPRESS {
-            0 => None,
-            _ if flags & DEFRAG_COMPRESS_LEVEL != 0 => {
-                let alg = algorithm(u32::from(compress_type[0]))?;
-                let level = i32::from(compress_type[1] as i8);
-                if !level_ok(alg, level) {
-                    return Err(FsError::Errno(libc::EINVAL));
-                }
-                Some(CompressSpec::new(alg, level))
-            }
-            _ => {
-                let alg = algorithm(u32::from_le_bytes(compress_type))?;
-                Some(CompressSpec::new(alg, level_of(alg)))
-            }
-        };
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Ok(DefragArgs {
-            start,
-            len,
-            start_io: compress.is_some() || flags & DEFRAG_START_IO != 0,
-            compress,
+            start: u64_at(0),
+            len: u64_at(8),
+            flags: u64_at(16),
+            extent_thresh: u32_at(24),
+            compress_type: u32_at(28),
         })
     }
 
-    /// The whole file, without compression (BTRFS_IOC_DEFRAG's range).
+    /// The ioctl's argument for these fields.
+    pub fn to_bytes(&self) -> [u8; DEFRAG_ARGS_LEN] {
+        let mut b = [0u8; DEFRAG_ARGS_LEN];
+        b[0..8].copy_from_slice(&self.start.to_le_bytes());
+        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.flags.to_le_bytes());
+        b[24..28].copy_from_slice(&self.extent_thresh.to_le_bytes());
+        b[28..32].copy_from_slice(&self.compress_type.to_le_bytes());
+        b
+    }
+
+    /// The whole file, no compression (what BTRFS_IOC_DEFRAG, with no argument, asks).
     pub fn whole() -> DefragArgs {
         DefragArgs {
             start: 0,
             len: u64::MAX,
-            compress: None,
-            start_io: true,
+            flags: 0,
+            extent_thresh: 0,
+            compress_type: 0,
         }
     }
 
-    /// The ioctl's argument for these fields (what `wring defrag` sends).
-    pub fn to_bytes(&self) -> [u8; DEFRAG_ARGS_LEN] {
-        let mut b = [0u8; DEFRAG_ARGS_LEN];
-        let mut flags = if self.start_io { DEFRAG_START_IO } else { 0 };
-        if let Some(spec) = self.compress {
-            flags |= DEFRAG_COMPRESS | DEFRAG_COMPRESS_LEVEL;
-            b[28] = spec.algorithm.map_or(0, type_of);
-            b[29] = spec.level.clamp(-128, 127) as i8 as u8;
+    /// `start..start+len` compressed with `spec` at its level (what `wring defrag` sends);
+    /// `spec`'s algorithm must be one btrfs names ([`in_btrfs_defrag`]).
+    pub fn compressing(spec: CompressSpec, start: u64, len: u64) -> DefragArgs {
+        let t = spec.algorithm.map_or(0, type_of);
+        let level = spec.level.clamp(-128, 127) as i8 as u8;
+        DefragArgs {
+            start,
+            len,
+            flags: DEFRAG_COMPRESS | DEFRAG_COMPRESS_LEVEL,
+            extent_thresh: 0,
+            compress_type: u32::from_le_bytes([t, level, 0, 0]),
         }
-        b[0..8].copy_from_slice(&self.start.to_le_bytes());
-        b[8..16].copy_from_slice(&self.len.to_le_bytes());
-        b[16..24].copy_from_slice(&flags.to_le_bytes());
-        b
+    }
+
+    /// btrfs_ioctl_defrag's checks of the flags: EOPNOTSUPP for one it does not know,
+    /// EINVAL for compress and nocompress at once.
+    pub fn check_flags(&self) -> Result<(), FsError> {
+        if self.flags & !SUPPORTED != 0 {
+            return Err(FsError::Errno(libc::EOPNOTSUPP));
+        }
+        if self.flags & DEFRAG_COMPRESS != 0 && self.flags & DEFRAG_NOCOMPRESS != 0 {
+            return Err(FsError::Errno(libc::EINVAL));
+        }
+        Ok(())
+    }
+
+    /// Whether the range's dirty data is written back first (START_IO, which compress and
+    /// nocompress imply).
+    pub fn start_io(&self) -> bool {
+        self.flags & (DEFRAG_START_IO | DEFRAG_COMPRESS | DEFRAG_NOCOMPRESS) != 0
+    }
+
+    /// What the extents become, by btrfs_defrag_file's checks of the compression (EINVAL for
+    /// a type past zstd or a level the algorithm lacks); `level_of` gives the level of an
+    /// algorithm named without one (the mount's).
+    pub fn rewrite(&self, level_of: impl Fn(Algorithm) -> i32) -> Result<Rewrite, FsError> {
+        if self.flags & DEFRAG_NOCOMPRESS != 0 {
+            return Ok(Rewrite::Raw);
+        }
+        if self.flags & DEFRAG_COMPRESS == 0 {
+            return Ok(Rewrite::Nothing);
+        }
+        let [t, level, ..] = self.compress_type.to_le_bytes();
+        if self.flags & DEFRAG_COMPRESS_LEVEL == 0 {
+            let alg = algorithm(self.compress_type)?;
+            return Ok(Rewrite::Compress(CompressSpec::new(alg, level_of(alg))));
+        }
+        let alg = algorithm(u32::from(t))?;
+        // The level is read only with a type named (0 is the default algorithm, at its level).
+        if t == 0 {
+            return Ok(Rewrite::Compress(CompressSpec::new(alg, level_of(alg))));
+        }
+        let level = i32::from(level as i8);
+        if !level_ok(alg, level) {
+            return Err(FsError::Errno(libc::EINVAL));
+        }
+        Ok(Rewrite::Compress(CompressSpec::new(alg, level)))
     }
 }
 
@@ -147,10 +207,15 @@ fn algorithm(t: u32) -> Result<Algorithm, FsError> {
     }
 }
 
-/// Whether `level` is one of `alg`'s levels, or 0 for its default. wring's range, which for
-/// zstd goes to 22 where the kernel's stops at 15.
+/// btrfs_compress_level_valid: zlib 1 to 9, lzo 0 or 1, zstd -15 up — to 22 here, where the
+/// kernel's zstd stops at 15.
 fn level_ok(alg: Algorithm, level: i32) -> bool {
-    level == 0 || (alg.min_level()..=alg.max_level()).contains(&level)
+    let (min, max) = match alg {
+        Algorithm::Zlib => (1, 9),
+        Algorithm::Lzo => (0, 1),
+        _ => (alg.min_level(), alg.max_level()),
+    };
+    (min..=max).contains(&level)
 }
 
 /// The type number of an algorithm btrfs has; others (lz4 and the rest wring adds) have
@@ -170,9 +235,16 @@ pub fn in_btrfs_defrag(a: Algorithm) -> bool {
 }
 
 impl Volume {
-    /// BTRFS_IOC_DEFRAG_RANGE on `ino` for `caller` (see the module's header): the extents
+    /// BTRFS_IOC_DEFRAG_RANGE on `ino` for `caller`, in btrfs_ioctl_defrag's order of checks
+    /// (see the module's header); `level_of` as for [`DefragArgs::rewrite`]. The extents
     /// rewritten.
-    pub fn defrag(&self, ino: u64, caller: Caller, args: &DefragArgs) -> Result<u64, FsError> {
+    pub fn defrag(
+        &self,
+        ino: u64,
+        caller: Caller,
+        args: &DefragArgs,
+        level_of: impl Fn(Algorithm) -> i32,
+    ) -> Result<u64, FsError> {
         self.writable()?;
         let inode = self.inode(ino)?;
         match inode.kind {
@@ -184,31 +256,33 @@ impl Volume {
         if caller.uid != 0 && !self.may_write(ino, &inode, caller)? {
             return Err(FsError::Errno(libc::EPERM));
         }
+        args.check_flags()?;
         if inode.size == 0 {
             return Ok(0);
         }
         if args.start >= inode.size {
             return Err(FsError::Errno(libc::EINVAL));
         }
-        if args.start_io {
+        let rewrite = args.rewrite(level_of)?;
+        if args.start_io() {
             self.wait_writeback(Some(ino));
         }
-        let Some(spec) = args.compress else {
-            return Ok(0);
+        let decision: Decision = match rewrite {
+            Rewrite::Nothing => return Ok(0),
+            Rewrite::Raw => None,
+            Rewrite::Compress(spec) => Some(Compression {
+                spec,
+                policy: Policy::Force,
+                judge: false,
+                dict: None,
+            }),
         };
         if inode.flags & FLAG_NOCOW != 0 {
             return Ok(0);
         }
         let es = self.extent_size(&inode);
         let end = args.start.saturating_add(args.len).min(inode.size);
-        let (first, last) = (args.start / es, end.div_ceil(es));
-        let decision: Decision = Some(Compression {
-            spec,
-            policy: Policy::Force,
-            judge: false,
-            dict: None,
-        });
-        let mut from = first;
+        let (mut from, last) = (args.start / es, end.div_ceil(es));
         let mut rewritten = 0;
         loop {
             let (batch, next) = self.extents_of(ino, from..last, BATCH)?;
@@ -240,76 +314,92 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn args(start: u64, len: u64, flags: u64, ctype: [u8; 4]) -> Vec<u8> {
+    fn args(start: u64, len: u64, flags: u64, ctype: [u8; 4]) -> DefragArgs {
         let mut b = vec![0u8; DEFRAG_ARGS_LEN];
         b[0..8].copy_from_slice(&start.to_le_bytes());
         b[8..16].copy_from_slice(&len.to_le_bytes());
         b[16..24].copy_from_slice(&flags.to_le_bytes());
         b[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
         b[28..32].copy_from_slice(&ctype);
-        b
+        DefragArgs::from_bytes(&b).unwrap()
     }
 
     fn mount_level(a: Algorithm) -> i32 {
         CompressSpec::default_for(a).level
     }
 
-    fn errno(r: Result<DefragArgs, FsError>) -> i32 {
-        r.map_or_else(|e| e.errno(), |a| panic!("parsed {a:?}"))
+    fn rewrite(a: DefragArgs) -> Result<Rewrite, i32> {
+        a.check_flags()
+            .and_then(|()| a.rewrite(mount_level))
+            .map_err(|e| e.errno())
     }
 
-    /// What btrfs-progs 6.2 sends for `-czstd` (the type in a u32, no level), and what a
-    /// newer one sends with a level.
+    /// What btrfs-progs 6.2 sends for `-czstd` (the type in a u32, no level), what a newer
+    /// one sends with a level, and `wring defrag`'s.
     #[test]
-    fn btrfs_progs_requests_parse_as_the_kernel_reads_them() {
-        let a = DefragArgs::parse(&args(0, u64::MAX, 1, [3, 0, 0, 0]), mount_level).unwrap();
-        assert_eq!(a.compress, Some(CompressSpec::default_for(Algorithm::Zstd)));
-        assert!(a.start_io);
-        assert_eq!((a.start, a.len), (0, u64::MAX));
-        let a = DefragArgs::parse(&args(0, 4096, 1 | 4, [3, 19, 0, 0]), mount_level).unwrap();
-        assert_eq!(a.compress, Some(CompressSpec::new(Algorithm::Zstd, 19)));
-        let a = DefragArgs::parse(&args(0, 4096, 1 | 4, [3, (-5i8) as u8, 0, 0]), mount_level);
+    fn btrfs_progs_requests_read_as_the_kernel_reads_them() {
+        let a = args(0, u64::MAX, 1, [3, 0, 0, 0]);
+        let zstd = |l| Ok(Rewrite::Compress(CompressSpec::new(Algorithm::Zstd, l)));
+        assert_eq!(rewrite(a), zstd(3));
+        assert!(a.start_io());
+        assert_eq!((a.start, a.len, a.extent_thresh), (0, u64::MAX, u32::MAX));
+        assert_eq!(rewrite(args(0, 4096, 1 | 4, [3, 19, 0, 0])), zstd(19));
         assert_eq!(
-            a.unwrap().compress,
-            Some(CompressSpec::new(Algorithm::Zstd, -5))
+            rewrite(args(0, 4096, 1 | 4, [3, (-5i8) as u8, 0, 0])),
+            zstd(-5)
         );
-        // Type 0 is the kernel's default, zlib; no COMPRESS leaves the type unread.
-        let a = DefragArgs::parse(&args(0, 1, 1, [0; 4]), mount_level).unwrap();
-        assert_eq!(a.compress.and_then(|s| s.algorithm), Some(Algorithm::Zlib));
-        let a = DefragArgs::parse(&args(0, 1, 0, [9; 4]), mount_level).unwrap();
-        assert_eq!((a.compress, a.start_io), (None, false));
-        let a = DefragArgs::parse(&args(0, 1, 2, [0; 4]), mount_level).unwrap();
-        assert!(a.start_io);
+        let sent = DefragArgs::compressing(CompressSpec::new(Algorithm::Zstd, 22), 5, 6);
+        assert_eq!(DefragArgs::from_bytes(&sent.to_bytes()).ok(), Some(sent));
+        assert_eq!(rewrite(sent), zstd(22));
+        // Type 0 is the kernel's default, zlib, whatever the level byte says.
+        let zlib = Ok(Rewrite::Compress(CompressSpec::default_for(
+            Algorithm::Zlib,
+        )));
+        assert_eq!(rewrite(args(0, 1, 1, [0; 4])), zlib);
+        assert_eq!(rewrite(args(0, 1, 1 | 4, [0, 99, 0, 0])), zlib);
+        // No COMPRESS leaves the type unread; START_IO alone rewrites nothing.
+        assert_eq!(rewrite(args(0, 1, 0, [9; 4])), Ok(Rewrite::Nothing));
+        let io = args(0, 1, 2, [0; 4]);
+        assert!(io.start_io());
+        assert_eq!(rewrite(io), Ok(Rewrite::Nothing));
+        assert_eq!(rewrite(args(0, 1, 8, [0; 4])), Ok(Rewrite::Raw));
     }
 
     #[test]
     fn what_the_kernel_refuses_is_refused_with_its_errno() {
-        let p = |b: Vec<u8>| DefragArgs::parse(&b, mount_level);
-        assert_eq!(errno(p(args(0, 1, 8, [0; 4]))), libc::EOPNOTSUPP);
-        assert_eq!(errno(p(args(0, 1, 1, [4, 0, 0, 0]))), libc::EINVAL);
-        assert_eq!(errno(p(args(0, 1, 1 | 4, [3, 23, 0, 0]))), libc::EINVAL);
-        assert_eq!(errno(p(args(0, 1, 1 | 4, [1, 10, 0, 0]))), libc::EINVAL);
-        assert_eq!(errno(p(vec![0; DEFRAG_ARGS_LEN - 1])), libc::EINVAL);
+        assert_eq!(rewrite(args(0, 1, 16, [0; 4])), Err(libc::EOPNOTSUPP));
+        assert_eq!(rewrite(args(0, 1, 1 | 8, [3, 0, 0, 0])), Err(libc::EINVAL));
+        assert_eq!(rewrite(args(0, 1, 1, [4, 0, 0, 0])), Err(libc::EINVAL));
+        assert_eq!(rewrite(args(0, 1, 1 | 4, [3, 23, 0, 0])), Err(libc::EINVAL));
+        assert_eq!(rewrite(args(0, 1, 1 | 4, [1, 10, 0, 0])), Err(libc::EINVAL));
+        assert_eq!(rewrite(args(0, 1, 1 | 4, [1, 0, 0, 0])), Err(libc::EINVAL));
+        assert_eq!(rewrite(args(0, 1, 1 | 4, [2, 2, 0, 0])), Err(libc::EINVAL));
+        let short = DefragArgs::from_bytes(&[0; DEFRAG_ARGS_LEN - 1]);
+        assert_eq!(short.map_err(|e| e.errno()), Err(libc::EINVAL));
     }
 
     proptest! {
-        /// Any bytes parse or fail with one of the kernel's errnos, never a panic; what
-        /// `wring defrag` sends parses back to itself.
+        /// Any 48 bytes read back as they were given, and their flags and compression are
+        /// taken or refused with one of the kernel's errnos, never a panic.
         #[test]
-        fn any_bytes_parse_or_fail_plainly(b in proptest::collection::vec(any::<u8>(), 0..64)) {
-            match DefragArgs::parse(&b, mount_level) {
-                Ok(a) => prop_assert!(a.compress.is_none() || a.start_io),
-                Err(e) => prop_assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno())),
+        fn any_argument_reads_back_and_is_taken_or_refused_plainly(
+            b in proptest::collection::vec(any::<u8>(), DEFRAG_ARGS_LEN..=DEFRAG_ARGS_LEN)
+        ) {
+            let a = DefragArgs::from_bytes(&b).unwrap();
+            prop_assert_eq!(&a.to_bytes()[..32], &b[..32]);
+            if let Err(e) = rewrite(a) {
+                prop_assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e));
             }
         }
 
+        /// What `wring defrag` sends is taken as it was meant.
         #[test]
-        fn what_wring_sends_parses_back(start in any::<u64>(), len in any::<u64>(),
-                                        alg in 0usize..3, level in -7i32..23, io in any::<bool>()) {
+        fn what_wring_sends_is_taken_as_meant(start in any::<u64>(), len in any::<u64>(),
+                                              alg in 0usize..3, level in -15i32..23) {
             let alg = [Algorithm::Zlib, Algorithm::Lzo, Algorithm::Zstd][alg];
-            let compress = level_ok(alg, level).then(|| CompressSpec::new(alg, level));
-            let a = DefragArgs { start, len, compress, start_io: io || compress.is_some() };
-            prop_assert_eq!(DefragArgs::parse(&a.to_bytes(), mount_level).unwrap(), a);
+            let spec = CompressSpec::new(alg, level);
+            let a = DefragArgs::compressing(spec, start, len);
+            prop_assert_eq!(rewrite(a), Ok(Rewrite::Compress(spec)));
         }
     }
 }
