@@ -293,3 +293,67 @@ fn btrfs_filesystem_defragment_recompresses_on_the_mount() {
     let r = wring_fs::fsck::fsck(&m.store).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
 }
+
+/// On a store that is full, a defrag that would take more room (to raw) answers ENOSPC and
+/// leaves the file as it was; the promised room of written data is never taken; deleting
+/// still works, and fsck is clean.
+#[test]
+fn a_full_store_refuses_a_growing_defrag_and_changes_nothing() {
+    if !common::require_root("a_full_store_refuses_a_growing_defrag_and_changes_nothing") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wring-defrag-full-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let o = common::sh(&format!(
+        "mount -t tmpfs -o size=48M tmpfs {}",
+        dir.display()
+    ));
+    assert!(o.status.success(), "{o:?}");
+    let store = dir.join("store");
+    Store::mkfs(&store).unwrap();
+    let vol = Volume::open(&store, Options::parse("compress=zstd:3").unwrap()).unwrap();
+    let small = file(&vol, "text", 0o644);
+    let data = text(&mut Rng(15), 16 * 128 * 1024);
+    vol.write(small, 0, &data, None).unwrap();
+    vol.fsync(small).unwrap();
+    // Fill the rest with data that does not compress, until the store says ENOSPC. The
+    // accepted writes stay dirty: their room is promised, not yet written.
+    let filler = file(&vol, "filler", 0o644);
+    let mut rng = Rng(16);
+    let mut written = Vec::new();
+    loop {
+        let chunk: Vec<u8> = (0..1 << 20).map(|_| rng.next() as u8).collect();
+        match vol.write(filler, written.len() as u64, &chunk, None) {
+            Ok(()) => written.extend_from_slice(&chunk),
+            Err(e) => {
+                assert_eq!(e.errno(), libc::ENOSPC, "{e}");
+                break;
+            }
+        }
+        assert!(written.len() < 64 << 20, "the store never filled");
+    }
+    let before = levels(&vol, small);
+    let raw = DefragArgs {
+        flags: 8,
+        ..DefragArgs::whole()
+    };
+    assert_eq!(defrag(&vol, small, ROOT_CALLER, &raw), Err(libc::ENOSPC));
+    assert_eq!(levels(&vol, small), before);
+    assert_eq!(read_all(&vol, small), data);
+    // What was promised is kept.
+    vol.fsync(filler).unwrap();
+    assert!(
+        read_all(&vol, filler) == written,
+        "a promised write was lost"
+    );
+    vol.remove(ROOT, b"filler", false).unwrap();
+    vol.sync().unwrap();
+    assert_eq!(defrag(&vol, small, ROOT_CALLER, &raw), Ok(16));
+    assert_eq!(read_all(&vol, small), data);
+    vol.sync().unwrap();
+    drop(vol);
+    let report = fsck::fsck(&store).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let _ = common::sh(&format!("umount {}", dir.display()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,7 +2,9 @@
 //! ([`super::dict_rewrite`]) and defragment ([`super::defrag`]) change how an extent is
 //! stored without changing its bytes — as btrfs's defrag rewrites extents through writeback.
 //!
-//! Crash rules are writeback's: the new values go in with `put_value` in one transaction,
+//! The new stored bytes are reserved first, as a write's are (`store::space`): a rewrite
+//! never takes room promised to written data, and a full store is ENOSPC with the batch's
+//! extents left as they were. Crash rules are writeback's: the new values go in with `put_value` in one transaction,
 //! and the old stored bytes are freed by its commit. Nothing is locked while a batch is
 //! compressed; the transaction then replaces an extent only if its item is still the one
 //! read (an extent's item carries a sequence number unique to each write) and no write of
@@ -14,6 +16,7 @@ use std::ops::Range;
 use redb::ReadableTable;
 
 use crate::error::FsError;
+use crate::store::space::Reservation;
 use crate::store::{self, EXTENTS, INODES};
 use crate::volume::data::encode::{encode_batch, value, Decision};
 use crate::volume::Volume;
@@ -56,6 +59,19 @@ pub(super) enum Spread {
 }
 
 impl Volume {
+    /// A reservation of `bytes` in the store, after what [`Volume::make_room`] gives back
+    /// if it does not fit at once; else ENOSPC.
+    fn reserve_or_make_room(&self, bytes: u64) -> Result<Reservation, FsError> {
+        if let Some(r) = self.store.space().try_reserve(bytes) {
+            return Ok(r);
+        }
+        self.make_room();
+        self.store
+            .space()
+            .try_reserve(bytes)
+            .ok_or(FsError::Errno(libc::ENOSPC))
+    }
+
     /// Up to `max` extents of `ino` with indexes in `range`, decoded (see
     /// [`Candidate::read`]), from one snapshot.
     pub(super) fn extents_of(
@@ -110,16 +126,24 @@ impl Volume {
                 })
                 .collect(),
         };
-        let txn = self.store.write()?;
-        let mut n = 0;
+        let mut values = Vec::with_capacity(candidates.len());
         for (((c, d), shape), out) in candidates.iter().zip(decisions).zip(shapes).zip(&outs) {
             let Ok(shape) = shape else { continue };
             let Some(v) = value(shape, d, &c.data, out)? else {
                 continue;
             };
-            if !keep(v.1.len() as u64, store::records::stored_len(&c.item)) {
-                continue;
+            if keep(v.1.len() as u64, store::records::stored_len(&c.item)) {
+                values.push((c, v));
             }
+        }
+        // The new bytes are written before the commit frees the old ones (copy on write):
+        // they are reserved as a write's are, so a rewrite never takes the room of data a
+        // write was promised, and a full store answers ENOSPC with nothing changed.
+        let bytes = values.iter().map(|(_, v)| v.1.len() as u64).sum();
+        let _room = self.reserve_or_make_room(bytes)?;
+        let txn = self.store.write()?;
+        let mut n = 0;
+        for (c, v) in values {
             let current = txn
                 .open_table(EXTENTS)?
                 .get((c.ino, c.idx))?
