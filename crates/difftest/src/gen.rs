@@ -304,10 +304,12 @@ fn defrag(p: String, rng: &mut Rng) -> Op {
         16,
     ]);
     let t = rng.pick(&[0u8, 1, 2, 2, 3, 3, 4]);
-    // zlib 1-9, lzo 0-1, zstd -15..15 in btrfs; one past each end is refused. Without
-    // COMPRESS_LEVEL the level byte makes the type unknown: mostly it is left 0.
+    // zlib 1-9, lzo 0-1, zstd -15..15 in btrfs; one past each end is refused, but zstd's
+    // 16 to 22, which wring takes as its compress= does (a documented difference): 23 stands
+    // for past the top. Without COMPRESS_LEVEL the level byte makes the type unknown: mostly
+    // it is left 0.
     let level = match flags & LEVEL != 0 || rng.below(8) == 0 {
-        true => rng.pick(&[0i8, 1, 3, 9, 10, -1, -15, -16, 15, 16]),
+        true => rng.pick(&[0i8, 1, 3, 9, 10, -1, -15, -16, 15, 23]),
         false => 0,
     };
     Op::Defrag {

@@ -279,6 +279,21 @@ fn btrfs_filesystem_defragment_recompresses_on_the_mount() {
     assert!(o.status.success(), "{o:?}");
     let stat = stat_of(&m.p("tree"));
     assert!(stat.contains("zlib:3") && !stat.contains("lzo"), "{stat}");
+    // A file just written, its pages still in the kernel's writeback cache: the defrag
+    // sees them, as btrfs does (they are written back first), and compresses them too.
+    // The writer keeps the file open (a close would flush it).
+    let fresh = text(&mut rng, 3000);
+    let mut writer = std::fs::File::create(m.p("fresh")).unwrap();
+    std::io::Write::write_all(&mut writer, &fresh).unwrap();
+    let o = common::sh(&format!(
+        "btrfs filesystem defragment -czstd {}",
+        m.p("fresh").display()
+    ));
+    assert!(o.status.success(), "{o:?}");
+    drop(writer);
+    let stat = stat_of(&m.p("fresh"));
+    assert!(stat.contains("zstd:3") && !stat.contains("lzo"), "{stat}");
+    assert_eq!(std::fs::read(m.p("fresh")).unwrap(), fresh);
     // An algorithm btrfs does not know is refused by btrfs-progs, and the kernel's EINVAL for
     // a type past zstd is ours too (`wring defrag` has the levels btrfs's ABI lacks).
     let o = common::sh(&format!(

@@ -246,6 +246,13 @@ impl Volume {
         level_of: impl Fn(Algorithm) -> i32,
     ) -> Result<u64, FsError> {
         self.writable()?;
+        // What the kernel still holds of the file first: under FUSE's writeback cache its
+        // dirty pages (and the size they give) have not reached the daemon, where btrfs sees
+        // them. Invalidating its pages makes the kernel write them back and wait, as for
+        // `wring.sync` (the writes come in on the other request threads; no lock is held).
+        if let Some(n) = self.notifier.get() {
+            let _ = n.inval_inode(ino, 0, 0);
+        }
         let inode = self.inode(ino)?;
         match inode.kind {
             Kind::Dir if caller.uid == 0 => return Ok(0),
