@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(a.to_bytes()[..32], data[..32]);
         if let Err(e) = a
             .check_flags()
-            .and_then(|()| a.rewrite(|a| a.default_level()))
+            .and_then(|()| a.rewrite())
         {
             assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno()));
         }

@@ -47,8 +47,7 @@ fn zstd(level: i32) -> DefragArgs {
 }
 
 fn defrag(vol: &Volume, ino: u64, who: Caller, args: &DefragArgs) -> Result<u64, i32> {
-    vol.defrag(ino, who, args, |a| a.default_level())
-        .map_err(|e| e.errno())
+    vol.defrag(ino, who, args).map_err(|e| e.errno())
 }
 
 fn read_all(vol: &Volume, ino: u64) -> Vec<u8> {

@@ -590,27 +590,18 @@ impl Ops {
                 .and_then(|f| self.vol.set_fs_flags(ino, f))
                 .map(|()| Vec::new()),
             BTRFS_IOC_DEFRAG_RANGE => DefragArgs::from_bytes(input)
-                .and_then(|args| self.vol.defrag(ino, c, &args, |a| self.mount_level(a)))
+                .and_then(|args| self.vol.defrag(ino, c, &args))
                 .map(|_| Vec::new()),
             // btrfs_ioctl_defrag with no argument: the whole file, no compression.
             BTRFS_IOC_DEFRAG => self
                 .vol
-                .defrag(ino, c, &DefragArgs::whole(), |a| self.mount_level(a))
+                .defrag(ino, c, &DefragArgs::whole())
                 .map(|_| Vec::new()),
             _ => Err(FsError::Errno(libc::ENOTTY)),
         };
         match r {
             Ok(data) => reply.send_ioctl(0, &data),
             Err(e) => reply.fail(err(e)),
-        }
-    }
-
-    /// The level a defrag that names algorithm `a` without one compresses at: the mount's,
-    /// when it compresses with `a`, else `a`'s default.
-    fn mount_level(&self, a: wring_engine::Algorithm) -> i32 {
-        match self.vol.options().spec() {
-            Some(s) if s.algorithm == Some(a) => s.level,
-            _ => a.default_level(),
         }
     }
 

@@ -16,7 +16,7 @@ use wring_fs::{in_btrfs_defrag, DefragArgs, BTRFS_IOC_DEFRAG_RANGE, DEFRAG_START
 #[derive(clap::Args)]
 pub struct Args {
     /// Compress again with ALG[:LEVEL]: zlib (1-9), lzo, or zstd (-15 to 22); without a level,
-    /// the mount's level for that algorithm, else the algorithm's default. Without -c the
+    /// the algorithm's default. Without -c the
     /// extents stay as they are (wring's extents are fixed windows; there is nothing to merge)
     /// and the files' dirty data is written back
     #[arg(short = 'c', long = "compress", value_name = "ALG[:LEVEL]")]

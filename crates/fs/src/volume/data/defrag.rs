@@ -16,7 +16,7 @@
 //!   COMPRESS_LEVEL its low byte is the type and the next, signed, the level, which must be
 //!   one btrfs_compress_level_valid accepts (zlib 1-9, lzo 0-1, zstd from -15 — to 22 here,
 //!   15 in the kernel), else EINVAL; a type of 0 ignores the level. Without a level, the
-//!   mount's for that algorithm, else the algorithm's default. NOCOMPRESS stores the range
+//!   algorithm's default (the kernel's level 0). NOCOMPRESS stores the range
 //!   uncompressed;
 //! - COMPRESS implies START_IO and an `extent_thresh` of every extent, so each extent in the
 //!   range is rewritten with the requested compression, forced (inode_need_compress tests
@@ -26,9 +26,10 @@
 //!   wring's extents are fixed windows of the file and cannot be fragmented, so there is
 //!   nothing to merge: START_IO writes back the range's dirty data, and that is all.
 //!
-//! How a rewrite is done is the dictionary pass's ([`super::dict_rewrite`]): the extents are
-//! decoded from a snapshot, compressed on the offload's workers, and put in one transaction
-//! per batch only if each item is still the one read and no write of it waits for writeback.
+//! How a rewrite is done is [`super::recompress`]'s, shared with the dictionary pass: the
+//! extents are decoded from a snapshot, compressed on the offload's workers, and put in one
+//! transaction per batch only if each item is still the one read and no write of it waits
+//! for writeback.
 //! The content never changes, only how it is stored, so a crash keeps the old extent or the
 //! new one; a full store fails the batch's transaction with ENOSPC and leaves its extents as
 //! they were.
@@ -170,9 +171,9 @@ impl DefragArgs {
     }
 
     /// What the extents become, by btrfs_defrag_file's checks of the compression (EINVAL for
-    /// a type past zstd or a level the algorithm lacks); `level_of` gives the level of an
-    /// algorithm named without one (the mount's).
-    pub fn rewrite(&self, level_of: impl Fn(Algorithm) -> i32) -> Result<Rewrite, FsError> {
+    /// a type past zstd or a level the algorithm lacks). An algorithm named without a level
+    /// takes its default, as the kernel's level 0 does and as the `compression` property does.
+    pub fn rewrite(&self) -> Result<Rewrite, FsError> {
         if self.flags & DEFRAG_NOCOMPRESS != 0 {
             return Ok(Rewrite::Raw);
         }
@@ -182,12 +183,12 @@ impl DefragArgs {
         let [t, level, ..] = self.compress_type.to_le_bytes();
         if self.flags & DEFRAG_COMPRESS_LEVEL == 0 {
             let alg = algorithm(self.compress_type)?;
-            return Ok(Rewrite::Compress(CompressSpec::new(alg, level_of(alg))));
+            return Ok(Rewrite::Compress(CompressSpec::default_for(alg)));
         }
         let alg = algorithm(u32::from(t))?;
         // The level is read only with a type named (0 is the default algorithm, at its level).
         if t == 0 {
-            return Ok(Rewrite::Compress(CompressSpec::new(alg, level_of(alg))));
+            return Ok(Rewrite::Compress(CompressSpec::default_for(alg)));
         }
         let level = i32::from(level as i8);
         if !level_ok(alg, level) {
@@ -236,15 +237,9 @@ pub fn in_btrfs_defrag(a: Algorithm) -> bool {
 
 impl Volume {
     /// BTRFS_IOC_DEFRAG_RANGE on `ino` for `caller`, in btrfs_ioctl_defrag's order of checks
-    /// (see the module's header); `level_of` as for [`DefragArgs::rewrite`]. The extents
+    /// (see the module's header). The extents
     /// rewritten.
-    pub fn defrag(
-        &self,
-        ino: u64,
-        caller: Caller,
-        args: &DefragArgs,
-        level_of: impl Fn(Algorithm) -> i32,
-    ) -> Result<u64, FsError> {
+    pub fn defrag(&self, ino: u64, caller: Caller, args: &DefragArgs) -> Result<u64, FsError> {
         self.writable()?;
         // What the kernel still holds of the file first: under FUSE's writeback cache its
         // dirty pages (and the size they give) have not reached the daemon, where btrfs sees
@@ -270,7 +265,7 @@ impl Volume {
         if args.start >= inode.size {
             return Err(FsError::Errno(libc::EINVAL));
         }
-        let rewrite = args.rewrite(level_of)?;
+        let rewrite = args.rewrite()?;
         if args.start_io() {
             self.wait_writeback(Some(ino));
         }
@@ -331,13 +326,9 @@ mod tests {
         DefragArgs::from_bytes(&b).unwrap()
     }
 
-    fn mount_level(a: Algorithm) -> i32 {
-        CompressSpec::default_for(a).level
-    }
-
     fn rewrite(a: DefragArgs) -> Result<Rewrite, i32> {
         a.check_flags()
-            .and_then(|()| a.rewrite(mount_level))
+            .and_then(|()| a.rewrite())
             .map_err(|e| e.errno())
     }
 
