@@ -27,10 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(a) = DefragArgs::from_bytes(data) {
         assert_eq!(a.to_bytes()[..32], data[..32]);
-        if let Err(e) = a
-            .check_flags()
-            .and_then(|()| a.rewrite())
-        {
+        if let Err(e) = a.check_flags().and_then(|()| a.rewrite()) {
             assert!([libc::EINVAL, libc::EOPNOTSUPP].contains(&e.errno()));
         }
     }
