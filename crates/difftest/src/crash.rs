@@ -91,6 +91,7 @@ fn sequence(cfg: &Config, oracle: &Oracle, rng: &mut Rng) -> Vec<Op> {
 fn data_target(side: &Side<'_>, op: &Op) -> Option<u64> {
     match op {
         Op::Write { p, .. } | Op::Truncate { p, .. } | Op::Fallocate { p, .. } => side.ino(p),
+        Op::CopyFileRange { to, .. } => side.ino(to),
         Op::Creat {
             p,
             how: Creat::Trunc,

@@ -423,6 +423,18 @@ impl<'g> Side<'g> {
                 };
                 defrag(&self.p(p), &args)
             }
+            Op::CopyFileRange {
+                from,
+                off_in,
+                to,
+                off_out,
+                len,
+            } => {
+                let read = OFlags::RDONLY | OFlags::NONBLOCK;
+                let src = rfs::open(self.p(from), read, Mode::empty()).map_err(e)?;
+                let dst = rfs::open(self.p(to), WRITE, Mode::empty()).map_err(e)?;
+                copy_range(&src, *off_in, &dst, *off_out, *len)
+            }
             Op::Sync => self.global.sync(&self.root),
             Op::DropCaches => std::fs::write("/proc/sys/vm/drop_caches", "2")
                 .map(|()| Value::Done)
@@ -468,6 +480,27 @@ fn write_at(f: impl AsFd, off: u32, len: u32, seed: u8) -> Outcome {
         }
     }
     Ok(Value::Count(done as u64))
+}
+
+/// copy_file_range(2) from `off_in` of `src` to `off_out` of `dst` (flags 0), called again
+/// after a short count as cp does, until `len` bytes are copied or it answers 0: how many
+/// were copied, or the first error. It is called at least once, so that a length of 0 still
+/// meets the kernel's checks (a directory, a node, overlapping ranges of one file).
+fn copy_range(src: impl AsFd, off_in: u32, dst: impl AsFd, off_out: u32, len: u32) -> Outcome {
+    let (mut at_in, mut at_out) = (u64::from(off_in), u64::from(off_out));
+    let (len, mut done) = (u64::from(len), 0u64);
+    loop {
+        let left = (len - done) as usize;
+        match rfs::copy_file_range(&src, Some(&mut at_in), &dst, Some(&mut at_out), left) {
+            Ok(0) => break,
+            Ok(n) => done += n as u64,
+            Err(err) => return Err(e(err)),
+        }
+        if done >= len {
+            break;
+        }
+    }
+    Ok(Value::Count(done))
 }
 
 fn fallocate(f: impl AsFd, how: Falloc, off: u32, len: u32) -> Outcome {

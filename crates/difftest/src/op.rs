@@ -19,6 +19,10 @@ pub enum Who {
 /// The unprivileged user's uid and gid.
 pub const USER: u32 = 1234;
 
+/// The mount's extent size: a copy of whole extents shares them, what is left over is
+/// written.
+pub const EXTENT: u32 = 128 << 10;
+
 /// What `open(O_CREAT)` is asked for beside O_CREAT|O_WRONLY.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Creat {
@@ -266,6 +270,17 @@ pub enum Op {
         compress_type: u32,
         who: Who,
     },
+    /// open `from` O_RDONLY and `to` O_WRONLY (either may be the other), then
+    /// copy_file_range(2) from `off_in` to `off_out`, again after a short count (as cp does)
+    /// until `len` bytes are copied or it answers 0: the bytes copied. btrfs clones whole
+    /// blocks (a reflink), the mount shares the extents that line up, tmpfs copies.
+    CopyFileRange {
+        from: String,
+        off_in: u32,
+        to: String,
+        off_out: u32,
+        len: u32,
+    },
     /// Everything durable: syncfs, and on the mount the daemon's durable commit.
     Sync,
     /// `echo 2 > /proc/sys/vm/drop_caches`: the kernel forgets the inodes it holds, so later
@@ -440,6 +455,22 @@ impl Op {
                     wring_fs::BTRFS_IOC_DEFRAG_RANGE
                 )),
             ),
+            Op::CopyFileRange {
+                from,
+                off_in,
+                to,
+                off_out,
+                len,
+            } => py(&format!(
+                // cp's loop in one line: called at least once, `all` stops at the first count
+                // of 0 or once `len` bytes are copied.
+                "i = os.open({}, os.O_RDONLY|os.O_NONBLOCK); \
+                 o = os.open({}, os.O_WRONLY|os.O_NONBLOCK); t = 0; \
+                 all((c := os.copy_file_range(i, o, {len} - t, {off_in} + t, {off_out} + t)) \
+                 and (t := t + c) < {len} for _ in iter(int, 1)); print(t)",
+                pq(from),
+                pq(to)
+            )),
             Op::Sync => "sync -f . && getfattr --only-values -n wring.sync \"$MNT\" # on the mount"
                 .to_string(),
             Op::DropCaches => "echo 2 > /proc/sys/vm/drop_caches".to_string(),
@@ -580,5 +611,118 @@ mod tests {
             "setpriv --reuid=1234 --regid=1234 --clear-groups python3 -c 'import os; os.chown('\\''f'\\'', -1, 5)'"
         );
         assert_eq!(data(3, 4), vec![142, 149, 156, 163]);
+    }
+
+    /// A copy_file_range's script text says what the tester runs, and replays to the same
+    /// answer and the same files: run through sh (python3) in one directory and by the
+    /// tester in its twin, each case from the same files.
+    #[test]
+    fn copy_file_range_script_replays() {
+        use crate::exec::{Kernel, Norm, Side, Value};
+        let copy = |from: &str, off_in, to: &str, off_out, len| Op::CopyFileRange {
+            from: from.into(),
+            off_in,
+            to: to.into(),
+            off_out,
+            len,
+        };
+        assert_eq!(
+            copy("a b", 0, "n1/n0", 4096, 7).shell(),
+            "python3 -c 'import os; i = os.open('\\''a b'\\'', os.O_RDONLY|os.O_NONBLOCK); \
+             o = os.open('\\''n1/n0'\\'', os.O_WRONLY|os.O_NONBLOCK); t = 0; \
+             all((c := os.copy_file_range(i, o, 7 - t, 0 + t, 4096 + t)) \
+             and (t := t + c) < 7 for _ in iter(int, 1)); print(t)'"
+        );
+        if std::process::Command::new("python3")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
+            eprintln!("no python3: the scripts are not replayed");
+            return;
+        }
+        let creat = |p: &str| Op::Creat {
+            p: p.into(),
+            how: Creat::Excl,
+            mode: 0o644,
+        };
+        let setup = [
+            creat("src"),
+            creat("dst"),
+            Op::Write {
+                p: "src".into(),
+                off: 0,
+                len: 3 * EXTENT + 100,
+                seed: 1,
+            },
+            Op::Write {
+                p: "dst".into(),
+                off: 0,
+                len: EXTENT,
+                seed: 2,
+            },
+            Op::Mkdir {
+                p: "d".into(),
+                mode: 0o755,
+            },
+        ];
+        let cases = [
+            // Whole extents, past the source's end: a short count.
+            (
+                copy("src", EXTENT, "dst", 2 * EXTENT, 4 * EXTENT),
+                Ok(2 * EXTENT + 100),
+            ),
+            (copy("src", 0, "dst", 0, 2 * EXTENT), Ok(2 * EXTENT)),
+            (copy("src", 5000, "dst", 77, 3000), Ok(3000)),
+            (copy("src", 4 * EXTENT, "dst", 0, EXTENT), Ok(0)),
+            // Within one file: apart, then overlapping (refused).
+            (copy("src", 0, "src", 4 * EXTENT, EXTENT), Ok(EXTENT)),
+            (copy("src", 0, "src", 4096, EXTENT), Err(libc::EINVAL)),
+            (copy("d", 0, "dst", 0, 0), Err(libc::EISDIR)),
+            (copy("none", 0, "dst", 0, 10), Err(libc::ENOENT)),
+        ];
+        let base = std::env::temp_dir().join(format!("wring-difftest-cfr-{}", std::process::id()));
+        for (k, (op, want)) in cases.iter().enumerate() {
+            let (by_tester, by_script) = (base.join(format!("t{k}")), base.join(format!("s{k}")));
+            for d in [&by_tester, &by_script] {
+                std::fs::create_dir_all(d).unwrap();
+                let mut side = Side::new(d.clone(), Norm { dir_nlink: false }, &Kernel);
+                for s in &setup {
+                    assert!(matches!(side.run(s), Ok(Value::Count(_) | Value::Done)));
+                }
+            }
+            let mut side = Side::new(by_tester.clone(), Norm { dir_nlink: false }, &Kernel);
+            let answer = side.run(op);
+            let want = want.map(|n| Value::Count(u64::from(n)));
+            assert_eq!(answer, want, "{}", op.shell());
+            let out = std::process::Command::new("sh")
+                .args(["-c", &op.shell()])
+                .current_dir(&by_script)
+                .output()
+                .unwrap();
+            let replayed = match out.status.success() {
+                true => Ok(Value::Count(
+                    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap(),
+                )),
+                false => {
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    let errno = err
+                        .split("[Errno ")
+                        .nth(1)
+                        .and_then(|r| r.split(']').next());
+                    Err(errno.and_then(|n| n.parse().ok()).unwrap_or(-1))
+                }
+            };
+            assert_eq!(replayed, answer, "{}", op.shell());
+            for f in ["src", "dst"] {
+                let read = |d: &std::path::Path| std::fs::read(d.join(f)).unwrap();
+                assert!(
+                    read(&by_tester) == read(&by_script),
+                    "{f} after {}",
+                    op.shell()
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
