@@ -3,7 +3,9 @@
 //! (the exhaustive pass, as CrashMonkey's ACE generator bounds its sequences).
 
 use crate::exec::SLOTS;
-use crate::op::{Creat, Falloc, Node, Op, OpenHow, RenameHow, TimeArg, Who, XattrHow, USER};
+use crate::op::{
+    Creat, Falloc, Node, Op, OpenHow, RenameHow, TimeArg, Who, XattrHow, EXTENT, USER,
+};
 
 /// SplitMix64: a small generator whose sequence never changes with a dependency's version,
 /// so a seed printed today replays tomorrow.
@@ -54,6 +56,12 @@ impl Rng {
 pub struct Pool {
     /// The names (`n0`, `n1`…); any of them may be made a directory.
     pub names: Vec<String>,
+    /// Names in the test directory that only a file is ever given (`f0`, `f1`): made by
+    /// create, drawn besides the names by the operations on a file's data, now and then
+    /// unlinked, renamed or linked to a name, exchanged with each other; so that copies and
+    /// writes of several extents find files with data, which among the names, as often
+    /// directories, they seldom do.
+    pub files: Vec<String>,
     /// Whether O_TMPFILE is drawn (the transport has it).
     pub tmpfile: bool,
     /// Whether sync and drop_caches are drawn.
@@ -74,6 +82,7 @@ impl Pool {
     pub fn new(n: usize, tmpfile: bool, global: bool) -> Pool {
         Pool {
             names: (0..n.max(1)).map(|i| format!("n{i}")).collect(),
+            files: vec!["f0".into(), "f1".into()],
             tmpfile,
             global,
             zero_range: true,
@@ -133,6 +142,48 @@ impl Pool {
         parts.join("/")
     }
 
+    /// A path for an operation on a file's data: one of [`Pool::files`] or, more often, a
+    /// path of names.
+    fn data_path(&self, rng: &mut Rng) -> String {
+        match rng.below(10) {
+            0..=3 => rng.pick(&self.files),
+            _ => self.path(rng),
+        }
+    }
+
+    /// A path for what removes a name (unlink, rename from, link from): now and then one of
+    /// [`Pool::files`], which then stay files long enough to gather data.
+    fn gone_path(&self, rng: &mut Rng) -> String {
+        match rng.below(10) {
+            0 => rng.pick(&self.files),
+            _ => self.path(rng),
+        }
+    }
+
+    /// A path for a copy's ends and a write of several extents: mostly one of
+    /// [`Pool::files`], else a name or a path.
+    fn file(&self, rng: &mut Rng) -> String {
+        match rng.below(10) {
+            0..=7 => rng.pick(&self.files),
+            8 => rng.pick(&self.names),
+            _ => self.path(rng),
+        }
+    }
+
+    /// A copy_file_range(2) between two files, or within one (about a third of the draws, as
+    /// [`Pool::files`] are two; overlapping ranges are refused).
+    fn copy_file_range(&self, rng: &mut Rng) -> Op {
+        let (from, to) = (self.file(rng), self.file(rng));
+        let (off_in, off_out, len) = copy_range(rng);
+        Op::CopyFileRange {
+            from,
+            off_in,
+            to,
+            off_out,
+            len,
+        }
+    }
+
     /// A directory to make a tmpfile in: the test directory or a path.
     fn dir(&self, rng: &mut Rng) -> String {
         match rng.below(3) {
@@ -163,11 +214,16 @@ impl Pool {
         if self.defrag && rng.below(100) < 4 {
             return defrag(self.path(rng), rng);
         }
+        match rng.below(1000) {
+            0..=39 => return self.copy_file_range(rng),
+            40..=64 => return big_write(self.file(rng), rng),
+            _ => {}
+        }
         let p = self.path(rng);
         let slot = rng.below(SLOTS as u64) as u8;
         match rng.below(200) {
             0..=19 => Op::Creat {
-                p,
+                p: self.data_path(rng),
                 how: rng.pick(&[Creat::Plain, Creat::Excl, Creat::Excl, Creat::Trunc]),
                 mode: rng.pick(&[0o644, 0o600, 0o755, 0o444]),
             },
@@ -176,20 +232,29 @@ impl Pool {
                 mode: rng.pick(&[0o755, 0o700, 0o777, 0o2755]),
             },
             36..=47 => Op::Rmdir { p },
-            48..=63 => Op::Unlink { p },
-            64..=83 => Op::Rename {
-                from: p,
-                to: self.path(rng),
-                how: rng.pick(&[
+            48..=63 => Op::Unlink {
+                p: self.gone_path(rng),
+            },
+            64..=83 => {
+                let from = self.gone_path(rng);
+                let to = self.path(rng);
+                let how = rng.pick(&[
                     RenameHow::Plain,
                     RenameHow::Plain,
                     RenameHow::Plain,
                     RenameHow::NoReplace,
                     RenameHow::Exchange,
-                ]),
-            },
+                ]);
+                // One of the files' names is exchanged only with the other: a directory
+                // never takes it.
+                let to = match how == RenameHow::Exchange && self.files.contains(&from) {
+                    true => rng.pick(&self.files),
+                    false => to,
+                };
+                Op::Rename { from, to, how }
+            }
             84..=93 => Op::Link {
-                from: p,
+                from: self.gone_path(rng),
                 to: self.path(rng),
             },
             94..=103 => Op::Symlink {
@@ -201,17 +266,17 @@ impl Pool {
                 node: rng.pick(&[Node::Fifo, Node::Char, Node::Socket]),
             },
             110..=123 => Op::Write {
-                p,
+                p: self.data_path(rng),
                 off: offset(rng),
                 len: length(rng),
                 seed: rng.below(256) as u8,
             },
             124..=129 => Op::Truncate {
-                p,
-                size: offset(rng),
+                p: self.data_path(rng),
+                size: size(rng),
             },
             130..=135 => Op::Fallocate {
-                p,
+                p: self.data_path(rng),
                 how: match self.zero_range {
                     true => {
                         rng.pick(&[Falloc::Alloc, Falloc::KeepSize, Falloc::Punch, Falloc::Zero])
@@ -251,7 +316,7 @@ impl Pool {
             },
             164..=169 => Op::Open {
                 slot,
-                p,
+                p: self.data_path(rng),
                 how: rng.pick(&[OpenHow::Read, OpenHow::ReadWrite, OpenHow::Append]),
             },
             170..=172 => Op::Close { slot },
@@ -269,7 +334,7 @@ impl Pool {
             180..=182 => Op::FdStat { slot },
             183 => Op::FdTruncate {
                 slot,
-                size: offset(rng),
+                size: size(rng),
             },
             184 => Op::FdSync { slot },
             185..=187 if self.tmpfile => Op::Tmpfile {
@@ -278,10 +343,103 @@ impl Pool {
             },
             188..=189 if self.tmpfile => Op::LinkSlot { slot, p },
             190..=193 => Op::Stat { p },
-            194..=195 => Op::Read { p },
+            194..=195 => Op::Read {
+                p: self.data_path(rng),
+            },
             196..=197 => Op::List { p: self.dir(rng) },
             198 => Op::Readlink { p },
-            _ => Op::Fsync { p },
+            _ => Op::Fsync {
+                p: self.data_path(rng),
+            },
+        }
+    }
+}
+
+/// A write of several extents (256 KiB to 1 MiB, sometimes with a tail), mostly at an
+/// extent boundary: files big enough for copies of whole extents, whose ends a copy's
+/// aligned range often meets exactly.
+fn big_write(p: String, rng: &mut Rng) -> Op {
+    let off = match rng.below(10) {
+        0..=3 => 0,
+        4..=8 => rng.below32(4) * EXTENT,
+        _ => rng.below32(4 * EXTENT),
+    };
+    let tail = match rng.below(4) {
+        0 => 1 + rng.below32(EXTENT - 1),
+        _ => 0,
+    };
+    Op::Write {
+        p,
+        off,
+        len: (2 + rng.below32(7)) * EXTENT + tail,
+        seed: rng.below(256) as u8,
+    }
+}
+
+/// The offsets and length of a copy: half of them whole extents (up to eight, 1 MiB, from
+/// and to extent boundaries), some at the same distance from a boundary in both files (whose
+/// middle extents line up), some whole blocks (what btrfs clones), the rest anywhere; lengths
+/// that reach past any file's end (the kernel copies up to it) and of 0 among them.
+fn copy_range(rng: &mut Rng) -> (u32, u32, u32) {
+    let extents = |rng: &mut Rng, n: u32| rng.below32(n) * EXTENT;
+    let blocks = |rng: &mut Rng| rng.below32(256) * 4096;
+    let anywhere = |rng: &mut Rng| match rng.below(3) {
+        0 => rng.below32(5000),
+        _ => rng.below32(8 * EXTENT),
+    };
+    let past_end = |rng: &mut Rng| rng.pick(&[8 * EXTENT, 32 * EXTENT]);
+    match rng.below(20) {
+        // Whole extents: from and to extent boundaries, mostly the first ones.
+        0..=9 => {
+            let len = match rng.below(6) {
+                0 => past_end(rng),
+                _ => (1 + rng.below32(8)) * EXTENT,
+            };
+            (extents(rng, 5), extents(rng, 6), len)
+        }
+        // Whole extents and a tail, which only a source ending there shares.
+        10 => (
+            extents(rng, 4),
+            extents(rng, 4),
+            (1 + rng.below32(6)) * EXTENT + 1 + rng.below32(EXTENT - 1),
+        ),
+        // The same distance past a boundary in both files: the extents between line up,
+        // the ends do not.
+        11..=12 => {
+            let r = match rng.below(2) {
+                0 => 4096,
+                _ => 1 + rng.below32(EXTENT - 1),
+            };
+            let len = (1 + rng.below32(6)) * EXTENT
+                + match rng.below(2) {
+                    0 => 0,
+                    _ => rng.below32(EXTENT),
+                };
+            (extents(rng, 4) + r, extents(rng, 4) + r, len)
+        }
+        // Whole blocks, not whole extents.
+        13..=14 => (blocks(rng), blocks(rng), 4096 * (1 + rng.below32(200))),
+        // Aligned in one file, not in the other.
+        15 => match rng.below(2) {
+            0 => (
+                extents(rng, 4),
+                anywhere(rng),
+                (1 + rng.below32(4)) * EXTENT,
+            ),
+            _ => (
+                anywhere(rng),
+                extents(rng, 4),
+                (1 + rng.below32(4)) * EXTENT,
+            ),
+        },
+        // Anywhere, of any length.
+        16..=18 => (anywhere(rng), anywhere(rng), length(rng)),
+        _ => {
+            let len = match rng.below(2) {
+                0 => 0,
+                _ => past_end(rng),
+            };
+            (anywhere(rng), anywhere(rng), len)
         }
     }
 }
@@ -347,6 +505,15 @@ fn offset(rng: &mut Rng) -> u32 {
         1 => rng.below32(5000),
         2 => rng.below32(80) * 4096,
         _ => rng.below32(400_000),
+    }
+}
+
+/// A size to truncate to: an offset, or now and then an extent boundary (so that a copy of
+/// whole extents meets the end of its source exactly more often).
+fn size(rng: &mut Rng) -> u32 {
+    match rng.below(4) {
+        0 => rng.below32(9) * EXTENT,
+        _ => offset(rng),
     }
 }
 
@@ -439,5 +606,57 @@ mod tests {
         assert_eq!(uniq.len(), all.len());
         let a = alphabet(&["d0/a", "d0/b", "d1/a", "d1/b"]);
         assert_eq!(a.len(), 4 * 6 + 12 * 4 + 1);
+    }
+
+    /// About 4% of draws are copies; many of them are of several whole extents between
+    /// extent boundaries, others are not aligned, past any end, of 0 bytes, or within one
+    /// file; and writes of several extents make files for them to copy.
+    #[test]
+    fn draws_copies_of_whole_extents() {
+        let pool = Pool::new(4, true, true);
+        let mut rng = Pool::rng(1, 0);
+        let ops: Vec<Op> = (0..100_000).map(|_| pool.op(&mut rng)).collect();
+        // (same file, offset in, offset out, length)
+        let copies: Vec<(bool, u32, u32, u32)> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::CopyFileRange {
+                    from,
+                    off_in,
+                    to,
+                    off_out,
+                    len,
+                } => Some((from == to, *off_in, *off_out, *len)),
+                _ => None,
+            })
+            .collect();
+        let share = copies.len() * 1000 / ops.len();
+        assert!((35..=45).contains(&share), "{share} per mille");
+        let percent = |f: fn(&(bool, u32, u32, u32)) -> bool| {
+            copies.iter().filter(|c| f(c)).count() * 100 / copies.len()
+        };
+        let whole = percent(|&(_, i, o, l)| {
+            [i, o, l].iter().all(|n| n.is_multiple_of(EXTENT))
+                && (2 * EXTENT..=8 * EXTENT).contains(&l)
+        });
+        let unaligned = percent(|&(_, i, o, l)| [i, o, l].iter().any(|n| n % EXTENT != 0));
+        let long = percent(|c| c.3 > 8 * EXTENT);
+        let empty = percent(|c| c.3 == 0);
+        let within = percent(|c| c.0);
+        eprintln!(
+            "{} copies: {whole}% of 2-8 whole extents, {unaligned}% not aligned, {long}% \
+             longer than 1 MiB, {empty}% of 0 bytes, {within}% within one file",
+            copies.len()
+        );
+        assert!(whole >= 30 && unaligned >= 30);
+        assert!(long >= 3 && empty >= 1 && within >= 15);
+        let big = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Write { len, .. } if *len >= 2 * EXTENT))
+            .count();
+        assert!(
+            big * 1000 / ops.len() >= 20,
+            "{big} writes of several extents"
+        );
     }
 }
