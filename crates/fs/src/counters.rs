@@ -50,10 +50,11 @@ pub enum Op {
     Ioctl,
     Tmpfile,
     Statx,
+    CopyFileRange,
 }
 
 /// Names of [`Op`]s, in order.
-const NAMES: [&str; 34] = [
+const NAMES: [&str; 35] = [
     "lookup",
     "forget",
     "getattr",
@@ -88,6 +89,7 @@ const NAMES: [&str; 34] = [
     "ioctl",
     "tmpfile",
     "statx",
+    "copy_file_range",
 ];
 
 /// FUSE requests by opcode, and the time the daemon spent on each kind.

@@ -72,6 +72,7 @@ pub use volume::data::defrag::{
     DEFRAG_COMPRESS_LEVEL, DEFRAG_NOCOMPRESS, DEFRAG_START_IO,
 };
 pub use volume::data::dicts::{DictStatus, Training};
+pub use volume::data::reflink::CopyRange;
 pub use volume::names::acl;
 pub use volume::{Caller, NewInode, Notify, SetAttr, Volume};
 

@@ -1050,3 +1050,74 @@ fn fsck_names_a_missing_and_a_corrupt_segment() {
     drop(a);
     s3.sw.stop_and_check().expect("clean stop");
 }
+
+#[test]
+fn shared_extents_in_a_bucket_survive_compaction_and_a_remount() {
+    use wring_fs::store::ROOT;
+    use wring_fs::{CopyRange, NewInode, Options, Volume};
+    let Some(s3) = seaweed("shared_extents_in_a_bucket_survive_compaction_and_a_remount") else {
+        return;
+    };
+    let base = PathBuf::from(format!("/tmp/wring-s3-test-shared-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&base);
+    let dir = base.join("store");
+    s3.mkfs(&dir, "shared", Some(256 << 10));
+    const E: u64 = 128 << 10;
+    let data = text(&mut Rng(21), (24 * E) as usize);
+    let open = || {
+        Volume::open_with(
+            &dir,
+            Options::parse("compress=zstd:1").unwrap(),
+            &s3.access(false),
+        )
+        .expect("open the volume")
+    };
+    let vol = open();
+    let create = |name: &str| {
+        vol.create(ROOT, name.as_bytes(), NewInode::file(0o644))
+            .unwrap()
+            .0
+    };
+    let (src, dst) = (create("src"), create("dst"));
+    vol.write(src, 0, &data, None).unwrap();
+    vol.fsync(src).unwrap();
+    let req = CopyRange {
+        ino_in: src,
+        off_in: 0,
+        ino_out: dst,
+        off_out: 0,
+        len: data.len() as u64,
+    };
+    assert_eq!(vol.copy_range(req).unwrap(), data.len() as u64);
+    // Every other extent of both files written again: those extents' old bytes are dead, so
+    // every segment is about half dead, and a pass moves the others, which both files name.
+    let (mut src_data, mut dst_data) = (data.clone(), data.clone());
+    for i in (0..24).step_by(2) {
+        for (ino, seed, mine) in [(src, 100, &mut src_data), (dst, 200, &mut dst_data)] {
+            let patch = text(&mut Rng(seed + i), E as usize);
+            vol.write(ino, i * E, &patch, None).unwrap();
+            mine[(i * E) as usize..][..E as usize].copy_from_slice(&patch);
+        }
+    }
+    vol.fsync(dst).unwrap();
+    vol.fsync(src).unwrap();
+    vol.sync().unwrap();
+    drop(vol);
+    let store = Store::open_with(&dir, &s3.access(false)).expect("open the store");
+    let r = store.compact(90).expect("a compaction pass");
+    // Each shared extent is copied once for its two items.
+    assert!(r.moved > 0 && r.raced == 0, "{r:?}");
+    drop(store);
+    s3.fsck_clean(&dir, "after compaction");
+    let read = |vol: &Volume, ino: u64| vol.read(ino, 0, data.len() as u32).unwrap();
+    let vol = open();
+    assert!(read(&vol, src) == src_data, "the source after compaction");
+    assert!(read(&vol, dst) == dst_data, "the copy after compaction");
+    vol.remove(ROOT, b"src", false).unwrap();
+    vol.sync().unwrap();
+    assert!(read(&vol, dst) == dst_data, "the copy with the source gone");
+    drop(vol);
+    s3.fsck_clean(&dir, "with the source gone");
+    let _ = fs::remove_dir_all(&base);
+    s3.sw.stop_and_check().expect("clean stop");
+}

@@ -16,7 +16,7 @@
 //! segments are deleted only after that commit is durable. A crash leaves orphans (all dead)
 //! that a later pass deletes, never an item naming a deleted object.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -49,7 +49,7 @@ const PASS_BYTES: u64 = 16 << 20;
 pub struct CompactReport {
     /// Segments chosen (under the threshold, or small ones merged).
     pub picked: usize,
-    /// Extent items re-pointed to their copies.
+    /// Stored extents copied and their items re-pointed (a shared one counts once).
     pub moved: u64,
     /// Stored bytes copied for them.
     pub moved_bytes: u64,
@@ -320,8 +320,10 @@ impl Store {
         Ok(items)
     }
 
-    /// Copy `items`' stored bytes into new segments and re-point each item that still names
-    /// its old address, in one durable commit; then the old copies count as dead.
+    /// Copy `items`' stored bytes into new segments, once per address (a shared extent's
+    /// items all name one), and re-point each item that still names its old address, in one
+    /// durable commit; a shared extent's record follows its bytes. Then the old copies count
+    /// as dead.
     fn move_items(
         &self,
         o: &Objects,
@@ -329,7 +331,9 @@ impl Store {
         report: &mut CompactReport,
     ) -> Result<(), FsError> {
         let store = o.store();
-        let extents: Vec<(Addr, u64)> = items.iter().map(|&(_, a, l)| (a, l)).collect();
+        let mut extents: Vec<(Addr, u64)> = items.iter().map(|&(_, a, l)| (a, l)).collect();
+        extents.sort_unstable_by_key(|&(a, l)| (a.raw(), l));
+        extents.dedup();
         let map = store.rewrite(&extents)?;
         let txn = match self.write() {
             Ok(t) => t,
@@ -342,22 +346,36 @@ impl Store {
         for &(_, new, len) in &map {
             txn.adopt((new.raw(), len));
         }
-        let (mut moved, mut raced) = (Vec::new(), Vec::new());
+        let copies: HashMap<(u64, u64), Addr> = map
+            .iter()
+            .map(|&(old, new, len)| ((old.raw(), len), new))
+            .collect();
+        let mut used: HashSet<(u64, u64)> = HashSet::new();
         {
             let mut table = txn.open_table(EXTENTS)?;
-            for (&(key, ..), &(old, new, len)) in items.iter().zip(&map) {
+            for &(key, old, len) in items {
+                let Some(&new) = copies.get(&(old.raw(), len)) else {
+                    continue;
+                };
                 let current = table.get(key)?.map(|v| v.value().to_vec());
-                match current {
-                    Some(mut v)
-                        if records::stored(&v) == Some(Stored::External(old.raw(), len)) =>
-                    {
+                // A writer may have replaced or removed it since the copy.
+                if let Some(mut v) = current {
+                    if records::stored(&v) == Some(Stored::External(old.raw(), len)) {
                         records::set_external_offset(&mut v, new.raw());
                         table.insert(key, v.as_slice())?;
-                        moved.push((old, new, len));
+                        used.insert((old.raw(), len));
                     }
-                    // A writer replaced or removed it since the copy: the copy is not needed.
-                    _ => raced.push((old, new, len)),
                 }
+            }
+        }
+        let (mut moved, mut raced) = (Vec::new(), Vec::new());
+        for &(old, new, len) in &map {
+            if used.contains(&(old.raw(), len)) {
+                super::shared::moved(&txn, old.raw(), new.raw())?;
+                moved.push((old, new, len));
+            } else {
+                // No item names it any more: the copy is not needed.
+                raced.push((old, new, len));
             }
         }
         self.commit(txn, true)?;

@@ -20,8 +20,9 @@ use crate::store::META;
 pub const DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("dicts");
 /// The format version of a store that holds dictionaries.
 pub const VERSION_DICTS: u64 = 2;
-/// The newest format version this binary reads and writes.
-pub const VERSION: u64 = VERSION_DICTS;
+/// The newest format version this binary reads and writes: 3 once an extent is shared
+/// ([`crate::store::shared`]).
+pub const VERSION: u64 = crate::store::shared::VERSION_SHARED;
 
 /// Refuse a store of a format newer than this binary's.
 pub fn check_version(txn: &ReadTransaction) -> Result<(), FsError> {

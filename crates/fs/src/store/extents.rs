@@ -10,8 +10,8 @@
 
 use redb::Table;
 
-use super::records::{external_item_of, stored, ExtentHeader, INLINE_MAX};
-use super::{add_counter, Txn, EXTENTS};
+use super::records::{external_item_of, stored, ExtentHeader, Stored, INLINE_MAX};
+use super::{add_counter, shared, Txn, EXTENTS};
 use crate::error::FsError;
 
 /// The extents table of a write transaction.
@@ -20,30 +20,55 @@ pub type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
 /// Encoded extents to put, by extent index: a header and the stored bytes, `None` for a hole.
 pub type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 
+/// What dropping or replacing extent items changed, in stored bytes: `held`, those the
+/// file's items name (its `disk`, compsize's per-file view), and `used`, those the store
+/// keeps (shared bytes count once: they go with their last reference).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Delta {
+    /// Change in the bytes the file's items name.
+    pub held: i64,
+    /// Change in the bytes the store keeps.
+    pub used: i64,
+}
+
+impl std::ops::AddAssign for Delta {
+    fn add_assign(&mut self, o: Delta) {
+        self.held += o.held;
+        self.used += o.used;
+    }
+}
+
+impl Delta {
+    fn both(n: i64) -> Delta {
+        Delta { held: n, used: n }
+    }
+}
+
 impl Txn<'_> {
     /// Insert encoded extents of `ino`, replacing what was there, each with a new sequence
-    /// number; returns the change in stored bytes.
+    /// number; returns the change in the bytes the file's items name.
     pub fn put_extents(&self, ino: u64, encoded: Extents) -> Result<i64, FsError> {
-        let mut delta = 0i64;
+        let mut delta = Delta::default();
         let mut seq = self.next_counter("seq")?;
         let mut extents = self.open_table(EXTENTS)?;
         for (idx, enc) in encoded {
-            delta -= self.remove_item(&mut extents, (ino, idx))?;
+            delta += self.remove_item(&mut extents, (ino, idx))?;
             if let Some((mut h, data)) = enc {
                 seq += 1;
                 h.seq = seq;
-                delta += data.len() as i64;
+                delta += Delta::both(data.len() as i64);
                 self.insert_item(&mut extents, (ino, idx), &h, &data)?;
             }
         }
         drop(extents);
         self.set_counter("seq", seq + 1)?;
-        add_counter(self, "used", delta)?;
-        Ok(delta)
+        add_counter(self, "used", delta.used)?;
+        Ok(delta.held)
     }
 
     /// Insert one extent value — its header and stored bytes, `None` for a hole — replacing
-    /// what was there, with a new sequence number; returns the change in stored bytes.
+    /// what was there, with a new sequence number; returns the change in the bytes the file's
+    /// items name.
     pub fn put_value(
         &self,
         ino: u64,
@@ -51,15 +76,41 @@ impl Txn<'_> {
         value: Option<(ExtentHeader, &[u8])>,
     ) -> Result<i64, FsError> {
         let mut extents = self.open_table(EXTENTS)?;
-        let mut delta = -self.remove_item(&mut extents, (ino, idx))?;
+        let mut delta = self.remove_item(&mut extents, (ino, idx))?;
         if let Some((mut h, stored)) = value {
             h.seq = self.next_counter("seq")?;
-            delta += stored.len() as i64;
+            delta += Delta::both(stored.len() as i64);
             self.insert_item(&mut extents, (ino, idx), &h, stored)?;
         }
         drop(extents);
-        add_counter(self, "used", delta)?;
-        Ok(delta)
+        add_counter(self, "used", delta.used)?;
+        Ok(delta.held)
+    }
+
+    /// Make `key` name what the item `item` names, replacing what was there (btrfs's clone):
+    /// an item whose bytes are in the data backend takes a reference to them, an inline one
+    /// is copied. It gets a new sequence number. Returns the change in the bytes the file's
+    /// items name; the store's count changes only by what is new to it.
+    pub fn share_item(
+        &self,
+        extents: &mut ExtentTable<'_>,
+        key: (u64, u64),
+        item: &[u8],
+    ) -> Result<i64, FsError> {
+        let s = stored(item).ok_or(FsError::Errno(libc::EIO))?;
+        let mut delta = self.remove_item(extents, key)?;
+        delta.held += s.len() as i64;
+        match s {
+            Stored::External(at, len) => shared::add_ref(self, at, len)?,
+            Stored::Inline(b) => delta.used += b.len() as i64,
+        }
+        let mut v = item.to_vec();
+        if !ExtentHeader::set_seq(&mut v, self.next_counter("seq")?) {
+            return Err(FsError::Errno(libc::EIO));
+        }
+        extents.insert(key, v.as_slice())?;
+        add_counter(self, "used", delta.used)?;
+        Ok(delta.held)
     }
 
     /// Insert the item for header `h` and its stored bytes; stored bytes larger than
@@ -80,19 +131,26 @@ impl Txn<'_> {
         Ok(())
     }
 
-    /// Remove the item at `key`, giving up its stored bytes; returns how many there were.
+    /// Remove the item at `key`: its bytes are given up unless other items still name them
+    /// (shared). The caller adds `used` to the store's counter.
     pub fn remove_item(
         &self,
         extents: &mut ExtentTable<'_>,
         key: (u64, u64),
-    ) -> Result<i64, FsError> {
+    ) -> Result<Delta, FsError> {
         let Some(old) = extents.remove(key)? else {
-            return Ok(0);
+            return Ok(Delta::default());
         };
         let Some(s) = stored(old.value()) else {
-            return Ok(0);
+            return Ok(Delta::default());
         };
+        let n = -(s.len() as i64);
+        if let Stored::External(at, _) = s {
+            if shared::drop_ref(self, at)? {
+                return Ok(Delta { held: n, used: 0 });
+            }
+        }
         self.free_stored(s);
-        Ok(s.len() as i64)
+        Ok(Delta::both(n))
     }
 }

@@ -25,6 +25,7 @@ pub mod medium;
 pub mod objects;
 pub mod records;
 mod recovery;
+pub mod shared;
 #[cfg(test)]
 pub mod simdisk;
 pub mod space;
@@ -790,7 +791,8 @@ fn flush_loop(files: Vec<std::fs::File>, stop: Arc<AtomicBool>) {
 
 use wring_sync::lock;
 
-/// The data file ranges the last commit's extent items refer to.
+/// The data file ranges the last commit's extent items refer to, each once (the items of a
+/// shared extent name the same range).
 pub(crate) fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
     let txn = db.begin_read()?;
     let table = txn.open_table(EXTENTS)?;
@@ -800,6 +802,8 @@ pub(crate) fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
             ranges.push((offset, len));
         }
     }
+    ranges.sort_unstable();
+    ranges.dedup();
     Ok(ranges)
 }
 

@@ -448,9 +448,16 @@ impl ExtentHeader {
         b[12..20].copy_from_slice(&self.seq.to_le_bytes());
     }
 
-    /// Set the sequence number in an encoded value.
-    pub fn set_seq(value: &mut [u8], seq: u64) {
-        value[12..20].copy_from_slice(&seq.to_le_bytes());
+    /// Set the sequence number in an encoded item; false, and `value` unchanged, when it is
+    /// too short to hold a header.
+    pub fn set_seq(value: &mut [u8], seq: u64) -> bool {
+        match value.get_mut(12..20) {
+            Some(b) => {
+                b.copy_from_slice(&seq.to_le_bytes());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Decode the header of an item; [`stored`] says where its bytes are. A level outside

@@ -18,6 +18,7 @@ use crate::transport::ops::{
 use crate::transport::wire::{
     self, forgets, Errno, FileAttr, FileType, Header, Request, Statfs, StatxExtra,
 };
+use crate::volume::data::reflink::CopyRange;
 use crate::volume::Caller;
 
 /// Whether a request gets a reply: FORGET and BATCH_FORGET get none.
@@ -128,6 +129,22 @@ pub fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
             length,
             mode,
         } => ops.fallocate(c, ino, (offset, length, mode), a),
+        Request::CopyFileRange {
+            off_in,
+            nodeid_out,
+            off_out,
+            len,
+            flags,
+        } => {
+            let req = CopyRange {
+                ino_in: ino,
+                off_in,
+                ino_out: nodeid_out,
+                off_out,
+                len,
+            };
+            ops.copy_file_range(req, flags, a)
+        }
         // Sent for fuseblk mounts only; the final commit follows the end of the connection.
         Request::Destroy => a.send_ok(),
         // No request can be cut short (a write waits for its compression, an fsync for its

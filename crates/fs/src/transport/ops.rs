@@ -23,6 +23,7 @@ use crate::store::ROOT;
 use crate::transport::wire::FOPEN_KEEP_CACHE;
 pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
 use crate::volume::data::defrag::{DefragArgs, BTRFS_IOC_DEFRAG, BTRFS_IOC_DEFRAG_RANGE};
+use crate::volume::data::reflink::CopyRange;
 use crate::volume::names::{acl, fsflags};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
@@ -552,6 +553,20 @@ impl Ops {
         let _t = self.vol.op_counts().count(Op::Fallocate);
         let r = self.vol.fallocate(ino, (offset, length, mode), Some(c));
         answer_empty(reply, r);
+    }
+
+    /// COPY_FILE_RANGE within the mount: see [`Volume::copy_range`]. No flags are defined
+    /// (copy_file_range(2) refuses any before the kernel sends one).
+    pub fn copy_file_range(&self, req: CopyRange, flags: u64, reply: impl AnswerWrite) {
+        let _t = self.vol.op_counts().count(Op::CopyFileRange);
+        if flags != 0 {
+            return reply.fail(Errno::from_i32(libc::EINVAL));
+        }
+        match self.vol.copy_range(req) {
+            // At most MAX_COPY (1 GiB): it fits the reply's 32 bits.
+            Ok(n) => reply.send_written(u32::try_from(n).unwrap_or(u32::MAX)),
+            Err(e) => reply.fail(err(e)),
+        }
     }
 
     /// TMPFILE (O_TMPFILE) by `c` in `parent`: see [`Volume::tmpfile`].

@@ -812,7 +812,7 @@ impl Volume {
         if inos.is_empty() {
             return Ok(());
         }
-        let mut freed = 0i64;
+        let mut used = 0i64;
         {
             let mut extents = txn.open_table(EXTENTS)?;
             for &ino in inos {
@@ -821,7 +821,7 @@ impl Volume {
                     .map(|r| r.map(|(k, _)| k.value()))
                     .collect::<Result<_, _>>()?;
                 for k in keys {
-                    freed += txn.remove_item(&mut extents, k)?;
+                    used += txn.remove_item(&mut extents, k)?.used;
                 }
             }
         }
@@ -849,7 +849,7 @@ impl Volume {
                 orphans.remove(ino)?;
             }
         }
-        store::add_counter(txn, "used", -freed)?;
+        store::add_counter(txn, "used", used)?;
         store::add_counter(txn, "inodes", -(inos.len() as i64))?;
         for &ino in inos {
             self.forget_cache(ino, None);

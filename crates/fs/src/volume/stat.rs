@@ -28,18 +28,26 @@ pub struct Usage {
     pub disk: u64,
     /// Decoded bytes.
     pub uncompressed: u64,
-    /// Bytes files refer to (equal to uncompressed: wring does not share extents).
+    /// Bytes files refer to: a shared extent counts once per item that names it (compsize's
+    /// "Referenced"), where disk usage and uncompressed count it once.
     pub referenced: u64,
-    /// Extents.
+    /// Extents (a shared one once).
     pub extents: u64,
+    /// Extent items, each reference to a shared extent counted.
+    pub refs: u64,
 }
 
 impl Usage {
-    fn add(&mut self, disk: u64, ram: u64) {
-        self.disk += disk;
-        self.uncompressed += ram;
+    /// One extent item: `disk` stored bytes decoding to `ram`; `first` when no item added
+    /// before named the same stored bytes.
+    fn add(&mut self, disk: u64, ram: u64, first: bool) {
+        if first {
+            self.disk += disk;
+            self.uncompressed += ram;
+            self.extents += 1;
+        }
         self.referenced += ram;
-        self.extents += 1;
+        self.refs += 1;
     }
 }
 
@@ -119,7 +127,7 @@ impl fmt::Display for Report {
             "Processed {} files, {} regular extents ({} refs), {} inline.",
             self.files,
             self.total.extents - self.inline,
-            self.total.extents - self.inline,
+            self.total.refs - self.inline,
             self.inline
         )?;
         writeln!(f, "Type       Perc     Disk Usage Uncompressed Referenced")?;
@@ -139,8 +147,12 @@ impl fmt::Display for Report {
         }
         writeln!(
             f,
-            "raw: disk={} uncompressed={} referenced={} extents={}",
-            self.total.disk, self.total.uncompressed, self.total.referenced, self.total.extents
+            "raw: disk={} uncompressed={} referenced={} extents={} refs={}",
+            self.total.disk,
+            self.total.uncompressed,
+            self.total.referenced,
+            self.total.extents,
+            self.total.refs
         )?;
         if let Some(b) = &self.bucket {
             let perc = match self.total.uncompressed {
@@ -281,6 +293,7 @@ impl Volume {
         let extents = txn.open_table(EXTENTS)?;
         let mut report = Report::default();
         let mut in_bucket = 0u64;
+        let mut seen = std::collections::HashSet::new();
         for &cur in files {
             if inodes.get(cur)?.is_none() {
                 continue;
@@ -291,11 +304,20 @@ impl Volume {
                 let v = v.value();
                 let h = Volume::header(cur, 0, v)?;
                 let disk = stored_len(v);
-                match stored(v) {
-                    Some(Stored::Inline(_)) => report.inline += 1,
-                    Some(Stored::External(_, len)) => in_bucket += len,
-                    None => {}
-                }
+                let first = match stored(v) {
+                    Some(Stored::Inline(_)) => {
+                        report.inline += 1;
+                        true
+                    }
+                    Some(Stored::External(at, len)) => {
+                        let first = seen.insert(at);
+                        if first {
+                            in_bucket += len;
+                        }
+                        first
+                    }
+                    None => true,
+                };
                 let ram = h.ram_len as u64;
                 let (ty, level) = match h.encoding {
                     Encoding::Raw => ("none".to_string(), "none".to_string()),
@@ -304,11 +326,19 @@ impl Volume {
                     }
                     Encoding::Compressed(a, _) => (a.name().to_string(), a.name().to_string()),
                 };
-                report.total.add(disk, ram);
-                report.by_type.entry(ty).or_default().add(disk, ram);
-                report.by_level.entry(level).or_default().add(disk, ram);
+                report.total.add(disk, ram, first);
+                report.by_type.entry(ty).or_default().add(disk, ram, first);
+                report
+                    .by_level
+                    .entry(level)
+                    .or_default()
+                    .add(disk, ram, first);
                 if h.dict != 0 {
-                    report.by_dict.entry(h.dict).or_default().add(disk, ram);
+                    report
+                        .by_dict
+                        .entry(h.dict)
+                        .or_default()
+                        .add(disk, ram, first);
                 }
             }
         }

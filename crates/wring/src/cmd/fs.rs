@@ -405,8 +405,8 @@ fn fsck_command(repair: bool, access: &AccessArgs, dir: &std::path::Path) -> Res
         }
     };
     println!(
-        "checked {} inodes, {} extents, {} dictionaries",
-        r.inodes, r.extents, r.dicts
+        "checked {} inodes, {} extents ({} shared), {} dictionaries",
+        r.inodes, r.extents, r.shared, r.dicts
     );
     for n in &r.notes {
         println!("note: {n}");

@@ -61,15 +61,54 @@ pub(super) fn check(
         check_objects(vol, objects, &url, &placed, report);
     }
     for w in placed.windows(2) {
-        let ((a, alen, aino, aidx), (b, _, bino, bidx)) = (w[0], w[1]);
-        if a.checked_add(alen).is_none_or(|end| end > b) {
+        let ((a, alen, aino, aidx), (b, blen, bino, bidx)) = (w[0], w[1]);
+        // Items that name the same bytes share them: the reference counts say if they may.
+        if (a, alen) != (b, blen) && a.checked_add(alen).is_none_or(|end| end > b) {
             report.problems.push(format!(
                 "extent {aidx} of inode {aino} and extent {bidx} of inode {bino} share bytes \
                  of the data file at {b}"
             ));
         }
     }
+    check_shared(&crate::store::shared::all(txn)?, &placed, report);
     Ok(())
+}
+
+/// Every stored extent that several items name has a record with its length and their
+/// number, and every record names such an extent. `placed` holds (address, length, inode,
+/// extent index), sorted.
+fn check_shared(
+    records: &BTreeMap<u64, (u64, u64)>,
+    placed: &[(u64, u64, u64, u64)],
+    report: &mut FsckReport,
+) {
+    let mut named: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for &(at, len, ..) in placed {
+        let e = named.entry(at).or_insert((len, 0));
+        e.1 += 1;
+    }
+    for (&at, &(len, refs)) in &named {
+        let want = (refs > 1).then_some((len, refs));
+        let have = records.get(&at).copied();
+        if have != want {
+            report.problems.push(format!(
+                "the stored extent at {at} ({len} bytes) is named by {refs} extent item(s), \
+                 but its reference record says {}",
+                have.map_or("nothing (unshared)".into(), |(l, r)| format!(
+                    "{r} references to {l} bytes"
+                ))
+            ));
+        }
+    }
+    for (&at, &(len, refs)) in records {
+        if !named.contains_key(&at) {
+            report.problems.push(format!(
+                "a reference record names a stored extent at {at} ({len} bytes, {refs} \
+                 references) that no extent item names"
+            ));
+        }
+    }
+    report.shared += records.len() as u64;
 }
 
 /// What is wrong with extent `idx` of `ino` (at `offset`, if the index does not overflow),

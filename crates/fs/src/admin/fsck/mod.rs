@@ -44,6 +44,8 @@ pub struct FsckReport {
     pub extents: u64,
     /// Dictionaries checked.
     pub dicts: u64,
+    /// Stored extents that several extent items share (their reference records checked).
+    pub shared: u64,
     /// Problems, one line each.
     pub problems: Vec<String>,
     /// Things worth knowing that are not problems, one line each.

@@ -108,11 +108,19 @@ impl Namespace {
         &mut self,
         t: &impl ReadableTable<(u64, u64), &'static [u8]>,
     ) -> Result<(), FsError> {
+        // A shared extent's bytes count once in the store's total, once per item in its file's.
+        let mut seen = std::collections::HashSet::new();
         for r in t.iter()? {
             let (k, v) = r?;
             let (ino, idx) = k.value();
             let n = crate::store::records::stored_len(v.value());
-            self.used = self.used.saturating_add(n);
+            let once = match crate::store::records::stored(v.value()) {
+                Some(crate::store::records::Stored::External(at, len)) => seen.insert((at, len)),
+                _ => true,
+            };
+            if once {
+                self.used = self.used.saturating_add(n);
+            }
             match self.inodes.contains_key(&ino) || self.damaged.contains(&ino) {
                 true => *self.held.entry(ino).or_default() += n,
                 false => self.strays.push((ino, idx)),

@@ -230,7 +230,7 @@ impl Fixer<'_, '_> {
     fn remove_extent(&mut self, ino: u64, idx: u64) -> Result<(), FsError> {
         let freed = {
             let mut extents = self.txn.open_table(EXTENTS)?;
-            self.txn.remove_item(&mut extents, (ino, idx))?
+            -self.txn.remove_item(&mut extents, (ino, idx))?.used
         };
         self.note(format!(
             "removed extent {idx} of missing inode {ino} ({freed} stored bytes freed)"

@@ -256,6 +256,15 @@ pub enum Request<'a> {
         length: u64,
         mode: i32,
     },
+    /// `fuse_copy_file_range_in`: from this node (open as `fh_in`) at `off_in` to
+    /// `nodeid_out` at `off_out`.
+    CopyFileRange {
+        off_in: u64,
+        nodeid_out: u64,
+        off_out: u64,
+        len: u64,
+        flags: u64,
+    },
     Destroy,
     Statx,
     Forget {
@@ -474,6 +483,7 @@ fn op_len(opcode: u32) -> usize {
         BATCH_FORGET => 8,
         43 => 32, // fuse_fallocate_in
         45 => 16, // fuse_rename2_in
+        47 => 56, // fuse_copy_file_range_in
         52 => 24, // fuse_statx_in
         _ => 0,
     }
@@ -635,6 +645,13 @@ pub fn parse<'a>(
             offset: op.u64(8)?,
             length: op.u64(16)?,
             mode: op.u32(24)? as i32,
+        },
+        47 => Request::CopyFileRange {
+            off_in: op.u64(8)?,
+            nodeid_out: op.u64(16)?,
+            off_out: op.u64(32)?,
+            len: op.u64(40)?,
+            flags: op.u64(48)?,
         },
         51 => Request::Tmpfile {
             mode: op.u32(4)?,

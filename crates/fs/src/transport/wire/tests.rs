@@ -134,10 +134,30 @@ fn unterminated_and_short_are_errors() {
 
 #[test]
 fn unknown_opcodes_are_unsupported() {
-    for op in [31, 40, 46, 47, 9999] {
+    for op in [31, 40, 46, 9999] {
         let (i, o, p) = request(op, 1, &[], &[]);
         assert_eq!(parse(&i, &o, &p).unwrap().1, Request::Unsupported, "{op}");
     }
+}
+
+#[test]
+fn copy_file_range_takes_its_fields_from_op_in() {
+    // fuse_copy_file_range_in: fh_in, off_in, nodeid_out, fh_out, off_out, len, flags.
+    let op = le(&[7, 4096, 42, 8, 1 << 20, 3 << 30, 0], &[8; 7]);
+    let (i, o, p) = request(47, 5, &op, &[]);
+    let (h, r) = parse(&i, &o, &p).unwrap();
+    assert_eq!(h.nodeid, 5);
+    assert_eq!(
+        r,
+        Request::CopyFileRange {
+            off_in: 4096,
+            nodeid_out: 42,
+            off_out: 1 << 20,
+            len: 3 << 30,
+            flags: 0,
+        }
+    );
+    assert!(parse(&i, &o[..48], &p).is_err());
 }
 
 #[test]

@@ -741,6 +741,24 @@ impl Volume {
             }
         }
     }
+
+    /// [`Volume::quiesce`] of two inodes at once (one lock when they share a stripe, else
+    /// both in stripe order, so two of these never wait on each other).
+    pub(crate) fn quiesce_both(&self, a: u64, b: u64) -> [Option<MutexGuard<'_, ()>>; 2] {
+        let (lo, hi) = match Self::stripe(a) <= Self::stripe(b) {
+            true => (a, b),
+            false => (b, a),
+        };
+        loop {
+            self.wait_writeback(Some(lo));
+            self.wait_writeback(Some(hi));
+            let g1 = self.inode_lock(lo);
+            let g2 = (Self::stripe(lo) != Self::stripe(hi)).then(|| self.inode_lock(hi));
+            if self.da.pending(lo).is_none() && self.da.pending(hi).is_none() {
+                return [Some(g1), g2];
+            }
+        }
+    }
 }
 
 #[cfg(test)]

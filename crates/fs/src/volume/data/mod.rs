@@ -16,3 +16,4 @@ pub mod dicts;
 pub(crate) mod encode;
 pub mod extent;
 mod recompress;
+pub(crate) mod reflink;

@@ -1,0 +1,83 @@
+//! Shared extents: stored bytes that more than one extent item names, because a
+//! `copy_file_range` gave the copy the source's extents instead of writing them again. The
+//! table holds, for each such address, its length and how many items name it; an address
+//! named by a single item has no record, so a store that never shared looks as it always did.
+//!
+//! Dropping an item that names shared bytes only takes one reference: the bytes are freed
+//! with the last one, by the same commit. A write into a shared extent writes a new extent
+//! (every write does: extents are copy-on-write), so the other files keep theirs.
+//!
+//! Mirrors the reference counts of btrfs's extent tree (an EXTENT_ITEM's refs, one
+//! EXTENT_DATA_REF per file extent that points at it, added by btrfs_clone's
+//! btrfs_inc_extent_ref and dropped by btrfs_drop_extents' btrfs_free_extent). It differs in
+//! keeping only the count: the compactor, which must find every item naming an address it
+//! moves, scans the extent items of the segments it picks instead of following
+//! back-references. The store's format version says what a binary must understand: a store
+//! that ever shared an extent is version [`VERSION_SHARED`], which binaries from before
+//! sharing refuse (they would free shared bytes with their first reference).
+
+use std::collections::BTreeMap;
+
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::error::FsError;
+use crate::store::META;
+
+/// Address of stored bytes named by two or more extent items → (length, references).
+pub const SHARED: TableDefinition<u64, (u64, u64)> = TableDefinition::new("shared");
+/// The format version of a store that has shared an extent.
+pub const VERSION_SHARED: u64 = 3;
+
+/// One more item names the `len` stored bytes at `at` (which one item named before, or
+/// several).
+pub fn add_ref(txn: &WriteTransaction, at: u64, len: u64) -> Result<(), FsError> {
+    let mut t = txn.open_table(SHARED)?;
+    let refs = t.get(at)?.map_or(1, |g| g.value().1);
+    t.insert(at, (len, refs.saturating_add(1)))?;
+    drop(t);
+    let mut meta = txn.open_table(META)?;
+    if meta.get("version")?.map_or(1, |g| g.value()) < VERSION_SHARED {
+        meta.insert("version", VERSION_SHARED)?;
+    }
+    Ok(())
+}
+
+/// An item naming the stored bytes at `at` goes: true when other items still name them (the
+/// bytes stay), false when it was the only one (the caller frees them).
+pub fn drop_ref(txn: &WriteTransaction, at: u64) -> Result<bool, FsError> {
+    let mut t = txn.open_table(SHARED)?;
+    let Some((len, refs)) = t.get(at)?.map(|g| g.value()) else {
+        return Ok(false);
+    };
+    match refs {
+        0..=2 => t.remove(at)?,
+        _ => t.insert(at, (len, refs - 1))?,
+    };
+    Ok(true)
+}
+
+/// The compactor copied the stored bytes at `old` to `new`: their record follows them.
+pub fn moved(txn: &WriteTransaction, old: u64, new: u64) -> Result<(), FsError> {
+    let mut t = txn.open_table(SHARED)?;
+    let rec = t.remove(old)?.map(|g| g.value());
+    if let Some(rec) = rec {
+        t.insert(new, rec)?;
+    }
+    Ok(())
+}
+
+/// Every record as stored: address → (length, references). Empty for a store that never
+/// shared (it has no table).
+pub fn all(txn: &ReadTransaction) -> Result<BTreeMap<u64, (u64, u64)>, FsError> {
+    let t = match txn.open_table(SHARED) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = BTreeMap::new();
+    for r in t.iter()? {
+        let (k, v) = r?;
+        out.insert(k.value(), v.value());
+    }
+    Ok(out)
+}
