@@ -13,6 +13,7 @@ use crate::admin::fsck::{self, FsckReport};
 use crate::error::FsError;
 use crate::store::simdisk::{Rng, SimDisk};
 use crate::store::{DIRENTS, ROOT};
+use crate::volume::data::reflink::CopyRange;
 use crate::volume::{NewInode, SetAttr};
 use crate::{Options, Volume};
 
@@ -160,6 +161,8 @@ struct Run {
     dict: bool,
     /// Extents the dictionary rounds rewrote.
     rewritten: u64,
+    /// Copies after which some stored extent was shared.
+    shared: u64,
     /// Files unlinked while held (as the kernel holds what it looked up): orphans until the
     /// next sync step releases them. Their unlinks are delayed.
     held: Vec<u64>,
@@ -219,6 +222,47 @@ impl Run {
         self.vol.write(f.ino, offset, &data, None).unwrap();
         write_model(f, offset, &data);
         let what = format!("write {len} bytes at {offset} to inode {}", f.ino);
+        Op(what, Durable::Nothing)
+    }
+
+    /// copy_file_range between two live files (or within one), often with whole extents
+    /// that line up, so that they are shared.
+    fn copy(&mut self) -> Op {
+        let (Some(i), Some(j)) = (self.pick_live(), self.pick_live()) else {
+            return self.create();
+        };
+        let src_len = self.files[i].data.len() as u64;
+        let off_in = match self.rng.below(2) {
+            0 => self.rng.below(MAX_SIZE / EXTENT) * EXTENT,
+            _ => self.rng.below(MAX_SIZE),
+        };
+        let off_out = match self.rng.below(2) {
+            0 => off_in % EXTENT + self.rng.below(MAX_SIZE / EXTENT) * EXTENT,
+            _ => self.rng.below(MAX_SIZE),
+        };
+        let len = self.rng.below(MAX_SIZE / 2);
+        let count = src_len.saturating_sub(off_in).min(len);
+        if i == j && off_in < off_out + count && off_out < off_in + count {
+            return self.fsync();
+        }
+        let (from, to) = (self.files[i].ino, self.files[j].ino);
+        let req = CopyRange {
+            ino_in: from,
+            off_in,
+            ino_out: to,
+            off_out,
+            len,
+        };
+        let n = self.vol.copy_range(req).unwrap();
+        assert_eq!(n, count, "{req:?}");
+        if n > 0 {
+            let data = self.files[i].data[off_in as usize..][..n as usize].to_vec();
+            write_model(&mut self.files[j], off_out, &data);
+        }
+        let t = self.vol.stat_report(ROOT).unwrap().total;
+        self.shared += u64::from(t.refs > t.extents);
+        let what =
+            format!("copy {n} bytes from inode {from} at {off_in} to inode {to} at {off_out}");
         Op(what, Durable::Nothing)
     }
 
@@ -311,7 +355,8 @@ impl Run {
         }
         match self.rng.below(100) {
             0..=7 => self.create(),
-            8..=62 => self.write(),
+            8..=57 => self.write(),
+            58..=62 => self.copy(),
             63..=69 => self.truncate(),
             70..=76 => self.rename(),
             77..=80 => self.unlink(),
@@ -416,7 +461,9 @@ fn observe(vol: &Volume, ino: u64, names: Vec<Vec<u8>>) -> Result<State, String>
 
 #[test]
 fn power_cuts_keep_what_fsync_made_durable() {
-    power_cuts(false);
+    let run = power_cuts(false);
+    assert!(run.shared >= 5, "{} copies shared extents", run.shared);
+    eprintln!("{} copies left shared extents", run.shared);
 }
 
 #[test]
@@ -450,6 +497,7 @@ fn power_cuts(dict: bool) -> Run {
         cuts: 0,
         dict,
         rewritten: 0,
+        shared: 0,
         held: Vec::new(),
     };
     let mut trapped = 0;
