@@ -1088,7 +1088,7 @@ fn shared_extents_in_a_bucket_survive_compaction_and_a_remount() {
         off_out: 0,
         len: data.len() as u64,
     };
-    assert_eq!(vol.copy_range(req).unwrap(), data.len() as u64);
+    assert_eq!(vol.copy_range(req, None).unwrap(), data.len() as u64);
     // Every other extent of both files written again: those extents' old bytes are dead, so
     // every segment is about half dead, and a pass moves the others, which both files name.
     let (mut src_data, mut dst_data) = (data.clone(), data.clone());
@@ -1118,6 +1118,75 @@ fn shared_extents_in_a_bucket_survive_compaction_and_a_remount() {
     assert!(read(&vol, dst) == dst_data, "the copy with the source gone");
     drop(vol);
     s3.fsck_clean(&dir, "with the source gone");
+    let _ = fs::remove_dir_all(&base);
+    s3.sw.stop_and_check().expect("clean stop");
+}
+
+#[test]
+fn copies_racing_the_compactor_keep_every_reference() {
+    use std::sync::Arc;
+    use wring_fs::store::ROOT;
+    use wring_fs::{CopyRange, NewInode, Options, Volume};
+    let Some(s3) = seaweed("copies_racing_the_compactor_keep_every_reference") else {
+        return;
+    };
+    let base = PathBuf::from(format!("/tmp/wring-s3-test-racing-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&base);
+    let dir = base.join("store");
+    s3.mkfs(&dir, "racing", Some(256 << 10));
+    const E: u64 = 128 << 10;
+    let opts = Options::parse("compress=zstd:1,compact=1,compact_threshold=90").unwrap();
+    let vol = Arc::new(Volume::open_with(&dir, opts, &s3.access(false)).expect("open"));
+    vol.start_compactor().expect("the compactor");
+    let create = |name: &str| {
+        vol.create(ROOT, name.as_bytes(), NewInode::file(0o644))
+            .unwrap()
+            .0
+    };
+    let src = create("src");
+    let mut rng = Rng(51);
+    let mut model = text(&mut rng, (16 * E) as usize);
+    vol.write(src, 0, &model, None).unwrap();
+    let mut copies: Vec<(u64, Vec<u8>)> = Vec::new();
+    let t = Instant::now();
+    let mut round = 0;
+    // For 6 s (six compactor passes): overwrite extents of the source (their old bytes die,
+    // so segments fall under the threshold), copy it whole, drop old copies.
+    while t.elapsed() < Duration::from_secs(6) {
+        round += 1;
+        for _ in 0..4 {
+            let i = rng.below(16);
+            let patch = text(&mut rng, E as usize);
+            vol.write(src, i * E, &patch, None).unwrap();
+            model[(i * E) as usize..][..E as usize].copy_from_slice(&patch);
+        }
+        let c = create(&format!("c{round}"));
+        let req = CopyRange {
+            ino_in: src,
+            off_in: 0,
+            ino_out: c,
+            off_out: 0,
+            len: model.len() as u64,
+        };
+        assert_eq!(vol.copy_range(req, None).unwrap(), model.len() as u64);
+        copies.push((c, model.clone()));
+        if copies.len() > 4 {
+            copies.remove(0);
+            vol.remove(ROOT, format!("c{}", round - 4).as_bytes(), false)
+                .unwrap();
+        }
+        vol.sync().unwrap();
+    }
+    for (c, want) in &copies {
+        assert!(
+            vol.read(*c, 0, want.len() as u32).unwrap() == *want,
+            "copy {c}"
+        );
+    }
+    assert!(vol.read(src, 0, model.len() as u32).unwrap() == model);
+    vol.sync().unwrap();
+    drop(vol);
+    s3.fsck_clean(&dir, "after copies racing the compactor");
     let _ = fs::remove_dir_all(&base);
     s3.sw.stop_and_check().expect("clean stop");
 }

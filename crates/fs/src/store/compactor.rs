@@ -346,38 +346,40 @@ impl Store {
         for &(_, new, len) in &map {
             txn.adopt((new.raw(), len));
         }
-        let copies: HashMap<(u64, u64), Addr> = map
-            .iter()
-            .map(|&(old, new, len)| ((old.raw(), len), new))
-            .collect();
-        let mut used: HashSet<(u64, u64)> = HashSet::new();
+        // The listed items that still name their address, by address.
+        let mut naming: HashMap<(u64, u64), Vec<Named>> = HashMap::new();
         {
-            let mut table = txn.open_table(EXTENTS)?;
+            let table = txn.open_table(EXTENTS)?;
             for &(key, old, len) in items {
-                let Some(&new) = copies.get(&(old.raw(), len)) else {
+                let Some(v) = table.get(key)?.map(|v| v.value().to_vec()) else {
                     continue;
                 };
-                let current = table.get(key)?.map(|v| v.value().to_vec());
-                // A writer may have replaced or removed it since the copy.
-                if let Some(mut v) = current {
-                    if records::stored(&v) == Some(Stored::External(old.raw(), len)) {
-                        records::set_external_offset(&mut v, new.raw());
-                        table.insert(key, v.as_slice())?;
-                        used.insert((old.raw(), len));
-                    }
+                if records::stored(&v) == Some(Stored::External(old.raw(), len)) {
+                    naming.entry((old.raw(), len)).or_default().push((key, v));
                 }
             }
         }
         let (mut moved, mut raced) = (Vec::new(), Vec::new());
+        let mut table = txn.open_table(EXTENTS)?;
         for &(old, new, len) in &map {
-            if used.contains(&(old.raw(), len)) {
-                super::shared::moved(&txn, old.raw(), new.raw())?;
-                moved.push((old, new, len));
-            } else {
-                // No item names it any more: the copy is not needed.
+            let names = naming.remove(&(old.raw(), len)).unwrap_or_default();
+            // Every item naming the address must move with it: a copy_file_range since the
+            // snapshot may have added one this pass did not list (the next pass takes it).
+            let refs = super::shared::refs(&txn, old.raw())?;
+            if names.is_empty() || names.len() as u64 != refs {
+                // The copy is not needed (a writer replaced or removed the items), or not
+                // enough.
                 raced.push((old, new, len));
+                continue;
             }
+            for (key, mut v) in names {
+                records::set_external_offset(&mut v, new.raw());
+                table.insert(key, v.as_slice())?;
+            }
+            super::shared::moved(&txn, old.raw(), new.raw())?;
+            moved.push((old, new, len));
         }
+        drop(table);
         self.commit(txn, true)?;
         free_copies(store, &raced);
         store.commit_rewrite(&moved);
@@ -390,6 +392,8 @@ impl Store {
 
 /// An extent item's key, the address of its stored bytes and their length.
 type Item = ((u64, u64), Addr, u64);
+/// An extent item's key and its value, as a pass found it naming an address.
+type Named = ((u64, u64), Vec<u8>);
 
 /// The copies of a rewrite no item points at: dead now.
 fn free_copies(store: &ObjStore, map: &[(Addr, Addr, u64)]) {

@@ -56,6 +56,11 @@ pub fn drop_ref(txn: &WriteTransaction, at: u64) -> Result<bool, FsError> {
     Ok(true)
 }
 
+/// How many items name the stored bytes at `at`, by the record: 1 when it has none.
+pub fn refs(txn: &WriteTransaction, at: u64) -> Result<u64, FsError> {
+    Ok(txn.open_table(SHARED)?.get(at)?.map_or(1, |g| g.value().1))
+}
+
 /// The compactor copied the stored bytes at `old` to `new`: their record follows them.
 pub fn moved(txn: &WriteTransaction, old: u64, new: u64) -> Result<(), FsError> {
     let mut t = txn.open_table(SHARED)?;
@@ -64,6 +69,15 @@ pub fn moved(txn: &WriteTransaction, old: u64, new: u64) -> Result<(), FsError> 
         t.insert(new, rec)?;
     }
     Ok(())
+}
+
+/// Whether more than one item names the stored bytes at `at`, as of `txn`.
+pub fn is_shared(txn: &ReadTransaction, at: u64) -> Result<bool, FsError> {
+    match txn.open_table(SHARED) {
+        Ok(t) => Ok(t.get(at)?.is_some()),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Every record as stored: address → (length, references). Empty for a store that never
