@@ -41,7 +41,7 @@ fn copy(vol: &Volume, (from, off_in): (u64, u64), (to, off_out): (u64, u64), len
         off_out,
         len,
     };
-    vol.copy_range(req).unwrap()
+    vol.copy_range(req, None).unwrap()
 }
 
 /// The store's stored bytes (the `used` counter, as df counts them).
@@ -198,7 +198,7 @@ fn a_copy_within_one_file_shares_and_overlaps_are_refused() {
         off_out: E,
         len: 2 * E,
     };
-    assert_eq!(vol.copy_range(req).unwrap_err().errno(), libc::EINVAL);
+    assert_eq!(vol.copy_range(req, None).unwrap_err().errno(), libc::EINVAL);
     let got = read_all(&vol, f);
     assert_eq!(got[..(4 * E) as usize], data[..]);
     assert_eq!(got[(4 * E) as usize..], data[..]);
@@ -376,7 +376,7 @@ fn random_run(seed: u64) -> u64 {
                 // As the kernel checks it: with the length cut at the source's end.
                 let count = (model[f].len() as u64).saturating_sub(off_in).min(len);
                 let overlap = f == g && off_in < off_out + count && off_out < off_in + count;
-                match vol.copy_range(req) {
+                match vol.copy_range(req, None) {
                     Err(e) => assert!(overlap && e.errno() == libc::EINVAL, "step {step}: {e}"),
                     Ok(n) => {
                         assert!(!overlap, "step {step}");
@@ -427,4 +427,110 @@ fn random_run(seed: u64) -> u64 {
     assert_eq!(fsck_clean(&dir), 0);
     let _ = std::fs::remove_dir_all(&dir);
     most_shared
+}
+
+#[test]
+fn a_source_cut_short_during_copies_never_touches_bytes_outside_the_range() {
+    let (dir, vol) = volume("racing-truncate");
+    let src = file(&vol, "src");
+    let dst = file(&vol, "dst");
+    let data = text(&mut Rng(37), (80 * E) as usize);
+    let old = text(&mut Rng(41), (96 * E) as usize);
+    vol.write(dst, 0, &old, None).unwrap();
+    let (off, len) = (32 * E, 32 * E);
+    vol.write(src, 0, &data, None).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    /// Stops the truncating thread however the copying one ends (a panic too).
+    struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|s| {
+        let _stop = Stop(&stop);
+        s.spawn(|| {
+            let mut rng = Rng(43);
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if n % 64 == 63 {
+                    vol.write(src, 0, &data, None).unwrap();
+                }
+                n += 1;
+                // Cut short, then long again (a hole): the copies race both.
+                for size in [rng.below(80 * E), 80 * E] {
+                    let cut = wring_fs::SetAttr {
+                        size: Some(size),
+                        ..Default::default()
+                    };
+                    vol.setattr(src, &cut).unwrap();
+                }
+            }
+        });
+        let mut counts = [0u32; 3];
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(2) {
+            let n = copy(&vol, (src, off), (dst, off), len);
+            counts[usize::from(n > 0) + usize::from(n == len)] += 1;
+        }
+        eprintln!("copies of nothing, of part, of all: {counts:?}");
+        assert!(
+            counts.iter().all(|&n| n > 10),
+            "the race was not run: {counts:?}"
+        );
+    });
+    let got = read_all(&vol, dst);
+    assert_eq!(got.len(), old.len());
+    assert!(
+        got[..off as usize] == old[..off as usize],
+        "bytes before the range changed"
+    );
+    assert!(
+        got[(off + len) as usize..] == old[(off + len) as usize..],
+        "bytes after the range changed"
+    );
+    vol.sync().unwrap();
+    drop(vol);
+    fsck_clean(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_copy_by_a_user_without_cap_fsetid_drops_the_set_id_bits_as_the_kernel_does() {
+    if !common::require_root(
+        "a_copy_by_a_user_without_cap_fsetid_drops_the_set_id_bits_as_the_kernel_does",
+    ) {
+        return;
+    }
+    let mut m = common::Mount::new("reflink-setid");
+    m.start("compress=zstd:1,allow_other");
+    let mnt = m.mnt.display().to_string();
+    let run = |c: &str| {
+        let o = common::sh(c);
+        assert!(o.status.success(), "{c}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    run(&format!(
+        "chmod 755 {} {mnt}; head -c 300000 /dev/urandom > {mnt}/src; chmod 644 {mnt}/src; \
+         for f in user root; do \
+         head -c 300000 /dev/urandom > {mnt}/$f; chown nobody {mnt}/$f; chmod 6755 {mnt}/$f; done",
+        m.base.display()
+    ));
+    let copy = |to: &str| {
+        format!(
+            "/usr/bin/python3 -c 'import os; a=os.open(\"{mnt}/src\", os.O_RDONLY); \
+             b=os.open(\"{mnt}/{to}\", os.O_WRONLY); os.copy_file_range(a, b, 262144, 0, 0)'"
+        )
+    };
+    // As the owner without CAP_FSETID (setpriv drops every capability), then as root.
+    run(&format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all {}",
+        copy("user")
+    ));
+    run(&copy("root"));
+    assert_eq!(
+        run(&format!("stat -c %a {mnt}/user {mnt}/root")),
+        "755\n6755"
+    );
+    m.stop();
 }

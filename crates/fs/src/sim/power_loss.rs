@@ -253,7 +253,7 @@ impl Run {
             off_out,
             len,
         };
-        let n = self.vol.copy_range(req).unwrap();
+        let n = self.vol.copy_range(req, None).unwrap();
         assert_eq!(n, count, "{req:?}");
         if n > 0 {
             let data = self.files[i].data[off_in as usize..][..n as usize].to_vec();

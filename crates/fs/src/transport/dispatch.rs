@@ -143,7 +143,7 @@ pub fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
                 off_out,
                 len,
             };
-            ops.copy_file_range(req, flags, a)
+            ops.copy_file_range(c, req, flags, a)
         }
         // Sent for fuseblk mounts only; the final commit follows the end of the connection.
         Request::Destroy => a.send_ok(),

@@ -557,12 +557,12 @@ impl Ops {
 
     /// COPY_FILE_RANGE within the mount: see [`Volume::copy_range`]. No flags are defined
     /// (copy_file_range(2) refuses any before the kernel sends one).
-    pub fn copy_file_range(&self, req: CopyRange, flags: u64, reply: impl AnswerWrite) {
+    pub fn copy_file_range(&self, c: Caller, req: CopyRange, flags: u64, reply: impl AnswerWrite) {
         let _t = self.vol.op_counts().count(Op::CopyFileRange);
         if flags != 0 {
             return reply.fail(Errno::from_i32(libc::EINVAL));
         }
-        match self.vol.copy_range(req) {
+        match self.vol.copy_range(req, Some(c)) {
             // At most MAX_COPY (1 GiB): it fits the reply's 32 bits.
             Ok(n) => reply.send_written(u32::try_from(n).unwrap_or(u32::MAX)),
             Err(e) => reply.fail(err(e)),

@@ -13,9 +13,10 @@
 //! distance from an extent boundary and both files cut in extents of one size. The source's
 //! last extent, which ends at its size, is shared as well when the copy runs to that size and
 //! the destination has nothing after the copy's end (its bytes past the end are zeros, as
-//! every file's are past its size). Everything else is read and written. One transaction
-//! shares a batch: a crash leaves the destination as it was or with the batch in place, and
-//! fsck's reference counts hold either way.
+//! every file's are past its size). Everything else is read and written, in order: the head,
+//! then the shared extents, one transaction per batch of 1,024, then the tail. A crash leaves
+//! the destination with some prefix of that done, and fsck's reference counts hold either
+//! way; an error after part of the copy answers the bytes copied, as a short write does.
 
 use redb::ReadableTable;
 
@@ -23,7 +24,7 @@ use crate::error::{errno, FsError};
 use crate::store::records::{Inode, Kind, Time, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_NOCOW};
 use crate::store::{self, EXTENTS, INODES};
 use crate::volume::data::extent::file_end;
-use crate::volume::Volume;
+use crate::volume::{Caller, Volume};
 
 /// The most one request copies: the kernel's reply carries a 32-bit count, and `cp` asks
 /// again for the rest.
@@ -31,8 +32,8 @@ const MAX_COPY: u64 = 1 << 30;
 /// The most one request copies byte by byte when nothing can be shared (a request stays
 /// short; `cp` asks again).
 const MAX_BYTE_COPY: u64 = 16 << 20;
-/// Extents shared by one transaction.
-const BATCH: u64 = 4096;
+/// Extents shared by one transaction (the store's writer is held that long).
+const BATCH: u64 = 1024;
 /// Bytes one read-and-write step of the byte copy moves.
 const STEP: u64 = 1 << 20;
 
@@ -64,8 +65,11 @@ struct Plan {
 impl Volume {
     /// copy_file_range from the kernel (after its checks: both files open the right way, not
     /// directories, the ranges of one file not overlapping): the bytes copied, which may be
-    /// fewer than asked (at the source's end, or [`MAX_COPY`]).
-    pub fn copy_range(&self, req: CopyRange) -> Result<u64, FsError> {
+    /// fewer than asked (at the source's end, or [`MAX_COPY`]). `caller`, a process without
+    /// CAP_FSETID, first loses the destination's set-ID bits, as the kernel's file_modified()
+    /// drops them (the mount took FUSE_HANDLE_KILLPRIV_V2, and COPY_FILE_RANGE carries no
+    /// flag for it).
+    pub fn copy_range(&self, req: CopyRange, caller: Option<Caller>) -> Result<u64, FsError> {
         self.writable()?;
         let (src, dst) = (self.inode(req.ino_in)?, self.inode(req.ino_out)?);
         if src.kind == Kind::Dir || dst.kind == Kind::Dir {
@@ -89,39 +93,87 @@ impl Volume {
             return Err(errno(libc::EINVAL));
         }
         file_end(req.off_out, len)?;
-        let shared = match plan(&req, &src, &dst) {
-            Some(p) => self.share(&req, p)?,
-            None => None,
-        };
-        let Some((lo, hi)) = shared else {
-            let len = len.min(MAX_BYTE_COPY);
-            self.copy_bytes(&req, req.off_in, req.off_in + len)?;
-            return Ok(len);
-        };
-        // The unaligned ends, read and written.
-        self.copy_bytes(&req, req.off_in, lo)?;
-        self.copy_bytes(&req, hi, req.off_in + len)?;
-        Ok(len)
-    }
-
-    /// Copy the source's bytes `from..to` of `req` through the read and write paths.
-    fn copy_bytes(&self, req: &CopyRange, from: u64, to: u64) -> Result<(), FsError> {
-        let mut at = from;
-        while at < to {
-            let n = (to - at).min(STEP) as u32;
-            let mut data = self.read(req.ino_in, at, n)?;
-            // A source cut short meanwhile reads as zeros to the end of the range.
-            data.resize(n as usize, 0);
-            self.write(req.ino_out, at - req.off_in + req.off_out, &data, None)?;
-            at += u64::from(n);
+        if let Some(c) = caller {
+            self.drop_privs(req.ino_out, c, true)?;
         }
-        Ok(())
+        let mut done = 0;
+        match self.copy_parts(&req, &src, &dst, &mut done) {
+            Ok(()) => Ok(done),
+            // What was copied stays copied: a short count, as a write's.
+            Err(e) if done > 0 => {
+                log::warn!("copy_file_range stopped after {done} bytes: {e}");
+                Ok(done)
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// Share `p`'s extents under both files' locks, with no writeback of either pending (the
-    /// files are checked again there): the source byte range shared, or `None` when the
-    /// files changed so that nothing can be.
-    fn share(&self, req: &CopyRange, p: Plan) -> Result<Option<(u64, u64)>, FsError> {
+    /// The parts of `req` in order — the unaligned head copied, the whole extents shared a
+    /// batch at a time, the tail copied — with `done` the bytes copied from its start so far.
+    fn copy_parts(
+        &self,
+        req: &CopyRange,
+        src: &Inode,
+        dst: &Inode,
+        done: &mut u64,
+    ) -> Result<(), FsError> {
+        let end = req.off_in + req.len;
+        let Some(p) = plan(req, src, dst) else {
+            let to = req.off_in + req.len.min(MAX_BYTE_COPY);
+            return self.copy_bytes(req, req.off_in..to, done).map(drop);
+        };
+        if !self.copy_bytes(req, req.off_in..p.first * p.es, done)? {
+            return Ok(());
+        }
+        let mut from = p.first;
+        while from < p.last {
+            let upto = p.last.min(from.saturating_add(BATCH));
+            match self.share(req, p, from..upto)? {
+                Some(hi) => *done = hi - req.off_in,
+                // The files changed meanwhile: a bounded rest, byte by byte.
+                None => {
+                    let at = from * p.es;
+                    let to = end.min(at.saturating_add(MAX_BYTE_COPY));
+                    return self.copy_bytes(req, at..to, done).map(drop);
+                }
+            }
+            from = upto;
+        }
+        self.copy_bytes(req, (p.last * p.es).min(end)..end, done)
+            .map(drop)
+    }
+
+    /// Copy the source's bytes `range` of `req` through the read and write paths, `done`
+    /// following; false when the source ended first (it was cut short meanwhile).
+    fn copy_bytes(
+        &self,
+        req: &CopyRange,
+        range: std::ops::Range<u64>,
+        done: &mut u64,
+    ) -> Result<bool, FsError> {
+        let mut at = range.start;
+        while at < range.end {
+            let n = (range.end - at).min(STEP) as u32;
+            let data = self.read(req.ino_in, at, n)?;
+            self.write(req.ino_out, at - req.off_in + req.off_out, &data, None)?;
+            at += data.len() as u64;
+            *done = at - req.off_in;
+            if data.len() < n as usize {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Share source extents `idx` of `p` in one transaction, under both files' locks with no
+    /// writeback of either pending; the files are checked again there. The source byte offset
+    /// the copy has reached, or `None` when the files changed so that `p` no longer holds.
+    fn share(
+        &self,
+        req: &CopyRange,
+        p: Plan,
+        idx: std::ops::Range<u64>,
+    ) -> Result<Option<u64>, FsError> {
         let _g = self.quiesce_both(req.ino_in, req.ino_out);
         let txn = self.store.write()?;
         let (src, mut dst) = {
@@ -131,46 +183,44 @@ impl Volume {
                 store::get_inode(&inodes, req.ino_out)?,
             )
         };
-        if plan(req, &src, &dst) != Some(p) {
+        // A source cut short since the request was measured: the rest is copied (or not).
+        if plan(req, &src, &dst) != Some(p) || src.size < req.off_in + req.len {
             return Ok(None);
         }
         let shift = (req.off_out / p.es) as i128 - (req.off_in / p.es) as i128;
-        let to = |idx: u64| (idx as i128 + shift) as u64;
-        let mut held = 0i64;
-        let mut used = 0i64;
-        let mut from = p.first;
-        while from < p.last {
-            let upto = p.last.min(from.saturating_add(BATCH));
-            let items: Vec<(u64, Vec<u8>)> = {
-                let extents = txn.open_table(EXTENTS)?;
-                let mut v = Vec::new();
-                for r in extents.range((req.ino_in, from)..(req.ino_in, upto))? {
-                    let (k, item) = r?;
-                    v.push((k.value().1, item.value().to_vec()));
-                }
-                v
-            };
+        let to = |i: u64| (i as i128 + shift) as u64;
+        let items: Vec<(u64, Vec<u8>)> = {
+            let extents = txn.open_table(EXTENTS)?;
+            let mut v = Vec::new();
+            for r in extents.range((req.ino_in, idx.start)..(req.ino_in, idx.end))? {
+                let (k, item) = r?;
+                v.push((k.value().1, item.value().to_vec()));
+            }
+            v
+        };
+        let (mut held, mut used) = (0i64, 0i64);
+        {
             let mut extents = txn.open_table(EXTENTS)?;
             let mut at = items.iter().peekable();
-            for idx in from..upto {
-                match at.next_if(|(i, _)| *i == idx) {
+            for i in idx.clone() {
+                match at.next_if(|(j, _)| *j == i) {
                     Some((_, item)) => {
-                        held += txn.share_item(&mut extents, (req.ino_out, to(idx)), item)?;
+                        held += txn.share_item(&mut extents, (req.ino_out, to(i)), item)?;
                     }
                     None => {
-                        let d = txn.remove_item(&mut extents, (req.ino_out, to(idx)))?;
+                        let d = txn.remove_item(&mut extents, (req.ino_out, to(i)))?;
                         held += d.held;
                         used += d.used;
                     }
                 }
             }
-            from = upto;
         }
         store::add_counter(&txn, "used", used)?;
         self.removals
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.forget_cache(req.ino_out, Some(to(p.first)));
-        let hi = (p.last * p.es).min(src.size);
+        self.forget_cache(req.ino_out, Some(to(idx.start)));
+        // At or past the copy's start: the source holds the whole range (checked above).
+        let hi = (idx.end * p.es).min(src.size);
         dst.size = dst.size.max(hi - req.off_in + req.off_out);
         dst.extent_size = p.es as u32;
         dst.disk = dst.disk.saturating_add_signed(held);
@@ -180,7 +230,7 @@ impl Volume {
         txn.open_table(INODES)?
             .insert(req.ino_out, dst.to_bytes().as_slice())?;
         self.store.commit(txn, false)?;
-        Ok(Some((p.first * p.es, hi)))
+        Ok(Some(hi))
     }
 }
 
