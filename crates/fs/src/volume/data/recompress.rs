@@ -48,6 +48,15 @@ impl Candidate {
     }
 }
 
+/// The stored bytes replacing `item` gives back: none when other items share them (a copy
+/// made with copy_file_range), so a pass that keeps only smaller extents leaves those alone.
+fn freed_by_replacing(snap: &redb::ReadTransaction, item: &[u8]) -> Result<u64, FsError> {
+    Ok(match store::records::stored(item) {
+        Some(store::records::Stored::External(at, _)) if store::shared::is_shared(snap, at)? => 0,
+        _ => store::records::stored_len(item),
+    })
+}
+
 /// How a batch is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Spread {
@@ -95,7 +104,8 @@ impl Volume {
     }
 
     /// Compress each candidate as its decision says and put, in one transaction, those still
-    /// current whose new stored length `keep(new, old)` accepts: the extents replaced.
+    /// current whose new stored length `keep(new, freed)` accepts (`freed`: what replacing
+    /// the old one gives back, 0 for a shared one): the extents replaced.
     pub(super) fn replace_extents(
         &self,
         candidates: &[Candidate],
@@ -127,15 +137,17 @@ impl Volume {
                 .collect(),
         };
         let mut values = Vec::with_capacity(candidates.len());
+        let snap = self.store.read()?;
         for (((c, d), shape), out) in candidates.iter().zip(decisions).zip(shapes).zip(&outs) {
             let Ok(shape) = shape else { continue };
             let Some(v) = value(shape, d, &c.data, out)? else {
                 continue;
             };
-            if keep(v.1.len() as u64, store::records::stored_len(&c.item)) {
+            if keep(v.1.len() as u64, freed_by_replacing(&snap, &c.item)?) {
                 values.push((c, v));
             }
         }
+        drop(snap);
         // The new bytes are written before the commit frees the old ones (copy on write):
         // they are reserved as a write's are, so a rewrite never takes the room of data a
         // write was promised, and a full store answers ENOSPC with nothing changed.
