@@ -7,7 +7,10 @@
 //! `commit_stats` in sysfs expose them (commits, total commit time); the names follow the
 //! FUSE opcodes (include/uapi/linux/fuse.h).
 
-use std::fmt::Write as _;
+pub(crate) mod figures;
+
+pub use figures::{DelayedFigures, FuseFigures, OpFigure, TxnFigures, WaitFigures};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -138,33 +141,18 @@ impl OpCounts {
         self.counts[op as usize].fetch_add(n, Ordering::Relaxed);
     }
 
-    /// `fuse: total=N name=N …` with the opcodes seen so far.
-    pub fn line(&self) -> String {
-        let mut total = 0;
-        let mut s = String::new();
-        for (name, c) in NAMES.iter().zip(&self.counts) {
-            let n = c.load(Ordering::Relaxed);
-            total += n;
-            if n > 0 {
-                let _ = write!(s, " {name}={n}");
-            }
-        }
-        format!("fuse: total={total}{s}\n")
-    }
-
-    /// `fuse_ms: total=X name=X …`: milliseconds the handlers of each kind took (replies
-    /// included), for the kinds seen so far.
-    pub fn time_line(&self) -> String {
-        let mut total = 0;
-        let mut s = String::new();
-        for (name, c) in NAMES.iter().zip(&self.nanos) {
-            let n = c.load(Ordering::Relaxed);
-            total += n;
-            if n > 0 {
-                let _ = write!(s, " {name}={:.1}", n as f64 / 1e6);
-            }
-        }
-        format!("fuse_ms: total={:.1}{s}\n", total as f64 / 1e6)
+    /// Every kind's requests and nanoseconds, in `fuse_opcode` order.
+    pub fn figures(&self) -> FuseFigures {
+        let ops = NAMES
+            .iter()
+            .zip(self.counts.iter().zip(&self.nanos))
+            .map(|(name, (c, n))| OpFigure {
+                op: name,
+                requests: c.load(Ordering::Relaxed),
+                nanos: n.load(Ordering::Relaxed),
+            })
+            .collect();
+        FuseFigures { ops }
     }
 }
 
@@ -197,19 +185,22 @@ impl TxnCounts {
         }
     }
 
+    /// What was counted so far.
+    pub fn figures(&self) -> TxnFigures {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TxnFigures {
+            read: get(&self.reads),
+            write: get(&self.writes),
+            commits: get(&self.commits),
+            durable: get(&self.durable),
+            commit_nanos: get(&self.commit_nanos),
+            durable_nanos: get(&self.durable_nanos),
+        }
+    }
+
     /// `transactions: read=N write=N commits=N durable=N commit_ms=X durable_ms=X`.
     pub fn line(&self) -> String {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        format!(
-            "transactions: read={} write={} commits={} durable={} commit_ms={:.1} \
-             durable_ms={:.1}\n",
-            get(&self.reads),
-            get(&self.writes),
-            get(&self.commits),
-            get(&self.durable),
-            get(&self.commit_nanos) as f64 / 1e6,
-            get(&self.durable_nanos) as f64 / 1e6
-        )
+        self.figures().to_string()
     }
 }
 
@@ -230,13 +221,12 @@ impl WaitCounts {
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// `writeback_waits: count=N ms=X`.
-    pub fn line(&self) -> String {
-        format!(
-            "writeback_waits: count={} ms={:.1}\n",
-            self.waits.load(Ordering::Relaxed),
-            self.nanos.load(Ordering::Relaxed) as f64 / 1e6
-        )
+    /// What was counted so far.
+    pub fn figures(&self) -> WaitFigures {
+        WaitFigures {
+            count: self.waits.load(Ordering::Relaxed),
+            nanos: self.nanos.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -263,18 +253,17 @@ impl DelayedCounts {
         self.flushes.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `delayed_inodes: updates=N names=N written=N flushes=N discarded=N held=N`, `held`
-    /// being the records and entries in memory now.
-    pub fn line(&self, held: usize) -> String {
+    /// What was counted so far; `held` the records and entries in memory now.
+    pub fn figures(&self, held: usize) -> DelayedFigures {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        format!(
-            "delayed_inodes: updates={} names={} written={} flushes={} discarded={} held={held}\n",
-            get(&self.updates),
-            get(&self.names),
-            get(&self.written),
-            get(&self.flushes),
-            get(&self.discarded)
-        )
+        DelayedFigures {
+            updates: get(&self.updates),
+            names: get(&self.names),
+            written: get(&self.written),
+            flushes: get(&self.flushes),
+            discarded: get(&self.discarded),
+            held,
+        }
     }
 }
 
@@ -289,9 +278,10 @@ mod tests {
         drop(c.count(Op::Create));
         c.add(Op::Forget, 3);
         drop(c.count(Op::Readdirplus));
-        assert_eq!(
-            c.line(),
-            "fuse: total=6 lookup=1 forget=3 create=1 readdirplus=1\n"
+        let text = c.figures().to_string();
+        assert!(
+            text.starts_with("fuse: total=6 lookup=1 forget=3 create=1 readdirplus=1\n"),
+            "{text}"
         );
     }
 }

@@ -83,10 +83,16 @@ pub const PROP_XATTR: &str = "btrfs.compression";
 pub const DICT_XATTR: &str = "wring.dict";
 /// Control attribute on the mount root: read for the live options and engine statistics.
 pub const STATUS_XATTR: &str = "wring.status";
+/// Control attribute on the mount root: the same figures as [`STATUS_XATTR`] in JSON
+/// (`wring status --json`).
+pub const STATUS_JSON_XATTR: &str = "wring.status_json";
 /// Control attribute on the mount root: write option text to remount.
 pub const OPTIONS_XATTR: &str = "wring.options";
 /// Control attribute on any inode: read for the compsize-style report of that file or tree.
 pub const STAT_XATTR: &str = "wring.stat";
+/// Control attribute on any inode: the same report as [`STAT_XATTR`] in JSON (`wring stat
+/// --json`).
+pub const STAT_JSON_XATTR: &str = "wring.stat_json";
 /// Control attribute on the mount root: read to make everything durable (answers "ok").
 pub const SYNC_XATTR: &str = "wring.sync";
 /// Control attribute on the mount root: read to make everything durable and the mount

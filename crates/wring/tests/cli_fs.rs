@@ -564,3 +564,101 @@ fn wring_defrag_recompresses_at_any_zstd_level() {
     let fsck = ok(&wring(&["fsck", st], limit), "wring fsck");
     assert!(fsck.contains("no problems found"), "{fsck}");
 }
+
+/// The `key=value` figure `key` on the line of `text` that starts with `line`.
+fn figure(text: &str, line: &str, key: &str) -> String {
+    let l = text.lines().find(|l| l.starts_with(line));
+    let l = l.unwrap_or_else(|| panic!("no `{line}` line in:\n{text}"));
+    let kv = l
+        .split(' ')
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='));
+    kv.unwrap_or_else(|| panic!("no {key}= on `{l}`"))
+        .to_string()
+}
+
+/// `wring status --json` and `wring stat --json` parse as JSON and show the figures the text
+/// versions show: the options, the page pool, the FUSE writes, inodes, the filesystem's size;
+/// each path's totals, levels and file count.
+#[test]
+fn status_and_stat_print_json_with_the_texts_figures() {
+    if !wring_testing::require_root("status_and_stat_print_json_with_the_texts_figures") {
+        return;
+    }
+    let s = Scratch::new("json");
+    let store = s.base.join("store");
+    let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
+    let limit = Duration::from_secs(60);
+    ok(&wring(&["mkfs", st], limit), "wring mkfs");
+    ok(
+        &wring(&["mount", "-o", "compress=zstd:5", st, mnt], limit),
+        "wring mount",
+    );
+    let text: Vec<u8> = (0..400_000u32)
+        .flat_map(|i| format!("line {} of a text file\n", i % 499).into_bytes())
+        .collect();
+    std::fs::create_dir_all(s.mnt.join("d")).unwrap();
+    std::fs::write(s.mnt.join("d/a"), &text).unwrap();
+    std::fs::write(s.mnt.join("b"), &text[..5000]).unwrap();
+
+    // stat: one object per path, the same totals as the raw: line.
+    let (d, b) = (s.mnt.join("d"), s.mnt.join("b"));
+    let (d, b) = (d.to_str().unwrap(), b.to_str().unwrap());
+    let json = ok(
+        &wring(&["stat", "--json", d, b], limit),
+        "wring stat --json",
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).expect("stat --json is JSON");
+    let reports = v.as_array().expect("an array");
+    assert_eq!(reports.len(), 2, "{json}");
+    for (r, p) in reports.iter().zip([d, b]) {
+        assert_eq!(r["path"], p);
+        let t = ok(&wring(&["stat", p], limit), "wring stat");
+        let total = &r["total"];
+        for (key, field) in [
+            ("disk", "disk_bytes"),
+            ("uncompressed", "uncompressed_bytes"),
+            ("referenced", "referenced_bytes"),
+            ("extents", "extents"),
+            ("refs", "refs"),
+        ] {
+            let n: u64 = figure(&t, "raw:", key).parse().unwrap();
+            assert_eq!(total[field].as_u64(), Some(n), "{p} {key}:\n{t}\n{json}");
+        }
+        assert_eq!(r["files"], 1, "{json}");
+        assert!(r["by_level"]["zstd:5"]["disk_bytes"].as_u64() > Some(0));
+        assert!(t.contains("zstd:5"), "{t}");
+    }
+
+    // status: the same options, page pool, writes, inodes and filesystem size.
+    let t = ok(&wring(&["status", mnt], limit), "wring status");
+    let json = ok(
+        &wring(&["status", "--json", mnt], limit),
+        "wring status --json",
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).expect("status --json is JSON");
+    let options = t.lines().next().and_then(|l| l.strip_prefix("options: "));
+    assert_eq!(v["options"].as_str(), options, "{json}");
+    let size: u64 = figure(&t, "page_pool:", "size").parse().unwrap();
+    assert_eq!(v["page_pool"]["size_pages"].as_u64(), Some(size));
+    let fuse = v["fuse"].as_array().expect("fuse: an array");
+    let writes = fuse
+        .iter()
+        .find(|o| o["op"] == "write")
+        .expect("a write entry");
+    let n: u64 = figure(&t, "fuse:", "write").parse().unwrap();
+    assert_eq!(writes["requests"].as_u64(), Some(n), "{json}");
+    assert!(writes["seconds"].as_f64() > Some(0.0), "{json}");
+    let inodes: u64 = figure(&t, "store:", "inodes").parse().unwrap();
+    assert_eq!(v["store"]["inodes"].as_u64(), Some(inodes));
+    let fs_total: u64 = figure(&t, "space raw:", "fs_total").parse().unwrap();
+    assert_eq!(v["space"]["fs_total_bytes"].as_u64(), Some(fs_total));
+    assert!(v["transactions"]["commits"].as_u64() > Some(0), "{json}");
+    assert!(
+        v["objects"].is_null() && v["compaction"].is_null(),
+        "{json}"
+    );
+    let zstd = v["workspaces"].as_array().and_then(|w| w.first());
+    assert!(zstd.is_some_and(|w| w["mem_bytes"].is_u64()), "{json}");
+
+    ok(&wring(&["umount", mnt], limit), "wring umount");
+}

@@ -25,9 +25,13 @@ pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxE
 use crate::volume::data::defrag::{DefragArgs, BTRFS_IOC_DEFRAG, BTRFS_IOC_DEFRAG_RANGE};
 use crate::volume::data::reflink::CopyRange;
 use crate::volume::names::{acl, fsflags};
+use crate::volume::status::{Status, Transport, Uring};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
-use crate::{OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_XATTR, STAT_XATTR, SYNC_XATTR};
+use crate::{
+    OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_JSON_XATTR, STATUS_XATTR, STAT_JSON_XATTR,
+    STAT_XATTR, SYNC_XATTR,
+};
 
 /// How long the kernel may trust an entry or attributes without asking: the daemon is the
 /// only writer, every change made through the mount is one the kernel makes or sees, and the
@@ -144,23 +148,20 @@ pub struct RingStats {
 }
 
 impl RingStats {
-    /// `transport: io_uring (uring=auto)` and `uring: queues=2 entries=6 refused=0
-    /// requests=N`, the second only when the ring serves.
-    fn line(&self) -> String {
-        let transport = match self.transport.get() {
-            Some(t) => format!("transport: {t}\n"),
-            None => String::new(),
-        };
-        transport
-            + &match self.entries.load(Ordering::Relaxed) {
-                0 => String::new(),
-                entries => format!(
-                    "uring: queues={} entries={entries} refused={} requests={}\n",
-                    self.queues.load(Ordering::Relaxed),
-                    self.refused.load(Ordering::Relaxed),
-                    self.requests.load(Ordering::Relaxed)
-                ),
-            }
+    /// Which transport serves, and the ring's figures when it does.
+    fn figures(&self) -> Transport {
+        Transport {
+            name: self.transport.get().cloned(),
+            uring: match self.entries.load(Ordering::Relaxed) {
+                0 => None,
+                entries => Some(Uring {
+                    queues: self.queues.load(Ordering::Relaxed) as u64,
+                    entries: entries as u64,
+                    refused: self.refused.load(Ordering::Relaxed) as u64,
+                    requests: self.requests.load(Ordering::Relaxed),
+                }),
+            },
+        }
     }
 }
 
@@ -271,13 +272,16 @@ impl Ops {
                 .vol
                 .stat_report_for(ino, c)
                 .map(|r| r.to_string().into_bytes()),
+            n if n == STAT_JSON_XATTR.as_bytes() => self
+                .vol
+                .stat_report_for(ino, c)
+                .map(|r| r.json().into_bytes()),
             n if ino != ROOT => {
-                return (n == STATUS_XATTR.as_bytes()).then(|| Err(FsError::Errno(libc::ENODATA)))
+                let status = n == STATUS_XATTR.as_bytes() || n == STATUS_JSON_XATTR.as_bytes();
+                return status.then(|| Err(FsError::Errno(libc::ENODATA)));
             }
-            n if n == STATUS_XATTR.as_bytes() => {
-                let text = crate::volume::status::status_text(&self.vol) + &self.ring.line();
-                Ok(text.into_bytes())
-            }
+            n if n == STATUS_XATTR.as_bytes() => Ok(self.status().to_string().into_bytes()),
+            n if n == STATUS_JSON_XATTR.as_bytes() => Ok(self.status().json().into_bytes()),
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
             // A durable commit, on demand: not for anyone allow_other lets in.
             n if n == SYNC_XATTR.as_bytes() && !privileged(c) => Err(FsError::Errno(libc::EPERM)),
@@ -293,6 +297,13 @@ impl Ops {
             _ => return None,
         };
         Some(v)
+    }
+
+    /// What `wring status` shows: the volume's figures and the transport's.
+    pub fn status(&self) -> Status {
+        let mut st = Status::of(&self.vol);
+        st.transport = self.ring.figures();
+        st
     }
 
     /// The last commit before the daemon lets go of the mount.

@@ -8,11 +8,15 @@
 //! On a store whose extents are in a bucket, one more line: the bytes these files keep in
 //! segment objects against their size, and what the whole bucket holds (live and dead).
 //!
+//! The same figures print as JSON for `wring stat --json` (byte counts named `…_bytes`).
+//!
 //! Also statfs: what `df` shows of the mount (btrfs_statfs), the blocks the extents really
 //! store against what the store's filesystem has left.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+
+use serde::Serialize;
 
 use crate::error::FsError;
 use crate::store::records::{stored, stored_len, Encoding, Inode, Kind, Stored};
@@ -21,15 +25,18 @@ use crate::volume::names::acl::{self, Acl};
 use crate::volume::Caller;
 use crate::volume::Volume;
 
-/// Bytes of one row.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Bytes of one row. JSON (`wring stat --json`) names the byte counts `…_bytes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
     /// Stored bytes.
+    #[serde(rename = "disk_bytes")]
     pub disk: u64,
     /// Decoded bytes.
+    #[serde(rename = "uncompressed_bytes")]
     pub uncompressed: u64,
     /// Bytes files refer to: a shared extent counts once per item that names it (compsize's
     /// "Referenced"), where disk usage and uncompressed count it once.
+    #[serde(rename = "referenced_bytes")]
     pub referenced: u64,
     /// Extents (a shared one once).
     pub extents: u64,
@@ -52,34 +59,43 @@ impl Usage {
 }
 
 /// What the files of a report keep in the bucket, and what the bucket holds in all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct BucketUsage {
     /// Stored bytes of these files' extents kept in segment objects (not inline).
+    #[serde(rename = "files_bytes")]
     pub files: u64,
     /// Bytes of every segment object in the bucket.
+    #[serde(rename = "bucket_bytes")]
     pub bucket: u64,
     /// Segment objects in the bucket.
     pub segments: u64,
     /// Live extent bytes of the whole filesystem.
+    #[serde(rename = "live_bytes")]
     pub live: u64,
     /// Bytes in the bucket no extent uses (compaction reclaims them).
+    #[serde(rename = "dead_bytes")]
     pub dead: u64,
     /// Bytes of segments held in the local cache.
+    #[serde(rename = "cache_bytes")]
     pub cache: u64,
     /// Bytes not in the bucket yet (the open segment and the upload queue).
+    #[serde(rename = "pending_bytes")]
     pub pending: u64,
     /// Uploads running now.
+    #[serde(rename = "uploads_in_flight")]
     pub uploads: u64,
 }
 
-/// The report.
-#[derive(Debug, Clone, Default)]
+/// The report: its text (compsize's table, then `raw:` lines) and its JSON (`wring stat
+/// --json`) both come from these figures.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     /// Regular files seen.
     pub files: u64,
     /// Every extent.
     pub total: Usage,
     /// Extents whose stored bytes are kept in their item (compsize's "inline").
+    #[serde(rename = "inline_extents")]
     pub inline: u64,
     /// Per type (`none`, `zstd`, `zlib`, `lzo`, …).
     pub by_type: BTreeMap<String, Usage>,
@@ -89,6 +105,14 @@ pub struct Report {
     pub by_dict: BTreeMap<u8, Usage>,
     /// On a store whose extents are in a bucket.
     pub bucket: Option<BucketUsage>,
+}
+
+impl Report {
+    /// The JSON form (`wring stat --json`).
+    pub fn json(&self) -> String {
+        // Numbers and maps keyed by strings or small integers: nothing here can fail.
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
 }
 
 pub(crate) fn human(n: u64) -> String {

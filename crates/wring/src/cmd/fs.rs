@@ -7,12 +7,12 @@
 //! environment variables: never from the command line, and never logged.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use wring_engine::size::parse_size;
 use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
-use wring_fs::{daemon, fsck, Options, PROP_XATTR, STAT_XATTR};
+use wring_fs::{daemon, fsck, Options, PROP_XATTR, STATUS_JSON_XATTR, STAT_JSON_XATTR, STAT_XATTR};
 
 /// How to reach a bucket: where the credentials come from, and whether to break its lease.
 #[derive(clap::Args, Clone, Default)]
@@ -174,6 +174,11 @@ pub enum Command {
     },
     /// Live options (as /proc/mounts shows btrfs's) and engine statistics of a mount
     Status {
+        /// Print the same figures as one JSON object instead: names are stable and carry
+        /// their unit (_bytes: bytes, _seconds: seconds, _pages: 4 KiB pages; no suffix: a
+        /// count); parts a store lacks (objects, compaction) are null
+        #[arg(long)]
+        json: bool,
         /// The mount point
         mountpoint: PathBuf,
     },
@@ -182,6 +187,12 @@ pub enum Command {
     Property(PropertyCommand),
     /// compsize's report for files under a mount, with the per-level breakdown
     Stat {
+        /// Print the same figures as JSON instead: an array with one object per PATH (its
+        /// "path", "files", "inline_extents", "total", "by_type", "by_level", "by_dict",
+        /// "bucket"); each row has disk_bytes, uncompressed_bytes, referenced_bytes, extents
+        /// and refs
+        #[arg(long)]
+        json: bool,
         /// Files or directories on a wring mount
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -332,7 +343,7 @@ pub fn run(cmd: Command) -> Result<()> {
         } => {
             println!("{}", daemon::remount(&mountpoint, &options.join(","))?);
         }
-        Command::Status { mountpoint } => print!("{}", daemon::status(&mountpoint)?),
+        Command::Status { json, mountpoint } => status(json, &mountpoint)?,
         Command::Property(PropertyCommand::Get { path, name }) => {
             check_prop(&name)?;
             match daemon::get_xattr(&path, PROP_XATTR) {
@@ -352,26 +363,56 @@ pub fn run(cmd: Command) -> Result<()> {
             }
             daemon::set_xattr(&path, PROP_XATTR, value.as_bytes())?;
         }
-        Command::Stat { paths } => {
-            for p in paths {
-                let v = match daemon::get_xattr(&p, STAT_XATTR) {
-                    // Only a wring mount answers its control attribute.
-                    Err(wring_fs::FsError::Io { source, .. })
-                        if source.raw_os_error() == Some(libc::ENODATA)
-                            || source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
-                    {
-                        anyhow::bail!("{} is not on a wring mount", p.display())
-                    }
-                    r => r.with_context(|| format!("wring stat {}", p.display()))?,
-                };
-                print!("{}", String::from_utf8_lossy(&v));
-            }
-        }
+        Command::Stat { json, paths } => stat(json, &paths)?,
         Command::Fsck {
             repair,
             access,
             dir,
         } => fsck_command(repair, &access, &dir)?,
+    }
+    Ok(())
+}
+
+/// `wring status [--json] MNT`: the daemon's text, or its JSON as it sent it.
+fn status(json: bool, mountpoint: &Path) -> Result<()> {
+    if !json {
+        print!("{}", daemon::status(mountpoint)?);
+        return Ok(());
+    }
+    let v = daemon::get_xattr(mountpoint, STATUS_JSON_XATTR)
+        .with_context(|| format!("wring status --json {}", mountpoint.display()))?;
+    println!("{}", String::from_utf8_lossy(&v));
+    Ok(())
+}
+
+/// `wring stat [--json] PATH...`: each path's report; with --json one array holding each
+/// report with its `path`.
+fn stat(json: bool, paths: &[PathBuf]) -> Result<()> {
+    let name = if json { STAT_JSON_XATTR } else { STAT_XATTR };
+    let mut reports = Vec::new();
+    for p in paths {
+        let v = match daemon::get_xattr(p, name) {
+            // Only a wring mount answers its control attribute.
+            Err(wring_fs::FsError::Io { source, .. })
+                if source.raw_os_error() == Some(libc::ENODATA)
+                    || source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+            {
+                bail!("{} is not on a wring mount", p.display())
+            }
+            r => r.with_context(|| format!("wring stat {}", p.display()))?,
+        };
+        if !json {
+            print!("{}", String::from_utf8_lossy(&v));
+            continue;
+        }
+        let mut report: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&v)
+            .with_context(|| format!("the mount's JSON report on {}", p.display()))?;
+        let path = serde_json::Value::String(p.display().to_string());
+        report.insert("path".into(), path);
+        reports.push(serde_json::Value::Object(report));
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(reports));
     }
     Ok(())
 }
