@@ -99,6 +99,8 @@ const NAMES: [&str; 35] = [
 pub struct OpCounts {
     counts: [AtomicU64; NAMES.len()],
     nanos: [AtomicU64; NAMES.len()],
+    /// Bytes WRITE requests wrote.
+    written: AtomicU64,
 }
 
 impl Default for OpCounts {
@@ -106,6 +108,7 @@ impl Default for OpCounts {
         OpCounts {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+            written: AtomicU64::new(0),
         }
     }
 }
@@ -139,6 +142,16 @@ impl OpCounts {
     #[cfg(test)]
     pub fn add(&self, op: Op, n: u64) {
         self.counts[op as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Count `n` bytes a WRITE request wrote.
+    pub fn wrote(&self, n: usize) {
+        self.written.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes WRITE requests wrote.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
     }
 
     /// Every kind's requests and nanoseconds, in `fuse_opcode` order.

@@ -86,6 +86,9 @@ pub const STATUS_XATTR: &str = "wring.status";
 /// Control attribute on the mount root: the same figures as [`STATUS_XATTR`] in JSON
 /// (`wring status --json`).
 pub const STATUS_JSON_XATTR: &str = "wring.status_json";
+/// Control attribute on the mount root: the same figures as Prometheus metrics, in the
+/// OpenMetrics text format (`wring metrics`; what `metrics=ADDR` serves).
+pub const METRICS_XATTR: &str = "wring.metrics";
 /// Control attribute on the mount root: write option text to remount.
 pub const OPTIONS_XATTR: &str = "wring.options";
 /// Control attribute on any inode: read for the compsize-style report of that file or tree.

@@ -1,6 +1,6 @@
 //! Mount options spelled as btrfs's (`compress=zstd:3`, `compress-force=lzo`, `compress=no`)
 //! plus wring's own (`max_extent`, `streams`, `reclaim`, `workspace_mem`, `page_pool`,
-//! `threads`, `uring` (FUSE over io_uring), `dict` (trained dictionaries for small extents),
+//! `threads`, `uring` (FUSE over io_uring), `metrics` (Prometheus), `dict` (trained dictionaries for small extents),
 //! and for a store whose extents are in a bucket
 //! `compact` and `compact_threshold`, which play the part of btrfs's `btrfs balance -dusage=`).
 //!
@@ -35,8 +35,62 @@ pub const MAX_COMPACT_THRESHOLD: u8 = 95;
 
 const ACCEPTED: &str = "compress[=ALG[:LEVEL]], compress-force[=ALG[:LEVEL]], max_extent=SIZE, \
 streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uring=auto|0|1, \
-dict=auto|off, dict_train=SIZE, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
+metrics=ADDR, dict=auto|off, dict_train=SIZE, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
 noexec, relatime, strictatime, noatime, diratime, nodiratime, lazytime, nolazytime";
+
+/// Where `metrics=` serves the Prometheus exposition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsAddr {
+    /// A TCP address: loopback (`127.0.0.1:PORT`, `[::1]:PORT`), or any when written
+    /// `public:IP:PORT`.
+    Tcp {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Written `public:`: a non-loopback address the owner asked for.
+        public: bool,
+    },
+    /// A Unix socket path (absolute).
+    Unix(std::path::PathBuf),
+}
+
+impl MetricsAddr {
+    /// `metrics=VALUE`: a loopback address, `public:IP:PORT` or an absolute socket path.
+    fn parse(option: &str, value: &str) -> Result<MetricsAddr, OptionError> {
+        if value.starts_with('/') {
+            return Ok(MetricsAddr::Unix(value.into()));
+        }
+        let (public, text) = match value.strip_prefix("public:") {
+            Some(rest) => (true, rest),
+            None => (false, value),
+        };
+        let accepted = "127.0.0.1:PORT, [::1]:PORT, an absolute Unix socket path, or \
+                        public:IP:PORT to serve the metrics to other machines";
+        let addr: std::net::SocketAddr =
+            text.parse().map_err(|_| invalid(option, value, accepted))?;
+        if !public && !addr.ip().is_loopback() {
+            return Err(invalid(
+                option,
+                value,
+                format!(
+                    "{} is not a loopback address, and anyone who reaches it could read the \
+                     metrics: write metrics=public:{addr} to serve them there anyway",
+                    addr.ip()
+                ),
+            ));
+        }
+        Ok(MetricsAddr::Tcp { addr, public })
+    }
+}
+
+impl fmt::Display for MetricsAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetricsAddr::Tcp { addr, public: true } => write!(f, "public:{addr}"),
+            MetricsAddr::Tcp { addr, .. } => write!(f, "{addr}"),
+            MetricsAddr::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
 
 /// When a read updates a file's access time (mount(8)'s atime options; btrfs's default is
 /// relatime).
@@ -144,6 +198,8 @@ pub struct Options {
     /// Serve requests through FUSE over io_uring instead of reading `/dev/fuse` (by default
     /// when the kernel offers it); set at mount.
     pub uring: Uring,
+    /// Serve Prometheus metrics there (`metrics=`); set at mount.
+    pub metrics: Option<MetricsAddr>,
     /// `dict=auto` (the default): small extents compressed with zstd use a dictionary the
     /// filesystem trains on its own small extents; `dict=off`: none is trained or used for
     /// new data (extents written with one still read).
@@ -185,6 +241,7 @@ impl Default for Options {
             allow_other: false,
             threads: None,
             uring: Uring::Auto,
+            metrics: None,
             dict: true,
             dict_train_bytes: DEFAULT_DICT_TRAIN_BYTES,
             compact: true,
@@ -374,6 +431,7 @@ impl Options {
                     _ => return Err(invalid(key, v, "a size from 64K to 1G (default 4M)")),
                 },
                 ("uring", Some(v)) => o.uring = Uring::parse(key, v)?,
+                ("metrics", Some(v)) => o.metrics = Some(MetricsAddr::parse(key, v)?),
                 ("compact_threshold", Some(v)) => match v.parse::<u8>() {
                     Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
                     _ => {
@@ -387,7 +445,8 @@ impl Options {
                 _ if mount8_option(key) => {}
                 (
                     "max_extent" | "streams" | "reclaim" | "workspace_mem" | "page_pool"
-                    | "threads" | "uring" | "dict" | "dict_train" | "compact" | "compact_threshold",
+                    | "threads" | "uring" | "dict" | "dict_train" | "compact" | "compact_threshold"
+                    | "metrics",
                     None,
                 ) => return Err(invalid(key, "", "the option needs a value: KEY=VALUE")),
                 _ => return Err(OptionError::Unknown(item.to_string())),
@@ -444,6 +503,9 @@ impl fmt::Display for Options {
         }
         if self.uring != Uring::Auto {
             write!(f, ",uring={}", self.uring)?;
+        }
+        if let Some(m) = &self.metrics {
+            write!(f, ",metrics={m}")?;
         }
         if !self.dict {
             f.write_str(",dict=off")?;
@@ -594,5 +656,25 @@ mod tests {
         let o = Options::parse("max_extent=1M,workspace_mem=64M").unwrap();
         assert_eq!((o.max_extent, o.workspace_mem), (1 << 20, Some(64 << 20)));
         assert!(o.to_string().contains("max_extent=1M,"), "{o}");
+    }
+
+    /// metrics= shows as written, and what /proc/mounts-style text shows parses back (a
+    /// remount starts from it).
+    #[test]
+    fn metrics_addresses_round_trip() {
+        for v in [
+            "127.0.0.1:9101",
+            "[::1]:9101",
+            "/run/w.sock",
+            "public:0.0.0.0:9101",
+        ] {
+            let o = Options::parse(&format!("metrics={v}")).unwrap();
+            assert!(o.to_string().contains(&format!(",metrics={v}")), "{o}");
+            assert_eq!(Options::parse(&o.to_string()).unwrap(), o);
+        }
+        let e = Options::parse("metrics=10.1.2.3:9101")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("metrics=public:10.1.2.3:9101"), "{e}");
     }
 }

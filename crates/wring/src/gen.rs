@@ -151,6 +151,30 @@ pub const MOUNT_OPTIONS: &[MountOption] = &[
         refused: &["uring=2", "uring=yes"],
     },
     MountOption {
+        name: "metrics",
+        value: "=ADDR",
+        text: "Serve the mount's figures as Prometheus metrics (the OpenMetrics text format) \
+               on GET /metrics at ADDR: 127.0.0.1:PORT or [::1]:PORT (loopback), or an \
+               absolute Unix socket path. Any other address is refused, since anyone who \
+               reaches it reads the metrics, unless written public:IP:PORT (public:0.0.0.0:9101 \
+               serves every interface). The figures are the counters wring status shows, read \
+               when scraped: a mount nobody scrapes pays nothing. wring metrics prints the same \
+               without a listener. Only when mounting: a remount cannot change it.",
+        default: "off",
+        shown: None,
+        accepted: &[
+            "metrics=127.0.0.1:9101",
+            "metrics=[::1]:9101",
+            "metrics=/run/wring-metrics.sock",
+            "metrics=public:0.0.0.0:9101",
+        ],
+        refused: &[
+            "metrics=0.0.0.0:9101",
+            "metrics=10.1.2.3:9101",
+            "metrics=9101",
+        ],
+    },
+    MountOption {
         name: "dict",
         value: "=auto|off",
         text: "Trained dictionaries for small files, which no kernel filesystem has. With auto, \

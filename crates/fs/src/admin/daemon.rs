@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
-use super::{bdi, fusermount, holder, kmount};
+use super::{bdi, fusermount, holder, kmount, metrics};
 use crate::error::{io, FsError};
 use crate::options::Options;
 use crate::store::Access;
@@ -193,6 +193,21 @@ fn mount_and_serve(
     let canon = mountpoint.canonicalize().ok();
     let ops = Arc::new(Ops::new(vol.clone()));
     let _ = ops.ring.transport.set(transport);
+    let at = canon.as_deref().unwrap_or(mountpoint);
+    let _ = ops.mountpoint.set(at.display().to_string());
+    let _metrics = match opts
+        .metrics
+        .as_ref()
+        .map(|a| metrics::serve(a, Arc::downgrade(&ops)))
+    {
+        Some(Err(e)) => {
+            drop(ops);
+            close(vol);
+            return Err(e);
+        }
+        Some(Ok(m)) => Some(m),
+        None => None,
+    };
     let spec = kmount::MountSpec {
         source: &source,
         allow_other,

@@ -29,8 +29,8 @@ use crate::volume::status::{Status, Transport, Uring};
 use crate::volume::{Caller, NewInode, SetAttr};
 use crate::volume::{Listed, Volume};
 use crate::{
-    OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_JSON_XATTR, STATUS_XATTR, STAT_JSON_XATTR,
-    STAT_XATTR, SYNC_XATTR,
+    METRICS_XATTR, OPTIONS_XATTR, PID_XATTR, READ_ONLY_XATTR, STATUS_JSON_XATTR, STATUS_XATTR,
+    STAT_JSON_XATTR, STAT_XATTR, SYNC_XATTR,
 };
 
 /// How long the kernel may trust an entry or attributes without asking: the daemon is the
@@ -170,6 +170,8 @@ pub struct Ops {
     pub(crate) vol: Arc<Volume>,
     /// The io_uring transport's figures.
     pub ring: RingStats,
+    /// Where the mount is, as its metrics label it (set once before it serves).
+    pub mountpoint: std::sync::OnceLock<String>,
     /// One remount at a time: each applies its options and starts the writeback threads
     /// they ask for before the next looks at the count.
     remount: std::sync::Mutex<()>,
@@ -233,6 +235,7 @@ impl Ops {
         Ops {
             vol,
             ring: RingStats::default(),
+            mountpoint: std::sync::OnceLock::new(),
             remount: std::sync::Mutex::default(),
         }
     }
@@ -277,11 +280,14 @@ impl Ops {
                 .stat_report_for(ino, c)
                 .map(|r| r.json().into_bytes()),
             n if ino != ROOT => {
-                let status = n == STATUS_XATTR.as_bytes() || n == STATUS_JSON_XATTR.as_bytes();
+                let status = [STATUS_XATTR, STATUS_JSON_XATTR, METRICS_XATTR]
+                    .iter()
+                    .any(|x| n == x.as_bytes());
                 return status.then(|| Err(FsError::Errno(libc::ENODATA)));
             }
             n if n == STATUS_XATTR.as_bytes() => Ok(self.status().to_string().into_bytes()),
             n if n == STATUS_JSON_XATTR.as_bytes() => Ok(self.status().json().into_bytes()),
+            n if n == METRICS_XATTR.as_bytes() => Ok(self.metrics().into_bytes()),
             n if n == OPTIONS_XATTR.as_bytes() => Ok(self.vol.options().to_string().into_bytes()),
             // A durable commit, on demand: not for anyone allow_other lets in.
             n if n == SYNC_XATTR.as_bytes() && !privileged(c) => Err(FsError::Errno(libc::EPERM)),
@@ -304,6 +310,12 @@ impl Ops {
         let mut st = Status::of(&self.vol);
         st.transport = self.ring.figures();
         st
+    }
+
+    /// The Prometheus exposition of [`Ops::status`] (`metrics=`, `wring metrics`).
+    pub fn metrics(&self) -> String {
+        let at = self.mountpoint.get().map_or("", String::as_str);
+        crate::volume::status::prometheus::exposition(&self.status(), at)
     }
 
     /// The last commit before the daemon lets go of the mount.
@@ -519,7 +531,10 @@ impl Ops {
         let _t = self.vol.op_counts().count(Op::Write);
         let kill = kill_suidgid.then_some(c);
         match self.vol.write(ino, offset, data, kill) {
-            Ok(()) => reply.send_written(data.len() as u32),
+            Ok(()) => {
+                self.vol.op_counts().wrote(data.len());
+                reply.send_written(data.len() as u32)
+            }
             Err(e) => reply.fail(err(e)),
         }
     }

@@ -379,6 +379,8 @@ impl Volume {
             // So are its request threads, and the transport they serve.
             (new.threads != old.threads, "threads"),
             (new.uring != old.uring, "uring"),
+            // The metrics listener is bound at mount.
+            (new.metrics != old.metrics, "metrics"),
         ];
         if let Some((_, name)) = fixed.iter().find(|(changed, _)| *changed) {
             return Err(crate::options::OptionError::MountOnly(name.to_string()).into());

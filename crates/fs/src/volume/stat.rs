@@ -387,6 +387,16 @@ impl Volume {
     /// (total blocks, free blocks, inodes) in 4 KiB blocks: used is what the extents really
     /// store; free is what the store directory's filesystem has left.
     pub fn statfs(&self) -> Result<(u64, u64, u64), FsError> {
+        let (used, inodes) = self.store_usage()?;
+        // Net of reservations, the global reserve and what the next commit gives back (as
+        // btrfs's df shows free space net of its reservations).
+        let free = self.store.space_report().available;
+        let used_blocks = used.div_ceil(4096);
+        Ok((used_blocks + free / 4096, free / 4096, inodes))
+    }
+
+    /// (bytes the extents store, inodes) as the last commit counted them.
+    pub fn store_usage(&self) -> Result<(u64, u64), FsError> {
         // Files removed and forgotten by the kernel: their space shows at once.
         self.purge_forgotten();
         // Delayed creates count once written.
@@ -394,11 +404,7 @@ impl Volume {
         let txn = self.store.read()?;
         let used = store::counter(&txn, "used")?;
         let inodes = store::counter(&txn, "inodes")? + 1;
-        // Net of reservations, the global reserve and what the next commit gives back (as
-        // btrfs's df shows free space net of its reservations).
-        let free = self.store.space_report().available;
-        let used_blocks = used.div_ceil(4096);
-        Ok((used_blocks + free / 4096, free / 4096, inodes))
+        Ok((used, inodes))
     }
 }
 

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use wring_engine::size::parse_size;
 use wring_fs::store::{Access, DataSpec, ObjectsSpec, Store};
-use wring_fs::{daemon, fsck, Options, PROP_XATTR, STATUS_JSON_XATTR, STAT_JSON_XATTR, STAT_XATTR};
+use wring_fs::{
+    daemon, fsck, Options, METRICS_XATTR, PROP_XATTR, STATUS_JSON_XATTR, STAT_JSON_XATTR,
+    STAT_XATTR,
+};
 
 /// How to reach a bucket: where the credentials come from, and whether to break its lease.
 #[derive(clap::Args, Clone, Default)]
@@ -145,7 +148,9 @@ pub enum Command {
         /// uring=auto|0|1 (FUSE over io_uring; auto: when the kernel offers it), dict=auto|off
         /// (trained dictionaries for small zstd extents), dict_train=SIZE (64K..1G, default
         /// 4M), compact=0|1 and compact_threshold=PERCENT (1..95, default 50; a store in a
-        /// bucket), allow_other; and mount(8)'s ro, rw, suid, dev, noexec (nosuid, nodev, exec),
+        /// bucket), metrics=ADDR (at mount: Prometheus metrics on GET /metrics at
+        /// 127.0.0.1:PORT, [::1]:PORT or an absolute Unix socket path; another IP only as
+        /// public:IP:PORT), allow_other; and mount(8)'s ro, rw, suid, dev, noexec (nosuid, nodev, exec),
         /// relatime (default), strictatime, noatime, nodiratime, lazytime (man 5 wring-mount-options)
         #[arg(short = 'o')]
         options: Vec<String>,
@@ -179,6 +184,16 @@ pub enum Command {
         /// count); parts a store lacks (objects, compaction) are null
         #[arg(long)]
         json: bool,
+        /// The mount point
+        mountpoint: PathBuf,
+    },
+    /// A mount's figures as Prometheus metrics (OpenMetrics text), printed, or written for
+    /// node_exporter's textfile collector with --textfile
+    Metrics {
+        /// Write them to DIR/wring.prom instead (a temporary file renamed over it, so the
+        /// collector never reads half a file); run it from a timer
+        #[arg(long, value_name = "DIR")]
+        textfile: Option<PathBuf>,
         /// The mount point
         mountpoint: PathBuf,
     },
@@ -344,6 +359,10 @@ pub fn run(cmd: Command) -> Result<()> {
             println!("{}", daemon::remount(&mountpoint, &options.join(","))?);
         }
         Command::Status { json, mountpoint } => status(json, &mountpoint)?,
+        Command::Metrics {
+            textfile,
+            mountpoint,
+        } => metrics(textfile.as_deref(), &mountpoint)?,
         Command::Property(PropertyCommand::Get { path, name }) => {
             check_prop(&name)?;
             match daemon::get_xattr(&path, PROP_XATTR) {
@@ -382,6 +401,25 @@ fn status(json: bool, mountpoint: &Path) -> Result<()> {
     let v = daemon::get_xattr(mountpoint, STATUS_JSON_XATTR)
         .with_context(|| format!("wring status --json {}", mountpoint.display()))?;
     println!("{}", String::from_utf8_lossy(&v));
+    Ok(())
+}
+
+/// `wring metrics [--textfile DIR] MNT`: the mount's exposition on stdout, or in
+/// DIR/wring.prom, replaced whole by a rename.
+fn metrics(textfile: Option<&Path>, mountpoint: &Path) -> Result<()> {
+    let v = daemon::get_xattr(mountpoint, METRICS_XATTR)
+        .with_context(|| format!("wring metrics {}", mountpoint.display()))?;
+    let Some(dir) = textfile else {
+        print!("{}", String::from_utf8_lossy(&v));
+        return Ok(());
+    };
+    let tmp = dir.join(format!(".wring.prom.{}", std::process::id()));
+    let dest = dir.join("wring.prom");
+    std::fs::write(&tmp, &v).with_context(|| format!("writing {}", tmp.display()))?;
+    if let Err(e) = std::fs::rename(&tmp, &dest) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("renaming it to {}", dest.display()));
+    }
     Ok(())
 }
 

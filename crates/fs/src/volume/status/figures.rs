@@ -150,18 +150,22 @@ pub struct Delalloc {
 /// What the mount's extents store.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StoreUse {
-    /// Bytes used (4 KiB blocks).
+    /// Bytes the extents store (wring stat's Disk Usage of the whole mount, once written
+    /// back).
+    pub stored_bytes: u64,
+    /// The same in whole 4 KiB blocks, as `df` counts it.
     pub used_bytes: u64,
     /// Inodes.
     pub inodes: u64,
 }
 
-impl From<(u64, u64, u64)> for StoreUse {
-    /// From statfs's (blocks, free blocks, inodes).
-    fn from((blocks, free, files): (u64, u64, u64)) -> StoreUse {
+impl From<(u64, u64)> for StoreUse {
+    /// From the store's (stored bytes, inodes).
+    fn from((stored, inodes): (u64, u64)) -> StoreUse {
         StoreUse {
-            used_bytes: blocks.saturating_sub(free).saturating_mul(4096),
-            inodes: files,
+            stored_bytes: stored,
+            used_bytes: stored.div_ceil(4096).saturating_mul(4096),
+            inodes,
         }
     }
 }

@@ -14,6 +14,7 @@
 //! a name without a unit is a count.
 
 mod figures;
+pub mod prometheus;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -53,6 +54,8 @@ pub struct Status {
     pub dicts: Option<Dicts>,
     /// FUSE requests by opcode.
     pub fuse: FuseFigures,
+    /// Bytes FUSE WRITE requests wrote (bytes in, before compression).
+    pub written_bytes: u64,
     /// The store's transactions and commits.
     pub transactions: TxnFigures,
     /// Requests that waited for a file's writeback.
@@ -79,7 +82,7 @@ impl Status {
                 extents: jobs as u64,
                 in_flight: vol.da.in_flight() as u64,
             },
-            store: vol.statfs().ok().map(StoreUse::from),
+            store: vol.store_usage().ok().map(StoreUse::from),
             space: Space::of(&vol.store.space_report(), &vol.store.space().counts),
             objects: vol.store.objects().map(|ob| Objects::from(&ob.stats())),
             compaction: vol
@@ -87,6 +90,7 @@ impl Status {
                 .compaction_line(o.compact.then_some(o.compact_threshold)),
             dicts: vol.dict_status().ok().map(|d| Dicts::of(o.dict, &d)),
             fuse: vol.ops.figures(),
+            written_bytes: vol.ops.written(),
             transactions: vol.store.counts.figures(),
             writeback_waits: vol.wb_waits.figures(),
             delayed_inodes: vol.store.delayed_counts.figures(vol.store.delayed_len()),

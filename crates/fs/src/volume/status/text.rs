@@ -28,10 +28,11 @@ impl fmt::Display for Status {
         if let Some(d) = &self.dicts {
             write!(f, "{d}")?;
         }
+        writeln!(f, "{}fuse_bytes: written={}", self.fuse, self.written_bytes)?;
         write!(
             f,
-            "{}{}{}{}{}",
-            self.fuse, self.transactions, self.writeback_waits, self.delayed_inodes, self.transport
+            "{}{}{}{}",
+            self.transactions, self.writeback_waits, self.delayed_inodes, self.transport
         )
     }
 }

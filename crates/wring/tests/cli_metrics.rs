@@ -1,0 +1,202 @@
+//! `metrics=ADDR` and `wring metrics`: a mount serves its figures as Prometheus metrics on
+//! loopback, refuses another address unless written `public:`, and the scrapes taken during a
+//! copy (with curl, parsed by a Prometheus text parser) hold the `wring_` series for bytes in,
+//! bytes stored and FUSE requests, with counters that only grow and stored bytes equal to
+//! `wring stat`'s; `wring metrics --textfile` writes the same for node_exporter.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const WRING: &str = env!("CARGO_BIN_EXE_wring");
+
+fn wring(args: &[&str]) -> Output {
+    Command::new(WRING)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running wring")
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{what}: {}\n{err}", o.status);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Unmounts (lazily) and removes the scratch directory whatever happens.
+struct Scratch {
+    base: PathBuf,
+    mnt: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("mnt")).unwrap();
+        Scratch {
+            mnt: base.join("mnt"),
+            base,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        let m = self.mnt.to_string_lossy();
+        if mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*m)) {
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(&self.mnt)
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Every sample of an exposition, by `name{label=value,…}`, parsed by prometheus-parse.
+fn parse(text: &str) -> HashMap<String, f64> {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("the exposition parses");
+    let mut out = HashMap::new();
+    for s in scrape.samples {
+        let v = match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            other => panic!("{}: unexpected {other:?}", s.metric),
+        };
+        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        labels.sort();
+        out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), v);
+    }
+    out
+}
+
+/// A scrape with curl, parsed.
+fn scrape(port: u16) -> HashMap<String, f64> {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let o = Command::new("curl")
+        .args(["-sSf", "--max-time", "10", &url])
+        .output();
+    let text = ok(&o.expect("running curl"), "curl /metrics");
+    parse(&text)
+}
+
+/// The one sample named `name` with `label` among its labels.
+fn sample(m: &HashMap<String, f64>, name: &str, label: &str) -> f64 {
+    let hit = m
+        .iter()
+        .find(|(k, _)| k.starts_with(&format!("{name}{{")) && k.contains(label));
+    *hit.unwrap_or_else(|| panic!("no {name} {label} in {m:#?}"))
+        .1
+}
+
+/// The raw: line's `disk=` of `wring stat PATH`.
+fn stat_disk(p: &Path) -> f64 {
+    let t = ok(&wring(&["stat", p.to_str().unwrap()]), "wring stat");
+    let raw = t
+        .lines()
+        .find(|l| l.starts_with("raw:"))
+        .expect("a raw: line");
+    let disk = raw.split(' ').find_map(|w| w.strip_prefix("disk="));
+    disk.expect("disk=").parse().unwrap()
+}
+
+#[test]
+fn a_scrape_during_a_copy_has_the_wring_series() {
+    if !wring_testing::require_root("a_scrape_during_a_copy_has_the_wring_series") {
+        return;
+    }
+    let s = Scratch::new("metrics");
+    let store = s.base.join("store");
+    let (st, mnt) = (store.to_str().unwrap(), s.mnt.to_str().unwrap());
+    ok(&wring(&["mkfs", st]), "wring mkfs");
+    let o = wring(&["mount", "-o", "metrics=192.0.2.1:9101", st, mnt]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("metrics=public:192.0.2.1:9101"),
+        "{e}"
+    );
+    let port = free_port();
+    let opts = format!("compress=zstd:3,metrics=127.0.0.1:{port}");
+    ok(&wring(&["mount", "-o", &opts, st, mnt]), "wring mount");
+
+    // A copy of 24 MiB of text, scraped between its chunks.
+    let chunk: Vec<u8> = (0..1u32 << 20)
+        .flat_map(|i| format!("{} ", i % 7919).into_bytes())
+        .take(1 << 20)
+        .collect();
+    let mut f = std::fs::File::create(s.mnt.join("copy")).unwrap();
+    let mut scrapes = vec![scrape(port)];
+    for i in 0..24 {
+        f.write_all(&chunk).unwrap();
+        if i % 8 == 7 {
+            scrapes.push(scrape(port));
+        }
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    let disk = stat_disk(&s.mnt);
+    scrapes.push(scrape(port));
+
+    // Counters only grow from one scrape to the next.
+    for pair in scrapes.windows(2) {
+        for (k, v) in pair[0].iter().filter(|(k, _)| k.contains("_total{")) {
+            let later = pair[1]
+                .get(k)
+                .copied()
+                .unwrap_or_else(|| panic!("{k} went away"));
+            assert!(later >= *v, "{k} fell from {v} to {later}");
+        }
+    }
+    let last = scrapes.last().unwrap();
+    let at = format!("mountpoint={}", s.mnt.canonicalize().unwrap().display());
+    assert_eq!(
+        sample(last, "wring_written_bytes_total", &at),
+        24.0 * (1 << 20) as f64
+    );
+    assert!(sample(last, "wring_fuse_requests_total", "op=write") >= 24.0);
+    assert_eq!(sample(last, "wring_stored_bytes", &at), disk);
+    assert!(disk > 0.0 && disk < (24 << 20) as f64, "{disk}");
+
+    // The textfile collector's file: the same series, written whole.
+    let dir = s.base.join("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    ok(
+        &wring(&["metrics", "--textfile", dir.to_str().unwrap(), mnt]),
+        "wring metrics --textfile",
+    );
+    let text = std::fs::read_to_string(dir.join("wring.prom")).unwrap();
+    let m = parse(&text);
+    assert_eq!(sample(&m, "wring_stored_bytes", &at), disk);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, ["wring.prom"], "a temporary file was left");
+    let printed = ok(&wring(&["metrics", mnt]), "wring metrics");
+    assert!(
+        printed.contains("# TYPE wring_written_bytes counter"),
+        "{printed}"
+    );
+
+    ok(&wring(&["umount", mnt]), "wring umount");
+    let o = Command::new("curl")
+        .args(["-sSf", "--max-time", "5"])
+        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "still served after umount");
+}
