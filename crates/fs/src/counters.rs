@@ -95,10 +95,27 @@ const NAMES: [&str; 35] = [
     "copy_file_range",
 ];
 
+/// Upper bounds, in nanoseconds, of the buckets FUSE request times are counted in (10 µs to
+/// 10 s, ten times apart); a last bucket takes the rest.
+pub const LATENCY_BOUNDS_NS: [u64; 7] = [
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+    10_000_000_000,
+];
+
+/// Buckets per opcode: one per bound, and one past the last.
+pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
+
 /// FUSE requests by opcode, and the time the daemon spent on each kind.
 pub struct OpCounts {
     counts: [AtomicU64; NAMES.len()],
     nanos: [AtomicU64; NAMES.len()],
+    /// Requests whose handling ended, by how long it took.
+    buckets: [[AtomicU64; LATENCY_BUCKETS]; NAMES.len()],
     /// Bytes WRITE requests wrote.
     written: AtomicU64,
 }
@@ -108,6 +125,7 @@ impl Default for OpCounts {
         OpCounts {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+            buckets: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             written: AtomicU64::new(0),
         }
     }
@@ -123,7 +141,10 @@ pub struct Timed<'a> {
 impl Drop for Timed<'_> {
     fn drop(&mut self) {
         let ns = self.start.elapsed().as_nanos() as u64;
-        self.counts.nanos[self.op as usize].fetch_add(ns, Ordering::Relaxed);
+        let op = self.op as usize;
+        self.counts.nanos[op].fetch_add(ns, Ordering::Relaxed);
+        let b = LATENCY_BOUNDS_NS.iter().take_while(|&&u| ns > u).count();
+        self.counts.buckets[op][b].fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -158,11 +179,12 @@ impl OpCounts {
     pub fn figures(&self) -> FuseFigures {
         let ops = NAMES
             .iter()
-            .zip(self.counts.iter().zip(&self.nanos))
-            .map(|(name, (c, n))| OpFigure {
+            .zip(self.counts.iter().zip(&self.nanos).zip(&self.buckets))
+            .map(|(name, ((c, n), b))| OpFigure {
                 op: name,
                 requests: c.load(Ordering::Relaxed),
                 nanos: n.load(Ordering::Relaxed),
+                buckets: std::array::from_fn(|i| b[i].load(Ordering::Relaxed)),
             })
             .collect();
         FuseFigures { ops }

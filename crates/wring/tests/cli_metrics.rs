@@ -70,15 +70,21 @@ fn parse(text: &str) -> HashMap<String, f64> {
     let scrape = prometheus_parse::Scrape::parse(lines).expect("the exposition parses");
     let mut out = HashMap::new();
     for s in scrape.samples {
-        let v = match s.value {
+        // A histogram by its +Inf bucket (every request counted), as `NAME_le_inf`.
+        let (metric, v) = match s.value {
             prometheus_parse::Value::Counter(v)
             | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => v,
+            | prometheus_parse::Value::Untyped(v) => (s.metric, v),
+            prometheus_parse::Value::Histogram(h) => {
+                let inf = h.iter().find(|b| b.less_than.is_infinite());
+                let inf = inf.unwrap_or_else(|| panic!("{}: no +Inf bucket", s.metric));
+                (format!("{}_le_inf", s.metric), inf.count)
+            }
             other => panic!("{}: unexpected {other:?}", s.metric),
         };
         let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         labels.sort();
-        out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), v);
+        out.insert(format!("{metric}{{{}}}", labels.join(",")), v);
     }
     out
 }
@@ -152,7 +158,10 @@ fn a_scrape_during_a_copy_has_the_wring_series() {
 
     // Counters only grow from one scrape to the next.
     for pair in scrapes.windows(2) {
-        for (k, v) in pair[0].iter().filter(|(k, _)| k.contains("_total{")) {
+        let counters = pair[0]
+            .iter()
+            .filter(|(k, _)| k.contains("_total{") || k.contains("_le_inf{"));
+        for (k, v) in counters {
             let later = pair[1]
                 .get(k)
                 .copied()
@@ -167,6 +176,12 @@ fn a_scrape_during_a_copy_has_the_wring_series() {
         24.0 * (1 << 20) as f64
     );
     assert!(sample(last, "wring_fuse_requests_total", "op=write") >= 24.0);
+    let writes = sample(
+        last,
+        "wring_fuse_request_duration_seconds_le_inf",
+        "op=write",
+    );
+    assert!(writes >= 24.0, "{writes}");
     assert_eq!(sample(last, "wring_stored_bytes", &at), disk);
     assert!(disk > 0.0 && disk < (24 << 20) as f64, "{disk}");
 

@@ -28,6 +28,9 @@ pub struct OpFigure {
     /// Time their handlers took, replies included.
     #[serde(rename = "seconds", serialize_with = "nanos_as_seconds")]
     pub nanos: u64,
+    /// Requests whose handling ended, by time taken: at most 10 µs, 100 µs, 1 ms, 10 ms,
+    /// 100 ms, 1 s, 10 s, and longer ([`super::LATENCY_BOUNDS_NS`]).
+    pub buckets: [u64; super::LATENCY_BUCKETS],
 }
 
 /// Every opcode's figures, in `fuse_opcode` order.

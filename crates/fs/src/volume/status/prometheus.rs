@@ -10,13 +10,17 @@
 use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::Status;
+use crate::counters::{OpFigure, LATENCY_BOUNDS_NS};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -81,6 +85,39 @@ impl Builder {
     }
 }
 
+/// The FUSE request time histograms, from the buckets the daemon counts.
+#[derive(Debug)]
+struct Latency(Vec<OpFigure>);
+
+impl Collector for Latency {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let help = "Time FUSE requests took, replies included, by opcode";
+        let unit = Unit::Seconds;
+        let mut m = encoder.encode_descriptor(
+            "fuse_request_duration",
+            help,
+            Some(&unit),
+            MetricType::Histogram,
+        )?;
+        for o in &self.0 {
+            let bounds = LATENCY_BOUNDS_NS
+                .iter()
+                .map(|&u| secs(u))
+                .chain([f64::INFINITY]);
+            let buckets: Vec<(f64, u64)> = bounds.zip(o.buckets).collect();
+            let count = o.buckets.iter().sum();
+            let labels = [("op", o.op)];
+            m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                secs(o.nanos),
+                count,
+                &buckets,
+                None,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Seconds of `nanos`.
 fn secs(nanos: u64) -> f64 {
     nanos as f64 / 1e9
@@ -109,7 +146,7 @@ pub fn exposition(st: &Status, mountpoint: &str) -> String {
 /// FUSE requests by opcode, and the bytes written through them.
 fn fuse(b: &mut Builder, st: &Status) {
     use Kind::Counter as C;
-    let by_op = |f: &dyn Fn(&crate::counters::OpFigure) -> f64| -> Vec<(Labels, f64)> {
+    let by_op = |f: &dyn Fn(&OpFigure) -> f64| -> Vec<(Labels, f64)> {
         st.fuse
             .ops
             .iter()
@@ -132,6 +169,14 @@ fn fuse(b: &mut Builder, st: &Status) {
         Some(Unit::Seconds),
         &by_op(&|o| secs(o.nanos)),
     );
+    b.0.register_collector(Box::new(Latency(
+        st.fuse
+            .ops
+            .iter()
+            .filter(|o| o.requests > 0)
+            .copied()
+            .collect(),
+    )));
     let help = "Bytes written to files through FUSE WRITE requests (bytes in, before compression)";
     b.one(
         C,
