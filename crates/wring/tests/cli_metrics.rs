@@ -214,4 +214,28 @@ fn a_scrape_during_a_copy_has_the_wring_series() {
         .output()
         .unwrap();
     assert!(!o.status.success(), "still served after umount");
+
+    // A Unix socket: served there, refused to a remount, its file gone after umount.
+    let sock = s.base.join("metrics.sock");
+    let opts = format!("metrics={}", sock.display());
+    ok(
+        &wring(&["mount", "-o", &opts, st, mnt]),
+        "wring mount (socket)",
+    );
+    let o = Command::new("curl")
+        .args(["-sSf", "--max-time", "10", "--unix-socket"])
+        .arg(&sock)
+        .arg("http://localhost/metrics")
+        .output()
+        .unwrap();
+    let m = parse(&ok(&o, "curl --unix-socket"));
+    assert_eq!(sample(&m, "wring_stored_bytes", &at), disk);
+    let o = wring(&["remount", "-o", "metrics=127.0.0.1:9", mnt]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("metrics can only be set when mounting"),
+        "{e}"
+    );
+    ok(&wring(&["umount", mnt]), "wring umount (socket)");
+    assert!(!sock.exists(), "the socket file was left");
 }

@@ -528,6 +528,10 @@ pub fn remount(mountpoint: &Path, options: &str) -> Result<String, FsError> {
     let live = String::from_utf8_lossy(&get_xattr(mountpoint, OPTIONS_XATTR)?).into_owned();
     let old = Options::parse(&live)?;
     let new = old.apply(options)?;
+    // The daemon refuses it too, but only an errno comes back through the attribute.
+    if new.metrics != old.metrics {
+        return Err(crate::options::OptionError::MountOnly("metrics".into()).into());
+    }
     let flags = vfs_flags(&new);
     let rdonly = rustix::mount::MountFlags::RDONLY;
     let may = rustix::process::geteuid().is_root();
