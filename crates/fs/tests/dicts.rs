@@ -221,7 +221,7 @@ fn a_store_of_a_newer_format_is_refused_in_plain_words() {
         let store = Store::open(&dir).unwrap();
         let txn = store.write().unwrap();
         // One past the newest this binary knows (3: shared extents).
-        let newer = wring_fs::store::dicts::VERSION + 1;
+        let newer = wring_fs::store::format::VERSION + 1;
         txn.open_table(META)
             .unwrap()
             .insert("version", newer)
@@ -231,7 +231,7 @@ fn a_store_of_a_newer_format_is_refused_in_plain_words() {
     let err = Volume::open(&dir, Options::default())
         .err()
         .expect("refused");
-    let newer = wring_fs::store::dicts::VERSION + 1;
+    let newer = wring_fs::store::format::VERSION + 1;
     assert!(
         err.to_string().contains(&format!("format version {newer}")),
         "{err}"
@@ -290,6 +290,13 @@ fn a_store_made_before_dictionaries_mounts_reads_and_takes_new_data() {
         ("big.txt".to_string(), big.into_bytes()),
     ];
     read_back(&vol, &old);
+    // The open upgraded the store to format version 4: each file's inode has the bytes its
+    // extents cover (what st_blocks shows, as btrfs's does), counted from its extents.
+    for (name, data) in &old {
+        let (ino, _) = vol.lookup(ROOT, name.as_bytes()).unwrap();
+        let want = data.len().div_ceil(4096) as u64 * 4096;
+        assert_eq!(vol.inode(ino).unwrap().bytes, want, "{name}");
+    }
     let (sub, _) = vol.lookup(ROOT, b"sub").unwrap();
     let (link, _) = vol.lookup(sub, b"link").unwrap();
     assert_eq!(vol.readlink(link).unwrap(), b"../hello.txt");

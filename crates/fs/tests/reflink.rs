@@ -236,14 +236,17 @@ fn cp_on_a_mount_shares_extents_and_fsck_counts_them() {
     std::fs::write(m.p("src"), &data).unwrap();
     m.sync();
     let before = df_used(&m.mnt);
-    // cp --sparse=never and python's os.copy_file_range both reach copy_file_range(2); the
-    // kernel sends it to the daemon, which shares.
+    // Plain cp, cp -a and python's os.copy_file_range all reach copy_file_range(2); the
+    // kernel sends it to the daemon, which shares. (cp takes it only for a file that does not
+    // look sparse: st_blocks counts the bytes the extents cover, as btrfs's does, not the
+    // fewer they store.)
     let run = |c: &str| {
         let o = common::sh(c);
         assert!(o.status.success(), "{c}: {o:?}");
     };
     let mnt = m.mnt.display().to_string();
-    run(&format!("cp --sparse=never {mnt}/src {mnt}/cp"));
+    run(&format!("cp {mnt}/src {mnt}/cp"));
+    run(&format!("cp -a {mnt}/src {mnt}/cpa"));
     run(&format!(
         "python3 -c 'import os; a=os.open(\"{mnt}/src\", os.O_RDONLY); \
          b=os.open(\"{mnt}/py\", os.O_WRONLY|os.O_CREAT, 0o644); n=0\nwhile True:\n    \
@@ -254,6 +257,7 @@ fn cp_on_a_mount_shares_extents_and_fsck_counts_them() {
     let after = df_used(&m.mnt);
     assert!(after - before < 1 << 20, "df grew {before} → {after}");
     assert!(std::fs::read(m.p("cp")).unwrap() == data);
+    assert!(std::fs::read(m.p("cpa")).unwrap() == data);
     assert!(std::fs::read(m.p("py")).unwrap() == data);
     // Copy-on-write: a write into a copy leaves the others.
     run(&format!(
@@ -272,11 +276,61 @@ fn cp_on_a_mount_shares_extents_and_fsck_counts_them() {
     m.stop();
     let report = fsck::fsck(&m.store).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
+    // 192 extents, each shared by three files, then by two once src is gone.
     assert!(
         report.shared >= 190,
         "{} shared; wring stat: {stat}",
         report.shared
     );
+}
+
+/// `st_blocks` on the mount is what the kernel's btrfs reports for the same files: the bytes
+/// their extents cover (a written 4 KiB block counts whole, a hole not at all), before the
+/// writeback commits and after, not the fewer bytes compression stores.
+#[test]
+fn st_blocks_are_what_btrfs_reports() {
+    if !common::require_root("st_blocks_are_what_btrfs_reports") {
+        return;
+    }
+    let btrfs = wring_btrfs::scratch::ScratchFs::new("compress=zstd:3").unwrap();
+    let mut m = common::Mount::new("reflink-blocks");
+    m.start("compress=zstd:3");
+    let text_file = std::env::temp_dir().join(format!("wring-blocks-{}", std::process::id()));
+    std::fs::write(&text_file, text(&mut Rng(31), (3 << 20) + 100)).unwrap();
+    let t = text_file.display();
+    // Each writes the same files on the mount and on btrfs, and prints their st_blocks.
+    let script = |d: &Path| {
+        let d = d.display();
+        format!(
+            "cd {d} && cp --sparse=never {t} big && printf 0123456789 > small && : > empty && \
+             dd if={t} of=holes bs=4096 count=1 2>/dev/null && \
+             dd if={t} of=holes bs=4096 count=1 seek=256 conv=notrunc 2>/dev/null && \
+             truncate -s 2M holes && stat -c '%n %b' big small empty holes"
+        )
+    };
+    let blocks = |d: &Path| {
+        let o = common::sh(&script(d));
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let stat = |d: &Path| {
+        let o = common::sh(&format!(
+            "cd {} && stat -c '%n %b' big small empty holes",
+            d.display()
+        ));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let want = blocks(btrfs.path());
+    let before_commit = blocks(&m.mnt);
+    btrfs.sync().unwrap();
+    m.sync();
+    let (want_after, after) = (stat(btrfs.path()), stat(&m.mnt));
+    let _ = std::fs::remove_file(&text_file);
+    m.stop();
+    assert_eq!(want, want_after, "btrfs before and after its commit");
+    assert_eq!(before_commit, want, "before the writeback commits");
+    assert_eq!(after, want, "after it commits");
+    assert!(want.contains("big 6152\n"), "{want}");
 }
 
 #[test]
@@ -293,7 +347,7 @@ fn kill_9_during_shared_copies_loses_nothing_and_keeps_the_counts() {
     for round in 0..6 {
         // Copies and writes into them run while the daemon is killed.
         let script = format!(
-            "i=0; while true; do i=$((i+1)); cp --sparse=never {mnt}/src {mnt}/c$i || exit 0; \
+            "i=0; while true; do i=$((i+1)); cp {mnt}/src {mnt}/c$i || exit 0; \
              printf x | dd of={mnt}/c$i bs=1 seek=$((i*4099)) conv=notrunc 2>/dev/null || exit 0; \
              rm -f {mnt}/c$((i-2)); done"
         );

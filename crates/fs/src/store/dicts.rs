@@ -4,50 +4,24 @@
 //! names it, so every commit that holds such an extent holds its dictionary too.
 //!
 //! btrfs has no counterpart: its on-disk format has no place for a dictionary. The store's
-//! format version says what a binary must understand: 1 for every store without
-//! dictionaries (what every wring before them wrote), 2 once one is stored. A binary refuses a
-//! version above the one it knows with a plain message. (Binaries from before versions were
-//! checked would read an extent that needs a dictionary as damaged: EIO and a log line.)
+//! format version ([`crate::store::format`]) is at least 2 once one is stored. (Binaries from
+//! before versions were checked would read an extent that needs a dictionary as damaged: EIO
+//! and a log line.)
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use wring_engine::dict::Dictionary;
 
 use crate::error::FsError;
-use crate::store::META;
 
 /// Dictionary id → the dictionary's bytes (zstd's format).
 pub const DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("dicts");
 /// The format version of a store that holds dictionaries.
 pub const VERSION_DICTS: u64 = 2;
-/// The newest format version this binary reads and writes: 3 once an extent is shared
-/// ([`crate::store::shared`]).
-pub const VERSION: u64 = crate::store::shared::VERSION_SHARED;
-
-/// Refuse a store of a format newer than this binary's.
-pub fn check_version(txn: &ReadTransaction) -> Result<(), FsError> {
-    let v = crate::store::counter(txn, "version")?;
-    if v > VERSION {
-        return Err(FsError::Refused {
-            why: format!(
-                "this store has format version {v}, and this wring reads versions up to \
-                 {VERSION}: it was made or changed by a newer wring; use that one"
-            ),
-            errno: libc::EPROTONOSUPPORT,
-        });
-    }
-    Ok(())
-}
-
 /// Store dictionary `id` (and the format version that says the store holds dictionaries).
 pub fn put(txn: &WriteTransaction, id: u8, bytes: &[u8]) -> Result<(), FsError> {
     txn.open_table(DICTS)?.insert(u32::from(id), bytes)?;
-    let mut meta = txn.open_table(META)?;
-    let v = meta.get("version")?.map_or(1, |g| g.value());
-    if v < VERSION_DICTS {
-        meta.insert("version", VERSION_DICTS)?;
-    }
-    Ok(())
+    crate::store::format::raise(txn, VERSION_DICTS)
 }
 
 /// The id the next dictionary gets; `None` when all 255 are taken.

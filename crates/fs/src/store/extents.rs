@@ -10,7 +10,7 @@
 
 use redb::Table;
 
-use super::records::{external_item_of, stored, ExtentHeader, Stored, INLINE_MAX};
+use super::records::{covered, external_item_of, stored, ExtentHeader, Inode, Stored, INLINE_MAX};
 use super::{add_counter, shared, Txn, EXTENTS};
 use crate::error::FsError;
 
@@ -20,34 +20,55 @@ pub type ExtentTable<'t> = Table<'t, (u64, u64), &'static [u8]>;
 /// Encoded extents to put, by extent index: a header and the stored bytes, `None` for a hole.
 pub type Extents = Vec<(u64, Option<(ExtentHeader, Vec<u8>)>)>;
 
-/// What dropping or replacing extent items changed, in stored bytes: `held`, those the
-/// file's items name (its `disk`, compsize's per-file view), and `used`, those the store
-/// keeps (shared bytes count once: they go with their last reference).
+/// What putting, dropping or replacing extent items changed: in stored bytes, `held`, those
+/// the file's items name (its `disk`, compsize's per-file view), and `used`, those the store
+/// keeps (shared bytes count once: they go with their last reference); and `bytes`, those of
+/// the file the items cover (its `bytes`, `st_blocks`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Delta {
     /// Change in the bytes the file's items name.
     pub held: i64,
     /// Change in the bytes the store keeps.
     pub used: i64,
+    /// Change in the bytes of the file the items cover.
+    pub bytes: i64,
 }
 
 impl std::ops::AddAssign for Delta {
     fn add_assign(&mut self, o: Delta) {
         self.held += o.held;
         self.used += o.used;
+        self.bytes += o.bytes;
     }
 }
 
 impl Delta {
-    fn both(n: i64) -> Delta {
-        Delta { held: n, used: n }
+    /// A new item of `stored` bytes the store keeps, covering `ram_len` bytes of its file.
+    fn new_item(stored: usize, ram_len: u32) -> Delta {
+        let n = stored as i64;
+        Delta {
+            held: n,
+            used: n,
+            bytes: covered(ram_len) as i64,
+        }
     }
+
+    /// Apply to the record of the file whose items changed: its stored and covered bytes.
+    pub fn apply(self, inode: &mut Inode) {
+        inode.disk = inode.disk.saturating_add_signed(self.held);
+        inode.bytes = inode.bytes.saturating_add_signed(self.bytes);
+    }
+}
+
+/// The bytes of its file the item `item` covers (0 when it is damaged).
+fn covered_by(item: &[u8]) -> i64 {
+    ExtentHeader::decode(item).map_or(0, |h| covered(h.ram_len) as i64)
 }
 
 impl Txn<'_> {
     /// Insert encoded extents of `ino`, replacing what was there, each with a new sequence
-    /// number; returns the change in the bytes the file's items name.
-    pub fn put_extents(&self, ino: u64, encoded: Extents) -> Result<i64, FsError> {
+    /// number; returns what that changed for the file ([`Delta::apply`]).
+    pub fn put_extents(&self, ino: u64, encoded: Extents) -> Result<Delta, FsError> {
         let mut delta = Delta::default();
         let mut seq = self.next_counter("seq")?;
         let mut extents = self.open_table(EXTENTS)?;
@@ -56,50 +77,51 @@ impl Txn<'_> {
             if let Some((mut h, data)) = enc {
                 seq += 1;
                 h.seq = seq;
-                delta += Delta::both(data.len() as i64);
+                delta += Delta::new_item(data.len(), h.ram_len);
                 self.insert_item(&mut extents, (ino, idx), &h, &data)?;
             }
         }
         drop(extents);
         self.set_counter("seq", seq + 1)?;
         add_counter(self, "used", delta.used)?;
-        Ok(delta.held)
+        Ok(delta)
     }
 
     /// Insert one extent value — its header and stored bytes, `None` for a hole — replacing
-    /// what was there, with a new sequence number; returns the change in the bytes the file's
-    /// items name.
+    /// what was there, with a new sequence number; returns what that changed for the file
+    /// ([`Delta::apply`]).
     pub fn put_value(
         &self,
         ino: u64,
         idx: u64,
         value: Option<(ExtentHeader, &[u8])>,
-    ) -> Result<i64, FsError> {
+    ) -> Result<Delta, FsError> {
         let mut extents = self.open_table(EXTENTS)?;
         let mut delta = self.remove_item(&mut extents, (ino, idx))?;
         if let Some((mut h, stored)) = value {
             h.seq = self.next_counter("seq")?;
-            delta += Delta::both(stored.len() as i64);
+            delta += Delta::new_item(stored.len(), h.ram_len);
             self.insert_item(&mut extents, (ino, idx), &h, stored)?;
         }
         drop(extents);
         add_counter(self, "used", delta.used)?;
-        Ok(delta.held)
+        Ok(delta)
     }
 
     /// Make `key` name what the item `item` names, replacing what was there (btrfs's clone):
     /// an item whose bytes are in the data backend takes a reference to them, an inline one
-    /// is copied. It gets a new sequence number. Returns the change in the bytes the file's
-    /// items name; the store's count changes only by what is new to it.
+    /// is copied. It gets a new sequence number. Returns what that changed for the file
+    /// ([`Delta::apply`]); the store's count changes only by what is new to it.
     pub fn share_item(
         &self,
         extents: &mut ExtentTable<'_>,
         key: (u64, u64),
         item: &[u8],
-    ) -> Result<i64, FsError> {
+    ) -> Result<Delta, FsError> {
         let s = stored(item).ok_or(FsError::Errno(libc::EIO))?;
         let mut delta = self.remove_item(extents, key)?;
         delta.held += s.len() as i64;
+        delta.bytes += covered_by(item);
         match s {
             Stored::External(at, len) => shared::add_ref(self, at, len)?,
             Stored::Inline(b) => delta.used += b.len() as i64,
@@ -110,7 +132,7 @@ impl Txn<'_> {
         }
         extents.insert(key, v.as_slice())?;
         add_counter(self, "used", delta.used)?;
-        Ok(delta.held)
+        Ok(delta)
     }
 
     /// Insert the item for header `h` and its stored bytes; stored bytes larger than
@@ -145,12 +167,21 @@ impl Txn<'_> {
             return Ok(Delta::default());
         };
         let n = -(s.len() as i64);
+        let bytes = -covered_by(old.value());
         if let Stored::External(at, _) = s {
             if shared::drop_ref(self, at)? {
-                return Ok(Delta { held: n, used: 0 });
+                return Ok(Delta {
+                    held: n,
+                    used: 0,
+                    bytes,
+                });
             }
         }
         self.free_stored(s);
-        Ok(Delta::both(n))
+        Ok(Delta {
+            held: n,
+            used: n,
+            bytes,
+        })
     }
 }

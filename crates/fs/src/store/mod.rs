@@ -20,6 +20,7 @@ pub mod data;
 mod dbfile;
 pub mod dicts;
 pub mod extents;
+pub mod format;
 pub mod handover;
 pub mod medium;
 pub mod objects;
@@ -261,7 +262,7 @@ impl Store {
         let source = Source::File(path.clone());
         let repaired = Arc::new(AtomicBool::new(false));
         let db = source.open(&space, &repaired)?;
-        dicts::check_version(&db.begin_read()?)?;
+        format::check_version(&db.begin_read()?)?;
         let (spec, ids) = objects::read_config(&db)?;
         let parts = (source, space);
         if let DataSpec::Objects(o) = &spec {
@@ -306,7 +307,7 @@ impl Store {
         let path = db_path(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = builder(&repaired).create_with_backend(Overlay::open(&path)?)?;
-        dicts::check_version(&db.begin_read()?)?;
+        format::check_version(&db.begin_read()?)?;
         let (spec, ids) = objects::read_config(&db)?;
         let data = match &spec {
             DataSpec::Objects(o) => {
@@ -370,6 +371,9 @@ impl Store {
         read_only: bool,
         repaired: &AtomicBool,
     ) -> Result<Store, FsError> {
+        if !read_only {
+            format::upgrade(&db)?;
+        }
         Ok(Store {
             db: RwLock::new(Some(Arc::new(db))),
             source,
@@ -741,7 +745,7 @@ fn init(db: &Database, spec: &DataSpec, ids: &Ids) -> Result<(), FsError> {
         meta.insert("next_ino", 2)?;
         meta.insert("seq", 1)?;
         meta.insert("used", 0)?;
-        meta.insert("version", 1)?;
+        meta.insert("version", format::VERSION)?;
         txn.open_table(DIRENTS)?;
         txn.open_table(XATTRS)?;
         txn.open_table(EXTENTS)?;

@@ -167,6 +167,12 @@ pub struct Inode {
     pub size: u64,
     /// Bytes of stored extents.
     pub disk: u64,
+    /// Bytes of the file its extents cover, each extent's decoded length rounded up to a
+    /// 4 KiB block ([`covered`]): btrfs's inode bytes, which `st_blocks` reports, so `du`
+    /// and coreutils' sparse-file test see what btrfs shows them. A record written before
+    /// format version [`VERSION_BYTES`] has none; decoding gives it `disk` until the first
+    /// writable open counts it ([`crate::store::Store::open`]).
+    pub bytes: u64,
     /// Extent size this file is cut into (0 until the first write fixes it).
     pub extent_size: u32,
     /// Access time.
@@ -178,7 +184,19 @@ pub struct Inode {
 }
 
 /// Length of an inode item.
-pub const INODE_LEN: usize = 1 + 1 + 4 * 6 + 8 * 2 + 4 + 12 * 3;
+pub const INODE_LEN: usize = INODE_LEN_V3 + 8;
+/// Length of an inode item written before format version [`VERSION_BYTES`]: without `bytes`.
+pub const INODE_LEN_V3: usize = 1 + 1 + 4 * 6 + 8 * 2 + 4 + 12 * 3;
+/// The format version from which every inode item has `bytes`.
+pub const VERSION_BYTES: u64 = 4;
+/// The block a file's `bytes` count in.
+const BLOCK: u64 = 4096;
+
+/// Bytes of its file an extent of `ram_len` decoded bytes covers: rounded up to a block, as
+/// btrfs counts each file extent's num_bytes in its inode.
+pub fn covered(ram_len: u32) -> u64 {
+    u64::from(ram_len).next_multiple_of(BLOCK)
+}
 
 impl Inode {
     /// A new inode stamped now.
@@ -194,6 +212,7 @@ impl Inode {
             rdev: 0,
             size: 0,
             disk: 0,
+            bytes: 0,
             extent_size: 0,
             atime: now,
             mtime: now,
@@ -217,6 +236,7 @@ impl Inode {
             b.extend_from_slice(&t.secs.to_le_bytes());
             b.extend_from_slice(&t.nsecs.to_le_bytes());
         }
+        b.extend_from_slice(&self.bytes.to_le_bytes());
         b
     }
 
@@ -228,8 +248,12 @@ impl Inode {
     /// Decode and validate: every field is one this filesystem could have written, so nothing
     /// built from it (attributes, extent ranges) can overflow. The error says what is wrong.
     pub fn decode(b: &[u8]) -> Result<Inode, String> {
-        if b.len() != INODE_LEN {
-            return Err(format!("inode item is {} bytes, not {INODE_LEN}", b.len()));
+        if b.len() != INODE_LEN && b.len() != INODE_LEN_V3 {
+            return Err(format!(
+                "inode item is {} bytes, not {INODE_LEN} (or {INODE_LEN_V3} before format \
+                 version {VERSION_BYTES})",
+                b.len()
+            ));
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u64_at = |i: usize| u64::from(u32_at(i)) | (u64::from(u32_at(i + 4)) << 32);
@@ -247,6 +271,10 @@ impl Inode {
             rdev: u32_at(18),
             size: u64_at(26),
             disk: u64_at(34),
+            bytes: match b.len() {
+                INODE_LEN => u64_at(INODE_LEN_V3),
+                _ => u64_at(34),
+            },
             extent_size: u32_at(42),
             atime: time_at(46),
             mtime: time_at(58),
@@ -266,6 +294,9 @@ impl Inode {
         }
         if self.disk > MAX_FILE_SIZE {
             return Err(format!("{} stored bytes", self.disk));
+        }
+        if self.bytes > MAX_FILE_SIZE {
+            return Err(format!("{} bytes covered by extents", self.bytes));
         }
         let e = self.extent_size as usize;
         if e != 0 && (!e.is_multiple_of(4096) || e > crate::options::MAX_MAX_EXTENT) {
@@ -509,10 +540,37 @@ mod tests {
         let mut i = Inode::new(Kind::File, 0o644, 1, 2);
         i.size = 12345;
         i.disk = 999;
+        i.bytes = 8192;
         i.extent_size = 131072;
         i.flags = FLAG_NOCOMPRESS;
         i.mtime = Time { secs: -5, nsecs: 7 };
         assert_eq!(Inode::from_bytes(&i.to_bytes()), Some(i));
+    }
+
+    /// A record from before format version 4 has no `bytes`: it decodes with its stored
+    /// bytes in their place (what `st_blocks` showed then), and re-encodes at today's length.
+    #[test]
+    fn an_inode_item_from_before_bytes_decodes() {
+        let mut i = Inode::new(Kind::File, 0o644, 1, 2);
+        i.size = 1 << 20;
+        i.disk = 5000;
+        i.bytes = 1 << 20;
+        let old = &i.to_bytes()[..INODE_LEN_V3];
+        let back = Inode::decode(old).unwrap();
+        assert_eq!(back.bytes, 5000);
+        assert_eq!(
+            Inode {
+                bytes: i.bytes,
+                ..back.clone()
+            },
+            i
+        );
+        assert_eq!(back.to_bytes().len(), INODE_LEN);
+        assert!(Inode::decode(&i.to_bytes()[..INODE_LEN_V3 + 4]).is_err());
+        assert_eq!(
+            (covered(0), covered(1), covered(4096), covered(4097)),
+            (0, 4096, 4096, 8192)
+        );
     }
 
     #[test]
@@ -561,10 +619,11 @@ mod tests {
     fn damaged_inode_fields_are_refused() {
         let good = Inode::new(Kind::File, 0o644, 1, 2);
         type Damage = fn(&mut Inode);
-        let cases: [(&str, Damage); 5] = [
+        let cases: [(&str, Damage); 6] = [
             ("permission", |i| i.perm = 0o10000),
             ("size", |i| i.size = MAX_FILE_SIZE + 1),
             ("stored bytes", |i| i.disk = u64::MAX),
+            ("covered by extents", |i| i.bytes = MAX_FILE_SIZE + 1),
             ("extent size", |i| i.extent_size = 4097),
             ("ctime", |i| i.ctime.nsecs = 1_000_000_000),
         ];
@@ -606,7 +665,7 @@ mod tests {
         /// Whatever bytes an inode item holds, decoding never panics, what decodes re-encodes
         /// to an item that decodes the same, and its times convert.
         #[test]
-        fn any_inode_item(b in proptest::collection::vec(proptest::prelude::any::<u8>(), INODE_LEN)) {
+        fn any_inode_item(b in proptest::collection::vec(proptest::prelude::any::<u8>(), INODE_LEN_V3..=INODE_LEN)) {
             if let Ok(i) = Inode::decode(&b) {
                 proptest::prop_assert_eq!(Inode::decode(&i.to_bytes()), Ok(i.clone()));
                 for t in [i.atime, i.mtime, i.ctime] {

@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::FsError;
-use crate::store::META;
 
 /// Address of stored bytes named by two or more extent items → (length, references).
 pub const SHARED: TableDefinition<u64, (u64, u64)> = TableDefinition::new("shared");
@@ -35,11 +34,7 @@ pub fn add_ref(txn: &WriteTransaction, at: u64, len: u64) -> Result<(), FsError>
     let refs = t.get(at)?.map_or(1, |g| g.value().1);
     t.insert(at, (len, refs.saturating_add(1)))?;
     drop(t);
-    let mut meta = txn.open_table(META)?;
-    if meta.get("version")?.map_or(1, |g| g.value()) < VERSION_SHARED {
-        meta.insert("version", VERSION_SHARED)?;
-    }
-    Ok(())
+    crate::store::format::raise(txn, VERSION_SHARED)
 }
 
 /// An item naming the stored bytes at `at` goes: true when other items still name them (the

@@ -970,10 +970,12 @@ impl Volume {
 }
 
 /// `inode` as it will be once the dirty extents `pending` describes are written back (size and
-/// times).
+/// times), and with the bytes they cover added to its own (btrfs_getattr's `st_blocks` adds
+/// the delalloc bytes; an extent rewritten counts twice until its writeback commits, as there).
 pub(crate) fn with_pending(pending: Option<Pending>, mut inode: Inode) -> Inode {
     if let Some(p) = pending {
         inode.size = inode.size.max(p.size);
+        inode.bytes = inode.bytes.saturating_add(p.covered);
         if let Some(t) = p.mtime {
             apply_write_time(&mut inode, t);
         }

@@ -62,6 +62,12 @@ pub(super) enum Finding {
     StrayExtent { ino: u64, idx: u64 },
     /// An inode recording other stored bytes than its extents hold.
     Disk { ino: u64, recorded: u64, held: u64 },
+    /// An inode recording other bytes covered by extents than its extents cover.
+    Bytes {
+        ino: u64,
+        recorded: u64,
+        covered: u64,
+    },
     /// The store counting other stored bytes than its extents hold.
     Used { counted: u64, held: u64 },
 }
@@ -141,6 +147,14 @@ impl std::fmt::Display for Finding {
             } => write!(
                 f,
                 "inode {ino}: records {recorded} stored bytes, extents hold {held}"
+            ),
+            Finding::Bytes {
+                ino,
+                recorded,
+                covered,
+            } => write!(
+                f,
+                "inode {ino}: records {recorded} bytes in extents, extents cover {covered}"
             ),
             Finding::Used { counted, held } => write!(
                 f,

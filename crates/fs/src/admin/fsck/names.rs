@@ -17,7 +17,7 @@ use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use super::finding::Finding;
 use super::rules::Tally;
 use crate::error::FsError;
-use crate::store::records::{Inode, Kind};
+use crate::store::records::{covered, Inode, Kind, VERSION_BYTES};
 use crate::store::{DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT, SYMLINKS};
 
 /// A directory entry.
@@ -57,6 +57,10 @@ pub(super) struct Namespace {
     /// Stored bytes of each inode's extents, of all extents, and the extents of inodes that
     /// do not exist: (inode, index).
     pub held: BTreeMap<u64, u64>,
+    /// Bytes of its file each inode's extents cover (its `bytes`, `st_blocks`).
+    pub covered: BTreeMap<u64, u64>,
+    /// The store's format version: from [`VERSION_BYTES`] on, inodes record `bytes`.
+    pub version: u64,
     pub used: u64,
     pub counted_used: u64,
     pub strays: Vec<(u64, u64)>,
@@ -78,6 +82,7 @@ macro_rules! load {
             next_ino: value(&meta, "next_ino")?,
             counted: value(&meta, "inodes")?,
             counted_used: value(&meta, "used")?,
+            version: value(&meta, "version")?,
             ..Namespace::default()
         };
         ns.tally_extents(&txn.open_table(EXTENTS)?)?;
@@ -122,7 +127,11 @@ impl Namespace {
                 self.used = self.used.saturating_add(n);
             }
             match self.inodes.contains_key(&ino) || self.damaged.contains(&ino) {
-                true => *self.held.entry(ino).or_default() += n,
+                true => {
+                    *self.held.entry(ino).or_default() += n;
+                    let h = crate::store::records::ExtentHeader::decode(v.value());
+                    *self.covered.entry(ino).or_default() += h.map_or(0, |h| covered(h.ram_len));
+                }
                 false => self.strays.push((ino, idx)),
             }
         }
@@ -174,20 +183,28 @@ impl Namespace {
         out
     }
 
-    /// The stored bytes each inode records, and the store's total.
+    /// The stored and covered bytes each inode records (covered ones from format version
+    /// [`VERSION_BYTES`] on: an older store's inodes have none), and the store's total.
     fn stored_findings(&self) -> Vec<Finding> {
-        let mut out: Vec<Finding> = self
-            .inodes
-            .iter()
-            .filter_map(|(&ino, i)| {
-                let held = self.held.get(&ino).copied().unwrap_or(0);
-                (i.disk != held).then_some(Finding::Disk {
+        let mut out: Vec<Finding> = Vec::new();
+        for (&ino, i) in &self.inodes {
+            let held = self.held.get(&ino).copied().unwrap_or(0);
+            if i.disk != held {
+                out.push(Finding::Disk {
                     ino,
                     recorded: i.disk,
                     held,
-                })
-            })
-            .collect();
+                });
+            }
+            let covered = self.covered.get(&ino).copied().unwrap_or(0);
+            if self.version >= VERSION_BYTES && i.bytes != covered {
+                out.push(Finding::Bytes {
+                    ino,
+                    recorded: i.bytes,
+                    covered,
+                });
+            }
+        }
         if self.counted_used != self.used {
             out.push(Finding::Used {
                 counted: self.counted_used,

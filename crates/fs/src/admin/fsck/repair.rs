@@ -119,6 +119,7 @@ fn phase(f: &Finding) -> Option<u8> {
         | StaleDotDot(_)
         | InodeCount { .. }
         | Disk { .. }
+        | Bytes { .. }
         | Used { .. } => Some(4),
         Damaged(_) | NoRoot | NoTarget(_) => None,
     }
@@ -177,6 +178,7 @@ impl Fixer<'_, '_> {
                 ),
             ),
             Disk { ino, held, .. } => self.disk(ns, *ino, *held),
+            Bytes { ino, covered, .. } => self.bytes(ns, *ino, *covered),
             Used { counted, held } => self.counter(
                 "used",
                 *held,
@@ -292,6 +294,16 @@ impl Fixer<'_, '_> {
         self.note(format!(
             "set the stored bytes of {} (inode {ino}) to {held}, what its extents hold (was \
              {was})",
+            ns.path(ino)
+        ));
+        Ok(())
+    }
+
+    fn bytes(&mut self, ns: &Namespace, ino: u64, covered: u64) -> Result<(), FsError> {
+        let was = update(self.txn, ino, |i| std::mem::replace(&mut i.bytes, covered))?;
+        self.note(format!(
+            "set the bytes that the extents of {} (inode {ino}) cover to {covered}, what they \
+             cover (was {was})",
             ns.path(ino)
         ));
         Ok(())

@@ -438,7 +438,10 @@ fn bad_entries_and_counters_are_set_right() {
         meta.insert("used", 1).unwrap();
         meta.insert("inodes", 77).unwrap();
         drop(meta);
-        set_inode(txn, t.f, |i| i.disk += 3);
+        set_inode(txn, t.f, |i| {
+            i.disk += 3;
+            i.bytes += 4096;
+        });
     });
     let (before, changes) = repaired(&t.dir);
     for p in [
@@ -449,6 +452,7 @@ fn bad_entries_and_counters_are_set_right() {
         "store counts 78 inodes, holds 6",
         "store counts 1 stored bytes",
         "records 10003 stored bytes",
+        "bytes in extents, extents cover",
     ] {
         assert!(has(&before, &[p]), "{p}: {before:?}");
     }
@@ -460,6 +464,7 @@ fn bad_entries_and_counters_are_set_right() {
         "set the store's inode count to 6 (was 78)",
         "set the store's stored bytes to",
         "set the stored bytes of /d/e/f",
+        "set the bytes that the extents of /d/e/f",
     ] {
         assert!(has(&changes, &[c]), "{c}: {changes:?}");
     }
@@ -531,4 +536,45 @@ fn a_power_cut_during_a_repair_leaves_the_store_as_it_was_or_repaired() {
     }
     assert!(old > 0, "no cut before the commit ({new} after)");
     eprintln!("{old} cuts left the store as it was, {new} repaired");
+}
+
+/// A store from before format version 4: its inode items have no `bytes`. fsck finds nothing
+/// wrong with it; the first writable open counts every file's, and fsck then checks them.
+#[test]
+fn an_older_stores_inodes_get_their_bytes_at_the_first_writable_open() {
+    use crate::store::records::INODE_LEN_V3;
+    use redb::ReadableTable;
+    let t = tree("upgrade-bytes");
+    damage(&t.dir, |txn| {
+        let mut inodes = txn.open_table(store::INODES).unwrap();
+        let all: Vec<(u64, Vec<u8>)> = inodes
+            .iter()
+            .unwrap()
+            .map(|r| r.map(|(k, v)| (k.value(), v.value().to_vec())).unwrap())
+            .collect();
+        for (ino, v) in all {
+            inodes.insert(ino, &v[..INODE_LEN_V3]).unwrap();
+        }
+        drop(inodes);
+        txn.open_table(store::META)
+            .unwrap()
+            .insert("version", 3)
+            .unwrap();
+    });
+    let r = fsck(&t.dir).unwrap();
+    assert!(r.problems.is_empty(), "{r:?}");
+    let vol = Volume::open_for_check_with(&t.dir, &Access::default()).unwrap();
+    assert_eq!(vol.inode(t.f).unwrap().bytes, vol.inode(t.f).unwrap().disk);
+    drop(vol);
+    let vol = Volume::open(&t.dir, Options::default()).unwrap();
+    // 10,000 bytes in one extent: three blocks, as btrfs's st_blocks would say.
+    assert_eq!(vol.inode(t.f).unwrap().bytes, 3 * 4096);
+    assert_eq!(vol.inode(t.a).unwrap().bytes, 0);
+    drop(vol);
+    let r = fsck(&t.dir).unwrap();
+    assert!(r.problems.is_empty(), "{r:?}");
+    let vol = Volume::open_for_check_with(&t.dir, &Access::default()).unwrap();
+    let txn = vol.store().read().unwrap();
+    assert_eq!(store::counter(&txn, "version").unwrap(), 4);
+    let _ = std::fs::remove_dir_all(&t.dir);
 }

@@ -139,7 +139,8 @@ pub fn attr(ino: u64, i: &Inode, blksize: u32) -> FileAttr {
     FileAttr {
         ino,
         size: i.size,
-        blocks: i.disk.div_ceil(512),
+        // btrfs_getattr: the bytes its extents cover, not what they store.
+        blocks: i.bytes.div_ceil(512),
         atime: i.atime.to_system(),
         mtime: i.mtime.to_system(),
         ctime: i.ctime.to_system(),

@@ -31,7 +31,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use wring_engine::offload::{Complete, Done, Input, Request};
 
 use crate::error::{chain, errno, FsError};
-use crate::store::records::{Time, FLAG_NOCOMPRESS};
+use crate::store::records::{covered, Time, FLAG_NOCOMPRESS};
 use crate::store::space::Reservation;
 use crate::store::{self, INODES};
 use crate::volume::data::encode::{encode_batch, op_for, shape, value, Decision, Shape};
@@ -90,6 +90,9 @@ struct InodeState {
     times_set: u64,
     /// Jobs queued, in flight or ready.
     jobs: usize,
+    /// Bytes of the file the dirty extents cover ([`covered`]: btrfs's delalloc bytes, which
+    /// `st_blocks` adds to the inode's).
+    covered: u64,
 }
 
 /// A dirty extent: its generation and contents, by (inode, extent index).
@@ -121,6 +124,8 @@ struct State {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pending {
     pub size: u64,
+    /// Bytes of the file the dirty extents cover.
+    pub covered: u64,
     pub extent_size: u32,
     /// The last write's time, unless a setattr set the times after it.
     pub mtime: Option<Time>,
@@ -210,6 +215,7 @@ impl Delalloc {
     pub fn pending(&self, ino: u64) -> Option<Pending> {
         self.state().inodes.get(&ino).map(|s| Pending {
             size: s.size,
+            covered: s.covered,
             extent_size: s.extent_size,
             mtime: (s.last_gen > s.times_set).then_some(s.mtime),
         })
@@ -261,7 +267,8 @@ impl Delalloc {
             st.jobs += 1;
             // A superseded job still runs (and throws its result away), so its bytes stay
             // counted until then.
-            st.dirty.insert((ino, idx), (gen, data.clone()));
+            let was = st.dirty.insert((ino, idx), (gen, data.clone()));
+            let was = was.map_or(0, |(_, d)| covered(d.len() as u32));
             st.queue.push_back(Job {
                 ino,
                 idx,
@@ -274,6 +281,7 @@ impl Delalloc {
             });
             let s = st.inodes.entry(ino).or_default();
             s.jobs += 1;
+            s.covered = (s.covered + covered(len as u32)).saturating_sub(was);
         }
         let gen = st.next_gen;
         let s = st.inodes.entry(ino).or_default();
@@ -306,6 +314,9 @@ impl Delalloc {
             .is_some_and(|d| d.0 == job.gen)
         {
             st.dirty.remove(&(job.ino, job.idx));
+            if let Some(s) = st.inodes.get_mut(&job.ino) {
+                s.covered = s.covered.saturating_sub(covered(job.data.len() as u32));
+            }
         }
         st.bytes -= job.data.len();
         st.jobs -= 1;
@@ -630,7 +641,7 @@ impl Volume {
             if inode.extent_size == 0 {
                 inode.extent_size = job.extent_size;
             }
-            inode.disk = inode.disk.saturating_add_signed(delta);
+            delta.apply(&mut inode);
             if mark {
                 inode.flags |= FLAG_NOCOMPRESS;
             }

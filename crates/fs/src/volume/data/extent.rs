@@ -540,8 +540,7 @@ impl Volume {
         };
         if !holes.is_empty() {
             self.removals.fetch_add(1, Ordering::SeqCst);
-            let delta = txn.put_extents(ino, holes)?;
-            inode.disk = inode.disk.saturating_add_signed(delta);
+            txn.put_extents(ino, holes)?.apply(&mut inode);
             self.forget_cache(ino, Some(first));
         }
         let now = Time::now();
@@ -622,7 +621,7 @@ impl Volume {
                 let value = super::encode::value(shape, &decision, &cut, &out)?;
                 delta += txn.put_value(ino, idx, value)?;
             }
-            inode.disk = inode.disk.saturating_add_signed(delta);
+            delta.apply(inode);
             self.forget_cache(ino, Some(keep.saturating_sub(1)));
         }
         inode.size = size;

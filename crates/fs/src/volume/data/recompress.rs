@@ -167,7 +167,7 @@ impl Volume {
             }
             let delta = txn.put_value(c.ino, c.idx, Some(v))?;
             let mut inode = store::get_inode(&txn.open_table(INODES)?, c.ino)?;
-            inode.disk = inode.disk.saturating_add_signed(delta);
+            delta.apply(&mut inode);
             txn.open_table(INODES)?
                 .insert(c.ino, inode.to_bytes().as_slice())?;
             n += 1;

@@ -21,6 +21,7 @@
 use redb::ReadableTable;
 
 use crate::error::{errno, FsError};
+use crate::store::extents::Delta;
 use crate::store::records::{Inode, Kind, Time, FLAG_APPEND, FLAG_IMMUTABLE, FLAG_NOCOW};
 use crate::store::{self, EXTENTS, INODES};
 use crate::volume::data::extent::file_end;
@@ -198,19 +199,21 @@ impl Volume {
             }
             v
         };
-        let (mut held, mut used) = (0i64, 0i64);
+        // What the items change for the destination; `used`, what removing its own gives the
+        // store back (a share counts its own).
+        let (mut file, mut used) = (Delta::default(), 0i64);
         {
             let mut extents = txn.open_table(EXTENTS)?;
             let mut at = items.iter().peekable();
             for i in idx.clone() {
                 match at.next_if(|(j, _)| *j == i) {
                     Some((_, item)) => {
-                        held += txn.share_item(&mut extents, (req.ino_out, to(i)), item)?;
+                        file += txn.share_item(&mut extents, (req.ino_out, to(i)), item)?;
                     }
                     None => {
                         let d = txn.remove_item(&mut extents, (req.ino_out, to(i)))?;
-                        held += d.held;
                         used += d.used;
+                        file += d;
                     }
                 }
             }
@@ -223,7 +226,7 @@ impl Volume {
         let hi = (idx.end * p.es).min(src.size);
         dst.size = dst.size.max(hi - req.off_in + req.off_out);
         dst.extent_size = p.es as u32;
-        dst.disk = dst.disk.saturating_add_signed(held);
+        file.apply(&mut dst);
         let now = Time::now();
         dst.mtime = now;
         dst.ctime = now;
