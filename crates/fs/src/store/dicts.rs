@@ -13,6 +13,7 @@ use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use wring_engine::dict::Dictionary;
 
 use crate::error::FsError;
+use crate::store::table_if_made;
 
 /// Dictionary id → the dictionary's bytes (zstd's format).
 pub const DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("dicts");
@@ -33,10 +34,8 @@ pub fn next_id(txn: &WriteTransaction) -> Result<Option<u8>, FsError> {
 
 /// Every record of the dictionary table as stored: (key, bytes), by key.
 pub fn all(txn: &ReadTransaction) -> Result<Vec<(u32, Vec<u8>)>, FsError> {
-    let t = match txn.open_table(DICTS) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
+    let Some(t) = table_if_made(txn, DICTS)? else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for r in t.iter()? {
@@ -59,10 +58,8 @@ pub fn record(key: u32, bytes: &[u8]) -> Result<(u8, Dictionary), String> {
 
 /// Dictionary `id`'s bytes, if the store has it.
 pub fn get(txn: &ReadTransaction, id: u8) -> Result<Option<Vec<u8>>, FsError> {
-    let t = match txn.open_table(DICTS) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(t) = table_if_made(txn, DICTS)? else {
+        return Ok(None);
     };
     Ok(t.get(u32::from(id))?.map(|v| v.value().to_vec()))
 }

@@ -8,6 +8,8 @@
 //! its item (btrfs keeps csums in their own tree) and in small extents' bytes living in the
 //! item itself (btrfs's inline extents are only ever the first).
 
+use std::sync::atomic::Ordering;
+
 use redb::Table;
 
 use super::records::{covered, external_item_of, stored, ExtentHeader, Inode, Stored, INLINE_MAX};
@@ -123,7 +125,10 @@ impl Txn<'_> {
         delta.held += s.len() as i64;
         delta.bytes += covered_by(item);
         match s {
-            Stored::External(at, len) => shared::add_ref(self, at, len)?,
+            Stored::External(at, len) => {
+                self.store.may_share.store(true, Ordering::SeqCst);
+                shared::add_ref(self, at, len)?
+            }
             Stored::Inline(b) => delta.used += b.len() as i64,
         }
         let mut v = item.to_vec();
@@ -169,7 +174,8 @@ impl Txn<'_> {
         let n = -(s.len() as i64);
         let bytes = -covered_by(old.value());
         if let Stored::External(at, _) = s {
-            if shared::drop_ref(self, at)? {
+            // A store that never shared frees without looking (a removal is rm -rf's cost).
+            if self.store.may_share.load(Ordering::SeqCst) && shared::drop_ref(self, at)? {
                 return Ok(Delta {
                     held: n,
                     used: 0,

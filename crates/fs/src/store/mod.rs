@@ -120,6 +120,10 @@ pub struct Store {
     pub counts: crate::counters::TxnCounts,
     /// The compactor of a store in a bucket (see [`compactor`]).
     compaction: compactor::Compaction,
+    /// The store may hold shared extents: it had records when opened, or a transaction since
+    /// added one (set before, never cleared). Until then an item's removal frees its bytes
+    /// without looking for a record ([`shared`]).
+    may_share: AtomicBool,
 }
 
 /// What a write transaction did to the data file.
@@ -374,6 +378,7 @@ impl Store {
         if !read_only {
             format::upgrade(&db)?;
         }
+        let may_share = AtomicBool::new(shared::any(&db.begin_read()?)?);
         Ok(Store {
             db: RwLock::new(Some(Arc::new(db))),
             source,
@@ -392,6 +397,7 @@ impl Store {
             repaired: repaired.load(Ordering::Relaxed),
             counts: crate::counters::TxnCounts::default(),
             compaction: compactor::Compaction::default(),
+            may_share,
         })
     }
 
@@ -875,13 +881,24 @@ pub fn add_counter(txn: &WriteTransaction, key: &str, delta: i64) -> Result<(), 
     Ok(())
 }
 
+/// The table `def` as `txn` sees it; `None` when the store has never made it (a store older
+/// than the table, or one that never needed it), which every reader takes as empty.
+pub fn table_if_made<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &ReadTransaction,
+    def: TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>, FsError> {
+    match txn.open_table(def) {
+        Ok(t) => Ok(Some(t)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The parent of directory `dir` (the root for itself, and for directories of stores made
 /// before parents were recorded).
 pub fn parent_of(txn: &ReadTransaction, dir: u64) -> Result<u64, FsError> {
-    let parents = match txn.open_table(PARENTS) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(ROOT),
-        Err(e) => return Err(e.into()),
+    let Some(parents) = table_if_made(txn, PARENTS)? else {
+        return Ok(ROOT);
     };
     Ok(parents.get(dir)?.map_or(ROOT, |v| v.value()))
 }

@@ -182,12 +182,8 @@ pub fn write_config(txn: &WriteTransaction, spec: &DataSpec, ids: &Ids) -> Resul
 /// The store's data setting and identity; a store made before the table existed is local.
 pub fn read_config(db: &Database) -> Result<(DataSpec, Ids), FsError> {
     let txn = db.begin_read()?;
-    let t = match txn.open_table(CONFIG) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            return Ok((DataSpec::Local, Ids::default()))
-        }
-        Err(e) => return Err(e.into()),
+    let Some(t) = super::table_if_made(&txn, CONFIG)? else {
+        return Ok((DataSpec::Local, Ids::default()));
     };
     let get = |k: &str| -> Result<Option<String>, FsError> {
         Ok(t.get(k)?.map(|v| v.value().to_string()))

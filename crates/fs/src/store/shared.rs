@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::FsError;
+use crate::store::table_if_made;
 
 /// Address of stored bytes named by two or more extent items → (length, references).
 pub const SHARED: TableDefinition<u64, (u64, u64)> = TableDefinition::new("shared");
@@ -66,22 +67,27 @@ pub fn moved(txn: &WriteTransaction, old: u64, new: u64) -> Result<(), FsError> 
     Ok(())
 }
 
+/// Whether the store has a record (what [`crate::store::Store`] checks when it opens).
+pub fn any(txn: &ReadTransaction) -> Result<bool, FsError> {
+    match table_if_made(txn, SHARED)? {
+        Some(t) => Ok(t.first()?.is_some()),
+        None => Ok(false),
+    }
+}
+
 /// Whether more than one item names the stored bytes at `at`, as of `txn`.
 pub fn is_shared(txn: &ReadTransaction, at: u64) -> Result<bool, FsError> {
-    match txn.open_table(SHARED) {
-        Ok(t) => Ok(t.get(at)?.is_some()),
-        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
-        Err(e) => Err(e.into()),
+    match table_if_made(txn, SHARED)? {
+        Some(t) => Ok(t.get(at)?.is_some()),
+        None => Ok(false),
     }
 }
 
 /// Every record as stored: address → (length, references). Empty for a store that never
 /// shared (it has no table).
 pub fn all(txn: &ReadTransaction) -> Result<BTreeMap<u64, (u64, u64)>, FsError> {
-    let t = match txn.open_table(SHARED) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(BTreeMap::new()),
-        Err(e) => return Err(e.into()),
+    let Some(t) = table_if_made(txn, SHARED)? else {
+        return Ok(BTreeMap::new());
     };
     let mut out = BTreeMap::new();
     for r in t.iter()? {

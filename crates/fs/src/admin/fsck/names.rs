@@ -94,10 +94,9 @@ impl Namespace {
     /// The namespace as a read transaction sees it.
     pub fn read(txn: &ReadTransaction) -> Result<Namespace, FsError> {
         // Stores made before parents were recorded have no table.
-        let parents = match txn.open_table(PARENTS) {
-            Ok(t) => pairs(&t)?,
-            Err(redb::TableError::TableDoesNotExist(_)) => BTreeMap::new(),
-            Err(e) => return Err(e.into()),
+        let parents = match crate::store::table_if_made(txn, PARENTS)? {
+            Some(t) => pairs(&t)?,
+            None => BTreeMap::new(),
         };
         Ok(load!(txn, parents))
     }
