@@ -371,3 +371,44 @@ fn a_full_store_refuses_a_growing_defrag_and_changes_nothing() {
     let _ = common::sh(&format!("umount {}", dir.display()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A damaged extent does not stop a defragment: the batch is decoded together on the
+/// offload's workers, and when one of them fails its checksum the others are decoded one by
+/// one and rewritten; the damaged one is left as it was, for fsck and the reader to report.
+#[test]
+fn a_damaged_extent_is_left_and_the_others_are_rewritten() {
+    use std::os::unix::fs::FileExt;
+    let (dir, vol) = volume("damaged", "compress=lzo");
+    let ino = file(&vol, "f", 0o644);
+    let data = text(&mut Rng(17), 6 * 128 * 1024);
+    vol.write(ino, 0, &data, None).unwrap();
+    closed(&dir, vol);
+    // Extent 2's stored bytes, found through the store's own API, damaged in the data file.
+    {
+        let store = Store::open(&dir).unwrap();
+        let txn = store.read().unwrap();
+        let t = txn.open_table(wring_fs::store::EXTENTS).unwrap();
+        let item = t.get((ino, 2)).unwrap().unwrap().value().to_vec();
+        let Some(wring_fs::store::records::Stored::External(at, _)) =
+            wring_fs::store::records::stored(&item)
+        else {
+            panic!("extent 2 should be in the data file");
+        };
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join(wring_fs::store::DATA_FILE))
+            .unwrap();
+        f.write_all_at(b"damage", at + 10).unwrap();
+        f.sync_all().unwrap();
+    }
+    let vol = Arc::new(Volume::open(&dir, Options::parse("compress=lzo").unwrap()).unwrap());
+    assert_eq!(defrag(&vol, ino, ROOT_CALLER, &zstd(3)), Ok(5));
+    let by = levels(&vol, ino);
+    assert_eq!(by, [("lzo".into(), 1), ("zstd:3".into(), 5)], "{by:?}");
+    assert_eq!(
+        vol.read(ino, 0, 2 * 128 * 1024).unwrap(),
+        data[..2 * 128 * 1024]
+    );
+    assert!(vol.read(ino, 2 * 128 * 1024, 4096).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -82,25 +82,62 @@ impl Volume {
     }
 
     /// Up to `max` extents of `ino` with indexes in `range`, decoded (see
-    /// [`Candidate::read`]), from one snapshot.
+    /// [`Candidate::read`]), from one snapshot, and the index to go on from.
     pub(super) fn extents_of(
         &self,
         ino: u64,
         range: Range<u64>,
         max: usize,
     ) -> Result<(Vec<Candidate>, Option<u64>), FsError> {
+        // Held until they are decoded: the bytes it names stay where they are.
         let snap = self.store.read()?;
         let extents = snap.open_table(EXTENTS)?;
-        let mut out = Vec::new();
+        let mut items = Vec::new();
+        let mut next = None;
         for r in extents.range((ino, range.start)..(ino, range.end))? {
             let (k, v) = r?;
             let idx = k.value().1;
-            if out.len() == max {
-                return Ok((out, Some(idx)));
+            if items.len() == max {
+                next = Some(idx);
+                break;
             }
-            out.extend(Candidate::read(self, ino, idx, v.value()));
+            if self.da.dirty(ino, idx).is_none() {
+                items.push((idx, v.value().to_vec()));
+            }
         }
-        Ok((out, None))
+        Ok((self.decode_candidates(ino, items), next))
+    }
+
+    /// `items` of `ino` decoded in one batch on the offload's workers, as a read's extents
+    /// are; when one of them is damaged, one at a time, leaving that one out.
+    fn decode_candidates(&self, ino: u64, items: Vec<(u64, Vec<u8>)>) -> Vec<Candidate> {
+        let mut data: Vec<Vec<u8>> = items
+            .iter()
+            .map(|(_, item)| {
+                let len = Volume::header(ino, 0, item).map_or(0, |h| h.ram_len as usize);
+                vec![0; len]
+            })
+            .collect();
+        let whole = items
+            .iter()
+            .zip(data.iter_mut())
+            .map(|((_, item), out)| (0, item.as_slice(), out.as_mut_slice()))
+            .collect();
+        if self.decode_batch(ino, whole).is_ok() {
+            let decoded = items.into_iter().zip(data);
+            return decoded
+                .map(|((idx, item), data)| Candidate {
+                    ino,
+                    idx,
+                    item,
+                    data,
+                })
+                .collect();
+        }
+        items
+            .into_iter()
+            .filter_map(|(idx, item)| Candidate::read(self, ino, idx, &item))
+            .collect()
     }
 
     /// Compress each candidate as its decision says and put, in one transaction, those still
