@@ -43,7 +43,7 @@ use std::time::Duration;
 
 pub use batch::BatchJob;
 pub use device::{Device, DeviceCaps, DeviceError, DeviceWork};
-pub use stats::{Fallback, Histogram, OffloadStats, ProviderStats};
+pub use stats::{CodecWork, Fallback, Histogram, OffloadStats, ProviderStats};
 
 use crate::dict::Dictionary;
 use crate::engine::{Engine, Outcome, Policy, Saving};

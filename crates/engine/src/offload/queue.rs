@@ -547,6 +547,9 @@ impl Shared {
         st.cpu_stats.queue_wait.record(Duration::ZERO);
         st.cpu_stats.completed += 1;
         st.cpu_stats.service.record(service);
+        let input_len = job.input().len();
+        st.cpu_stats
+            .record_work(job.op, input_len, &result, service);
         result
     }
 
@@ -583,6 +586,7 @@ impl Shared {
         };
         stats.completed += 1;
         stats.service.record(service);
+        stats.record_work(job.op, job.input().len(), &result, service);
         let slot = &mut st.slots[index];
         if slot.abandoned {
             slot.phase = Phase::Free;

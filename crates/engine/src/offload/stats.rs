@@ -1,8 +1,56 @@
 //! Offload statistics per provider: requests submitted, completed and in flight, fallbacks to
-//! the CPU by reason, and queue-wait and service-time distributions in fixed log-scale
-//! histograms (no allocation when a sample is recorded).
+//! the CPU by reason, queue-wait and service-time distributions in fixed log-scale
+//! histograms (no allocation when a sample is recorded), and each algorithm's work: bytes in
+//! and out and time, compressing and decompressing.
 
 use std::time::Duration;
+
+use super::{Completed, Op};
+use crate::engine::Outcome;
+use crate::error::Error;
+use crate::spec::Algorithm;
+
+/// The work one algorithm's codec did on a provider (requests that finished without an
+/// error). Kept under the provider's state lock with the rest, so recording it takes none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CodecWork {
+    /// Compression requests.
+    pub compress_requests: u64,
+    /// Bytes they were given.
+    pub compress_in_bytes: u64,
+    /// Bytes their results take: the compressed bytes, or the input for an extent left raw
+    /// (it did not save a block, or was not tried).
+    pub compress_out_bytes: u64,
+    /// Time compressing, in nanoseconds (a device's: its batch's round trip).
+    pub compress_nanos: u64,
+    /// Decompression requests.
+    pub decompress_requests: u64,
+    /// Bytes they produced.
+    pub decompress_out_bytes: u64,
+    /// Time decompressing, in nanoseconds.
+    pub decompress_nanos: u64,
+}
+
+impl CodecWork {
+    fn record(&mut self, op: Op, input_len: usize, done: &Completed, service: Duration) {
+        let nanos = u64::try_from(service.as_nanos()).unwrap_or(u64::MAX);
+        let out = match (op, *done) {
+            (Op::Decompress { len, .. }, _) => {
+                self.decompress_requests += 1;
+                self.decompress_out_bytes += len as u64;
+                self.decompress_nanos = self.decompress_nanos.saturating_add(nanos);
+                return;
+            }
+            (_, Completed::Compressed(Outcome::Compressed(n))) => n,
+            (_, Completed::CompressedInto(Some(n))) => n,
+            _ => input_len,
+        };
+        self.compress_requests += 1;
+        self.compress_in_bytes += input_len as u64;
+        self.compress_out_bytes += out as u64;
+        self.compress_nanos = self.compress_nanos.saturating_add(nanos);
+    }
+}
 
 /// Why a request ran on the CPU instead of the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,6 +197,8 @@ pub struct ProviderStats {
     pub service: Histogram,
     /// CPU only: worker threads running.
     pub workers: usize,
+    /// Each algorithm's work, in [`Algorithm::ALL`]'s order ([`ProviderStats::codec`]).
+    pub codecs: [CodecWork; Algorithm::ALL.len()],
 }
 
 impl ProviderStats {
@@ -162,6 +212,34 @@ impl ProviderStats {
             queue_wait: Histogram::default(),
             service: Histogram::default(),
             workers: 0,
+            codecs: [CodecWork::default(); Algorithm::ALL.len()],
+        }
+    }
+
+    /// The work `algorithm`'s codec did here.
+    pub fn codec(&self, algorithm: Algorithm) -> CodecWork {
+        Algorithm::ALL
+            .iter()
+            .position(|&a| a == algorithm)
+            .and_then(|i| self.codecs.get(i))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Count a finished request's work under its algorithm (a failed one counts nothing).
+    pub(super) fn record_work(
+        &mut self,
+        op: Op,
+        input_len: usize,
+        result: &Result<Completed, Error>,
+        service: Duration,
+    ) {
+        let (Ok(done), Some((algorithm, _))) = (result, op.algorithm_level()) else {
+            return;
+        };
+        let i = Algorithm::ALL.iter().position(|&a| a == algorithm);
+        if let Some(w) = i.and_then(|i| self.codecs.get_mut(i)) {
+            w.record(op, input_len, done, service);
         }
     }
 

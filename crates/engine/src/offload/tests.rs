@@ -113,6 +113,17 @@ fn tickets_round_trip_and_match_the_engine_byte_for_byte() {
     let s = o.stats();
     assert_eq!((s.cpu.submitted, s.cpu.completed, s.in_flight), (24, 24, 0));
     assert_eq!(s.cpu.service.count(), 24);
+    // Each algorithm's work: zstd's twelve compressions and twelve decompressions, their
+    // bytes in and out; no other algorithm did any.
+    let w = s.cpu.codec(Algorithm::Zstd);
+    let total: usize = inputs.iter().map(Vec::len).sum();
+    let packed: usize = inputs.iter().map(|i| reference(zstd(3), i).len()).sum();
+    assert_eq!((w.compress_requests, w.decompress_requests), (12, 12));
+    assert_eq!(w.compress_in_bytes, total as u64);
+    assert_eq!(w.compress_out_bytes, packed as u64);
+    assert_eq!(w.decompress_out_bytes, total as u64);
+    assert!(w.compress_nanos > 0 && w.decompress_nanos > 0);
+    assert_eq!(s.cpu.codec(Algorithm::Lzo), CodecWork::default());
 }
 
 #[test]
