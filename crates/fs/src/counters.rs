@@ -7,8 +7,10 @@
 //! `commit_stats` in sysfs expose them (commits, total commit time); the names follow the
 //! FUSE opcodes (include/uapi/linux/fuse.h).
 
+mod encodings;
 pub(crate) mod figures;
 
+pub use encodings::{EncodingCounts, EncodingFigure};
 pub use figures::{DelayedFigures, FuseFigures, OpFigure, TxnFigures, WaitFigures};
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -96,6 +96,8 @@ pub struct Volume {
     ops: crate::counters::OpCounts,
     /// Requests that waited for a file's writeback.
     wb_waits: crate::counters::WaitCounts,
+    /// The extents writeback stored, by encoding.
+    written_by: crate::counters::EncodingCounts,
     /// Inodes whose attributes the kernel must drop after the store went back to an older
     /// commit (told by the committer: not from inside the store's recovery).
     stale: Mutex<Vec<u64>>,
@@ -355,6 +357,7 @@ impl Volume {
             notifier: std::sync::OnceLock::new(),
             ops: crate::counters::OpCounts::default(),
             wb_waits: crate::counters::WaitCounts::default(),
+            written_by: crate::counters::EncodingCounts::default(),
             stale: Mutex::default(),
             stale_pages: Mutex::default(),
         })

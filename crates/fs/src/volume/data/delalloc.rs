@@ -31,7 +31,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use wring_engine::offload::{Complete, Done, Input, Request};
 
 use crate::error::{chain, errno, FsError};
-use crate::store::records::{covered, Time, FLAG_NOCOMPRESS};
+use crate::store::records::{covered, Encoding, Time, FLAG_NOCOMPRESS};
 use crate::store::space::Reservation;
 use crate::store::{self, INODES};
 use crate::volume::data::encode::{encode_batch, op_for, shape, value, Decision, Shape};
@@ -635,6 +635,14 @@ impl Volume {
             Err(e) => return Err(e),
         };
         for (job, value, mark) in values {
+            if let Some((h, stored)) = &value {
+                let encoding = match h.encoding {
+                    Encoding::Raw => None,
+                    Encoding::Compressed(a, l) => Some((a, l)),
+                };
+                self.written_by
+                    .record(encoding, job.data.len(), stored.len());
+            }
             let delta = txn.put_value(ino, job.idx, value)?;
             let end = job.idx * job.extent_size as u64 + job.data.len() as u64;
             inode.size = inode.size.max(end);

@@ -92,6 +92,9 @@ struct State {
     pub(super) rewriting: bool,
     /// Extents the rewrite passes of this mount rewrote.
     rewritten: u64,
+    /// Trainings this mount ran to the end, and of those, the ones whose dictionary it kept.
+    trainings: u64,
+    kept: u64,
     /// No more trainings this mount (every id taken, or zstd failed).
     done: bool,
     /// The last training of this mount.
@@ -128,6 +131,10 @@ pub struct DictStatus {
     pub busy: bool,
     /// Extents the rewrite passes of this mount rewrote.
     pub rewritten: u64,
+    /// Trainings this mount ran to the end (a dictionary made and judged).
+    pub trainings: u64,
+    /// Of those, the ones whose dictionary was stored (better than the newest).
+    pub kept: u64,
 }
 
 impl Dicts {
@@ -188,8 +195,10 @@ impl Dicts {
     fn trained(&self, outcome: Outcome) {
         let mut st = lock(&self.state);
         st.training = false;
+        st.trainings += u64::from(!matches!(outcome, Outcome::Failed));
         match outcome {
             Outcome::New(d, t) => {
+                st.kept += 1;
                 st.loaded.insert(d.id, d.dict.clone());
                 st.newest = Some(d);
                 st.last = Some(t);
@@ -252,6 +261,8 @@ impl Dicts {
             last: st.last,
             busy: st.training || st.rewriting || st.pending(train_bytes),
             rewritten: st.rewritten,
+            trainings: st.trainings,
+            kept: st.kept,
         }
     }
 }

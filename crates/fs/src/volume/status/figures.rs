@@ -328,6 +328,10 @@ pub struct Dicts {
     pub busy: bool,
     /// Extents rewritten with a dictionary.
     pub rewritten: u64,
+    /// Trainings this mount ran to the end.
+    pub trainings: u64,
+    /// Of those, the ones whose dictionary was stored.
+    pub trainings_kept: u64,
     /// The last training of this mount.
     pub last_training: Option<TrainingFigures>,
 }
@@ -348,6 +352,8 @@ impl Dicts {
             sample_bytes: d.sample_bytes as u64,
             busy: d.busy,
             rewritten: d.rewritten,
+            trainings: d.trainings,
+            trainings_kept: d.kept,
             last_training: d.last.map(|t| TrainingFigures {
                 id: t.id,
                 samples: t.samples as u64,
@@ -379,4 +385,55 @@ pub struct Uring {
     pub refused: u64,
     /// Requests answered through the ring.
     pub requests: u64,
+}
+
+/// One algorithm's codec work on the offload's providers since the mount: writeback,
+/// defragment, the dictionary passes and reads all go through them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Codec {
+    /// The algorithm.
+    pub algorithm: String,
+    /// Compression requests.
+    pub compress_requests: u64,
+    /// Their bytes in.
+    pub compress_in_bytes: u64,
+    /// The bytes their results take (the input for an extent left raw).
+    pub compress_out_bytes: u64,
+    /// Time compressing.
+    #[serde(rename = "compress_seconds", serialize_with = "nanos_as_seconds")]
+    pub compress_nanos: u64,
+    /// Decompression requests.
+    pub decompress_requests: u64,
+    /// Bytes they produced.
+    pub decompress_out_bytes: u64,
+    /// Time decompressing.
+    #[serde(rename = "decompress_seconds", serialize_with = "nanos_as_seconds")]
+    pub decompress_nanos: u64,
+}
+
+impl Codec {
+    /// Every algorithm that did work on the CPU workers or the device, summed over both.
+    pub(crate) fn all(s: &OffloadStats) -> Vec<Codec> {
+        let providers: Vec<_> = std::iter::once(&s.cpu).chain(s.device.as_ref()).collect();
+        Algorithm::ALL
+            .iter()
+            .map(|&a| {
+                let mut c = Codec {
+                    algorithm: a.to_string(),
+                    ..Codec::default()
+                };
+                for w in providers.iter().map(|p| p.codec(a)) {
+                    c.compress_requests += w.compress_requests;
+                    c.compress_in_bytes += w.compress_in_bytes;
+                    c.compress_out_bytes += w.compress_out_bytes;
+                    c.compress_nanos += w.compress_nanos;
+                    c.decompress_requests += w.decompress_requests;
+                    c.decompress_out_bytes += w.decompress_out_bytes;
+                    c.decompress_nanos += w.decompress_nanos;
+                }
+                c
+            })
+            .filter(|c| c.compress_requests + c.decompress_requests > 0)
+            .collect()
+    }
 }

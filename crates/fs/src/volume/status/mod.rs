@@ -20,12 +20,13 @@ mod tests;
 mod text;
 
 pub use figures::{
-    Delalloc, Dicts, Objects, Offload, PagePool, Space, StoreUse, Transport, Uring, Workspaces,
+    Codec, Delalloc, Dicts, Objects, Offload, PagePool, Space, StoreUse, Transport, Uring,
+    Workspaces,
 };
 
 use serde::Serialize;
 
-use crate::counters::{DelayedFigures, FuseFigures, TxnFigures, WaitFigures};
+use crate::counters::{DelayedFigures, EncodingFigure, FuseFigures, TxnFigures, WaitFigures};
 use crate::volume::Volume;
 
 /// Everything `wring status` shows of a live mount.
@@ -39,8 +40,13 @@ pub struct Status {
     pub page_pool: PagePool,
     /// The offload API's CPU provider.
     pub offload_cpu: Offload,
+    /// Each algorithm's compression and decompression on the offload's providers.
+    pub codecs: Vec<Codec>,
     /// Data written but not yet compressed and stored.
     pub delalloc: Delalloc,
+    /// The extents writeback stored since the mount, by encoding (raw, algorithm and level):
+    /// bytes in and bytes stored.
+    pub writeback: Vec<EncodingFigure>,
     /// What the extents store (absent when the store could not be read).
     pub store: Option<StoreUse>,
     /// Free space, reservations and the global reserve.
@@ -71,17 +77,20 @@ impl Status {
     pub fn of(vol: &Volume) -> Status {
         let (dirty, jobs) = vol.delalloc_totals();
         let stats = vol.engine().stats();
+        let offload = vol.offload.stats();
         let o = vol.options();
         Status {
             options: o.to_string(),
             workspaces: stats.managers.iter().map(Workspaces::from).collect(),
             page_pool: PagePool::from(&stats.pool),
-            offload_cpu: Offload::from(&vol.offload.stats()),
+            offload_cpu: Offload::from(&offload),
+            codecs: Codec::all(&offload),
             delalloc: Delalloc {
                 dirty_bytes: dirty as u64,
                 extents: jobs as u64,
                 in_flight: vol.da.in_flight() as u64,
             },
+            writeback: vol.written_by.figures(),
             store: vol.store_usage().ok().map(StoreUse::from),
             space: Space::of(&vol.store.space_report(), &vol.store.space().counts),
             objects: vol.store.objects().map(|ob| Objects::from(&ob.stats())),

@@ -375,7 +375,82 @@ fn engine(b: &mut Builder, st: &Status) {
             None,
             d.rewritten as f64,
         );
+        let help = "Dictionary trainings run to the end, by whether the dictionary was kept";
+        let kept = |k: bool, n: u64| (vec![("kept", k.to_string())], n as f64);
+        let series = [
+            kept(true, d.trainings_kept),
+            kept(false, d.trainings - d.trainings_kept.min(d.trainings)),
+        ];
+        b.add(C, "dict_trainings", help, None, &series);
     }
+    codecs(b, st);
+    writeback(b, st);
+}
+
+/// A codec series: its name, help, unit and figure.
+type CodecSeries<'a> = (
+    &'a str,
+    &'a str,
+    Option<Unit>,
+    &'a dyn Fn(&super::Codec) -> f64,
+);
+
+/// Each algorithm's compression and decompression: bytes in and out, time.
+fn codecs(b: &mut Builder, st: &Status) {
+    use Kind::Counter as C;
+    let by_alg = |f: &dyn Fn(&super::Codec) -> f64| -> Vec<(Labels, f64)> {
+        st.codecs
+            .iter()
+            .map(|c| (vec![("algorithm", c.algorithm.clone())], f(c)))
+            .collect()
+    };
+    let bytes = Some(Unit::Bytes);
+    let seconds = Some(Unit::Seconds);
+    let series: [CodecSeries; 6] = [
+        ("compress_input", "Bytes given to the compressor, by algorithm", bytes.clone(), &|c| c.compress_in_bytes as f64),
+        ("compress_output", "Bytes the compressor's results take (an extent left raw counts its input), by algorithm", bytes.clone(), &|c| c.compress_out_bytes as f64),
+        ("compress", "Time compressing, by algorithm", seconds.clone(), &|c| secs(c.compress_nanos)),
+        ("decompress_output", "Bytes decompressed, by algorithm", bytes, &|c| c.decompress_out_bytes as f64),
+        ("decompress", "Time decompressing, by algorithm", seconds, &|c| secs(c.decompress_nanos)),
+        ("compress_requests", "Extents compressed, by algorithm", None, &|c| c.compress_requests as f64),
+    ];
+    for (name, help, unit, f) in series {
+        b.add(C, name, help, unit, &by_alg(f));
+    }
+}
+
+/// The extents writeback stored, by algorithm and level: bytes in and bytes stored.
+fn writeback(b: &mut Builder, st: &Status) {
+    use Kind::Counter as C;
+    let by_level = |f: &dyn Fn(&crate::counters::EncodingFigure) -> u64| -> Vec<(Labels, f64)> {
+        st.writeback
+            .iter()
+            .map(|w| {
+                let level = w.level.map_or(String::new(), |l| l.to_string());
+                let labels = vec![("algorithm", w.algorithm.clone()), ("level", level)];
+                (labels, f(w) as f64)
+            })
+            .collect()
+    };
+    let help = "Bytes writeback stored in extents, before compression, by algorithm and level";
+    b.add(
+        C,
+        "writeback",
+        help,
+        Some(Unit::Bytes),
+        &by_level(&|w| w.bytes),
+    );
+    let help = "Bytes those extents take in the store, by algorithm and level";
+    let stored = by_level(&|w| w.stored_bytes);
+    b.add(C, "writeback_stored", help, Some(Unit::Bytes), &stored);
+    let help = "Extents writeback stored, by algorithm and level";
+    b.add(
+        C,
+        "writeback_extents",
+        help,
+        None,
+        &by_level(&|w| w.extents),
+    );
 }
 
 /// The bucket of a store whose extents are in one.

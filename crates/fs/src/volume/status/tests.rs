@@ -88,3 +88,52 @@ fn the_json_names_its_units() {
     assert!(v["objects"].is_null());
     assert!(v["fuse"].is_array());
 }
+
+/// A mount's writeback and codec figures: what a write of compressible text at zstd:3
+/// stored, by encoding, and the compressor's bytes in, in the status, its text, its JSON and
+/// its Prometheus exposition.
+#[test]
+fn writeback_and_codecs_count_what_was_written() {
+    use crate::store::{Store, ROOT};
+    use crate::volume::{NewInode, Volume};
+    let dir = std::env::temp_dir().join(format!("wring-status-wb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    Store::mkfs(&dir).unwrap();
+    let vol = Volume::open(&dir, crate::Options::parse("compress=zstd:3").unwrap()).unwrap();
+    let (ino, _) = vol.create(ROOT, b"f", NewInode::file(0o644)).unwrap();
+    let text: Vec<u8> = (0..4u32 << 17)
+        .flat_map(|i| format!("line {} of the status test\n", i % 1000).into_bytes())
+        .take(4 << 17)
+        .collect();
+    vol.write(ino, 0, &text, None).unwrap();
+    vol.fsync(ino).unwrap();
+    let st = Status::of(&vol);
+    let zstd: Vec<_> = st
+        .writeback
+        .iter()
+        .filter(|w| w.algorithm == "zstd")
+        .collect();
+    assert_eq!(zstd.len(), 1, "{:?}", st.writeback);
+    assert_eq!((zstd[0].level, zstd[0].extents), (Some(3), 4));
+    assert_eq!(zstd[0].bytes, text.len() as u64);
+    assert!(zstd[0].stored_bytes > 0 && zstd[0].stored_bytes < zstd[0].bytes / 4);
+    let c = st.codecs.iter().find(|c| c.algorithm == "zstd").unwrap();
+    assert_eq!(c.compress_requests, 4);
+    assert_eq!(c.compress_in_bytes, text.len() as u64);
+    assert!(st
+        .to_string()
+        .contains("writeback zstd:3: extents=4 bytes=524288 stored="));
+    let v: serde_json::Value = serde_json::from_str(&st.json()).unwrap();
+    assert_eq!(v["writeback"][0]["bytes"], 524288);
+    assert!(v["codecs"][0]["compress_seconds"].as_f64().unwrap() > 0.0);
+    let exposition = super::prometheus::exposition(&st, "/m");
+    let want =
+        "wring_writeback_bytes_total{mountpoint=\"/m\",algorithm=\"zstd\",level=\"3\"} 524288";
+    assert!(exposition.contains(want), "{exposition}");
+    assert!(
+        exposition.contains("wring_compress_input_bytes_total{"),
+        "{exposition}"
+    );
+    drop(vol);
+    let _ = std::fs::remove_dir_all(&dir);
+}

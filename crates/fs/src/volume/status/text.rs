@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use super::{Delalloc, Dicts, Objects, Offload, PagePool, Space, Status, Transport, Workspaces};
+use super::{
+    Codec, Delalloc, Dicts, Objects, Offload, PagePool, Space, Status, Transport, Workspaces,
+};
 use crate::volume::stat::human;
 
 impl fmt::Display for Status {
@@ -16,7 +18,19 @@ impl fmt::Display for Status {
         for w in &self.workspaces {
             write!(f, "{w}")?;
         }
-        write!(f, "{}{}{}", self.page_pool, self.offload_cpu, self.delalloc)?;
+        write!(f, "{}{}", self.page_pool, self.offload_cpu)?;
+        for c in &self.codecs {
+            write!(f, "{c}")?;
+        }
+        write!(f, "{}", self.delalloc)?;
+        for w in &self.writeback {
+            let level = w.level.map(|l| format!(":{l}")).unwrap_or_default();
+            writeln!(
+                f,
+                "writeback {}{level}: extents={} bytes={} stored={}",
+                w.algorithm, w.extents, w.bytes, w.stored_bytes
+            )?;
+        }
         if let Some(s) = &self.store {
             writeln!(f, "store: used={} inodes={}", human(s.used_bytes), s.inodes)?;
         }
@@ -187,13 +201,15 @@ impl fmt::Display for Dicts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "dicts: {} count={} newest={} samples={} busy={} rewritten={}",
+            "dicts: {} count={} newest={} samples={} busy={} rewritten={} trainings={} kept={}",
             self.mode,
             self.dicts.len(),
             self.newest,
             human(self.sample_bytes),
             u8::from(self.busy),
-            self.rewritten
+            self.rewritten,
+            self.trainings,
+            self.trainings_kept
         )?;
         if !self.dicts.is_empty() {
             let list: Vec<String> = self
@@ -235,5 +251,24 @@ impl fmt::Display for Transport {
             )?;
         }
         Ok(())
+    }
+}
+
+/// One algorithm's work on the offload: requests, bytes in and out, milliseconds.
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "codec {}: compress={} in={} out={} compress_ms={:.1} decompress={} decoded={} \
+             decompress_ms={:.1}",
+            self.algorithm,
+            self.compress_requests,
+            self.compress_in_bytes,
+            self.compress_out_bytes,
+            self.compress_nanos as f64 / 1e6,
+            self.decompress_requests,
+            self.decompress_out_bytes,
+            self.decompress_nanos as f64 / 1e6
+        )
     }
 }
