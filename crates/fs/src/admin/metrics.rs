@@ -50,29 +50,13 @@ pub fn serve(addr: &MetricsAddr, ops: Weak<Ops>) -> Result<MetricsServer, FsErro
     match addr {
         MetricsAddr::Tcp { addr, .. } => {
             let l = TcpListener::bind(addr).map_err(io(format!("listening for {what}")))?;
-            spawn(Box::new(move || {
-                for s in l.incoming().flatten() {
-                    let _ = s.set_read_timeout(Some(TIMEOUT));
-                    let _ = s.set_write_timeout(Some(TIMEOUT));
-                    if !answer(s, &ops) {
-                        return;
-                    }
-                }
-            }))?;
+            spawn(Box::new(move || answer_all(l.incoming(), &ops)))?;
             Ok(MetricsServer { unix: None })
         }
         MetricsAddr::Unix(path) => {
             remove_stale(path);
             let l = UnixListener::bind(path).map_err(io(format!("listening for {what}")))?;
-            spawn(Box::new(move || {
-                for s in l.incoming().flatten() {
-                    let _ = s.set_read_timeout(Some(TIMEOUT));
-                    let _ = s.set_write_timeout(Some(TIMEOUT));
-                    if !answer(s, &ops) {
-                        return;
-                    }
-                }
-            }))?;
+            spawn(Box::new(move || answer_all(l.incoming(), &ops)))?;
             Ok(MetricsServer {
                 unix: Some(path.clone()),
             })
@@ -87,6 +71,34 @@ fn remove_stale(path: &std::path::Path) {
     let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
     if is_socket && UnixStream::connect(path).is_err() {
         let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A connection, TCP or Unix, with the time limits every client gets.
+trait Conn: Read + Write {
+    fn limit(&self, t: Duration);
+}
+
+/// Both stream types have the same timeout setters, outside any trait.
+macro_rules! conn {
+    ($($t:ty),*) => {$(
+        impl Conn for $t {
+            fn limit(&self, t: Duration) {
+                let _ = self.set_read_timeout(Some(t));
+                let _ = self.set_write_timeout(Some(t));
+            }
+        }
+    )*};
+}
+conn!(std::net::TcpStream, UnixStream);
+
+/// Answer connections one at a time until the mount is gone.
+fn answer_all<C: Conn>(incoming: impl Iterator<Item = std::io::Result<C>>, ops: &Weak<Ops>) {
+    for s in incoming.flatten() {
+        s.limit(TIMEOUT);
+        if !answer(s, ops) {
+            return;
+        }
     }
 }
 
