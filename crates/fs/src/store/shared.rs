@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::FsError;
+use crate::store::records::{stored, Stored};
 use crate::store::table_if_made;
 
 /// Address of stored bytes named by two or more extent items → (length, references).
@@ -95,4 +96,54 @@ pub fn all(txn: &ReadTransaction) -> Result<BTreeMap<u64, (u64, u64)>, FsError> 
         out.insert(k.value(), v.value());
     }
     Ok(out)
+}
+
+/// Make the table what the extent items say (fsck --repair): a record for each address two
+/// or more items name, with its length and their number, and none else. Before anything else
+/// in a repair removes an item, so a reference the table lost never frees bytes another item
+/// still names. The changes made, in words.
+pub fn rebuild(txn: &crate::store::Txn<'_>) -> Result<Vec<String>, FsError> {
+    // Address → (length, items naming it).
+    let mut named: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for r in txn.open_table(crate::store::EXTENTS)?.iter()? {
+        if let Some(Stored::External(at, len)) = stored(r?.1.value()) {
+            named.entry(at).or_insert((len, 0)).1 += 1;
+        }
+    }
+    let mut t = txn.open_table(SHARED)?;
+    let mut have = BTreeMap::new();
+    for r in t.iter()? {
+        let (k, v) = r?;
+        have.insert(k.value(), v.value());
+    }
+    let mut changes = Vec::new();
+    for (&at, &(len, refs)) in &have {
+        let items = named.get(&at).map_or(0, |n| n.1);
+        if named.get(&at) != Some(&(len, refs)) || items < 2 {
+            t.remove(at)?;
+            changes.push(format!(
+                "removed the reference record of the stored extent at {at} ({refs} references \
+                 to {len} bytes): {items} extent item(s) name it"
+            ));
+        }
+    }
+    named.retain(|_, (_, refs)| *refs > 1);
+    for (&at, &rec) in &named {
+        if have.get(&at) != Some(&rec) {
+            t.insert(at, rec)?;
+            changes.push(format!(
+                "recorded {} references to the {} bytes stored at {at}, the extent items that \
+                 name them",
+                rec.1, rec.0
+            ));
+        }
+    }
+    drop(t);
+    if !named.is_empty() {
+        txn.store
+            .may_share
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        crate::store::format::raise(txn, VERSION_SHARED)?;
+    }
+    Ok(changes)
 }

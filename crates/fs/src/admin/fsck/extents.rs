@@ -7,7 +7,8 @@
 //! extent's (offset, length) must be one of that segment's index entries.
 //!
 //! Mirrors `btrfs check`'s extent and csum passes. The stored-bytes counters, which a repair
-//! can set, are [`super::names`]' rules.
+//! can set, are [`super::names`]' rules; the shared extents' reference records, checked here,
+//! a repair rebuilds from the items (`store::shared::rebuild`).
 
 use std::collections::BTreeMap;
 

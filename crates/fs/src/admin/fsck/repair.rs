@@ -75,7 +75,7 @@ pub(crate) fn repair_volume(vol: &Volume) -> Result<Vec<String>, FsError> {
     let mut fixer = Fixer {
         txn: &txn,
         lost_found: None,
-        changes: Vec::new(),
+        changes: store::shared::rebuild(&txn)?,
     };
     for _ in 0..PASSES {
         let ns = Namespace::write(&txn)?;
