@@ -48,6 +48,9 @@ enum Command {
     /// Block devices from a config file, one section per device (/etc/wring/blk.conf)
     #[command(subcommand, after_long_help = blk_config::FORMAT)]
     BlkConfig(blk_config::Command),
+    /// A live view of a mount or a blk device: throughput, ratio, requests per second,
+    /// commit latency and where the time goes, refreshed every second
+    Top(cmd::top::Args),
     /// Compress files on a wring mount again with another algorithm or level, in place, as
     /// `btrfs filesystem defragment -c` does (the same ioctl), with a progress bar
     Defrag(cmd::defrag::Args),
@@ -95,6 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Btrfs(c) => cmd::btrfs::run(c),
         Command::Fs(c) => cmd::fs::run(c),
         Command::Blk(c) => cmd::blk::run(c),
+        Command::Top(args) => cmd::top::run(args),
         Command::Defrag(args) => cmd::defrag::run(args),
         Command::Difftest(args) => cmd::difftest::run(args),
         Command::BlkConfig(blk_config::Command::Start { name, config }) => {

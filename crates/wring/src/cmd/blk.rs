@@ -326,7 +326,7 @@ fn private_dir(dir: &Path) -> Result<()> {
 }
 
 /// The directory of an existing device.
-fn device(name: &str) -> Result<PathBuf> {
+pub(crate) fn device(name: &str) -> Result<PathBuf> {
     check_name(name)?;
     let dir = base_dir()?.join(name);
     if !dir.join("nbdkit.pid").exists() {

@@ -12,3 +12,5 @@ pub mod defrag;
 pub mod difftest;
 pub mod fs;
 pub mod levels;
+pub mod top;
+pub mod top_view;
