@@ -20,7 +20,9 @@
 //! * The store, with its compression streams (threads), is made in `after_fork`, after nbdkit
 //!   has forked into the background — threads do not survive a fork. The control socket
 //!   ([`wring_blk::control`]) is bound in `get_ready`, so that a bad path fails the start
-//!   before nbdkit detaches, and served from a thread started in `after_fork`.
+//!   before nbdkit detaches, and served from a thread started in `after_fork`. So is
+//!   `metrics=ADDR` ([`wring_blk::metrics_server`]: Prometheus text on `GET /metrics`, every
+//!   series labelled `device=NAME` from `name=NAME`); its Unix socket file is removed at unload.
 //! * Thread model parallel: requests on any connection run concurrently, serialised only by
 //!   the store's per-slot locks. `can_multi_conn` is true: every connection sees one store and
 //!   a write is visible to all connections once it is answered (nothing is cached per
@@ -41,6 +43,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, ExtentHandle, ExtentType, Flags, FuaFlags, Result, Server, ThreadModel};
+use wring_blk::metrics::MetricsAddr;
+use wring_blk::metrics_server::{self, Listener};
 use wring_blk::{control, BlkError, Options, Store};
 
 /// What `config` collected.
@@ -49,14 +53,21 @@ struct Config {
     size: Option<u64>,
     options: Option<Options>,
     control: Option<PathBuf>,
+    metrics: Option<MetricsAddr>,
+    name: Option<String>,
 }
 
 static CONFIG: Mutex<Config> = Mutex::new(Config {
     size: None,
     options: None,
     control: None,
+    metrics: None,
+    name: None,
 });
 static LISTENER: Mutex<Option<UnixListener>> = Mutex::new(None);
+static METRICS: Mutex<Option<Listener>> = Mutex::new(None);
+/// The metrics' Unix socket file, removed at unload.
+static METRICS_SOCKET: Mutex<Option<PathBuf>> = Mutex::new(None);
 static STORE: OnceLock<Arc<Store>> = OnceLock::new();
 
 fn config() -> std::sync::MutexGuard<'static, Config> {
@@ -98,7 +109,9 @@ impl Server for WringBlk {
              policy='every=S age=S [recompress=T] [writeback=T]'  scheduled aging/recompression/writeback\n\
              slot_size=4K|8K|16K|32K     bytes per slot, each compressed alone (default 4K, zram's page)\n\
              page_pool=PAGES             reserved 4 KiB staging pages (default 0: off)\n\
-             control=PATH                the control socket for `wring blk`",
+             control=PATH                the control socket for `wring blk`\n\
+             metrics=ADDR                Prometheus metrics on GET /metrics (127.0.0.1:PORT, [::1]:PORT, /SOCKET, public:IP:PORT)\n\
+             name=NAME                   the device label of the metrics",
         )
     }
 
@@ -110,12 +123,14 @@ impl Server for WringBlk {
                 c.size = Some(size);
             }
             "control" => c.control = Some(PathBuf::from(value)),
+            "metrics" => c.metrics = Some(MetricsAddr::parse(value).map_err(nbd_error)?),
+            "name" => c.name = Some(value.to_string()),
             _ => {
                 let mut o = c.options.take().unwrap_or_default();
                 let r = o.set(key, value).map_err(|e| {
                     let mut m = e.to_string();
                     if m.starts_with("unknown option") {
-                        m += ", size, control";
+                        m += ", size, control, metrics, name";
                     }
                     Error::new(libc::EINVAL, m)
                 });
@@ -148,7 +163,21 @@ impl Server for WringBlk {
             let l = control::bind(&path).map_err(nbd_error)?;
             *wring_sync::lock(&LISTENER) = Some(l);
         }
+        let metrics = config().metrics.clone();
+        if let Some(addr) = metrics {
+            let l = metrics_server::bind(&addr).map_err(nbd_error)?;
+            if let Listener::Unix(_, p) = &l {
+                *wring_sync::lock(&METRICS_SOCKET) = Some(p.clone());
+            }
+            *wring_sync::lock(&METRICS) = Some(l);
+        }
         Ok(())
+    }
+
+    fn unload() {
+        if let Some(p) = wring_sync::lock(&METRICS_SOCKET).take() {
+            let _ = std::fs::remove_file(p);
+        }
     }
 
     fn after_fork() -> Result<()> {
@@ -160,6 +189,10 @@ impl Server for WringBlk {
         let store = STORE.get_or_init(|| store);
         if let Some(l) = wring_sync::lock(&LISTENER).take() {
             control::serve(l, Arc::clone(store));
+        }
+        if let Some(l) = wring_sync::lock(&METRICS).take() {
+            let name = config().name.clone().unwrap_or_else(|| "wring-blk".into());
+            metrics_server::serve(l, Arc::clone(store), name);
         }
         // The scheduled policy (idle for a device without one, which can get one live).
         wring_blk::schedule::spawn(Arc::clone(store));
@@ -259,6 +292,7 @@ mod entry {
         config_help,
         get_ready,
         after_fork,
+        unload,
         thread_model,
         write_at,
         flush,

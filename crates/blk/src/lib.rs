@@ -25,6 +25,8 @@ pub mod arena;
 pub mod backing;
 pub mod control;
 mod error;
+pub mod metrics;
+pub mod metrics_server;
 pub mod options;
 pub mod recompress;
 pub mod schedule;

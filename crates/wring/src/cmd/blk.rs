@@ -147,8 +147,9 @@ pub struct StartArgs {
     /// writeback_limit=PAGES, algorithm_params='priority=N level=L dict=FILE',
     /// policy='every=S age=S recompress=T writeback=T', page_pool=PAGES, and beyond zram
     /// slot_size=4K|8K|16K|32K (bytes compressed as one object; larger slots compress better,
-    /// partial writes cost a read-modify-write of the slot; not with backing_dev)
-    /// (comma-separated)
+    /// partial writes cost a read-modify-write of the slot; not with backing_dev), and
+    /// metrics=ADDR (Prometheus metrics on GET /metrics at 127.0.0.1:PORT, [::1]:PORT or an
+    /// absolute Unix socket path; another IP only as public:IP:PORT) (comma-separated)
     #[arg(short = 'o', long = "options", default_value = "")]
     options: String,
     /// Device size (disksize), e.g. 1G
@@ -415,7 +416,8 @@ fn listen_args(listen: &str) -> Result<(Vec<String>, String)> {
 
 fn start(a: StartArgs) -> Result<()> {
     check_name(&a.name)?;
-    let mut options = Options::parse(&a.options)?;
+    let (zram, metrics) = super::blk_metrics::split(&a.options)?;
+    let mut options = Options::parse(&zram)?;
     // nbdkit runs from another directory: name the files absolutely.
     if let Some(b) = options.backing_dev.as_mut() {
         *b = absolute(b)?;
@@ -490,6 +492,8 @@ fn start(a: StartArgs) -> Result<()> {
         .arg(format!("size={size}"))
         .arg(format!("blocksize-preferred={}", options.slot_size))
         .arg(format!("control={}", dir.join("control.sock").display()))
+        .args(metrics.iter().map(|m| format!("metrics={m}")))
+        .arg(format!("name={}", a.name))
         .args(options.pairs().iter().map(|(k, v)| format!("{k}={v}")))
         .stdin(Stdio::null())
         .stdout(log.try_clone().context("duplicating the log")?)

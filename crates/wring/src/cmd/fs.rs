@@ -187,14 +187,15 @@ pub enum Command {
         /// The mount point
         mountpoint: PathBuf,
     },
-    /// A mount's figures as Prometheus metrics (OpenMetrics text), printed, or written for
-    /// node_exporter's textfile collector with --textfile
+    /// A mount's or a blk device's figures as Prometheus metrics (OpenMetrics text), printed,
+    /// or written for node_exporter's textfile collector with --textfile
     Metrics {
-        /// Write them to DIR/wring.prom instead (a temporary file renamed over it, so the
-        /// collector never reads half a file); run it from a timer
+        /// Write them to DIR/wring.prom (a blk device's: DIR/wring-blk-NAME.prom) instead (a
+        /// temporary file renamed over it, so the collector never reads half a file); run it
+        /// from a timer
         #[arg(long, value_name = "DIR")]
         textfile: Option<PathBuf>,
-        /// The mount point
+        /// The mount point, or the name of a `wring blk` device
         mountpoint: PathBuf,
     },
     /// Get or set the per-file/per-directory compression property
@@ -404,17 +405,28 @@ fn status(json: bool, mountpoint: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `wring metrics [--textfile DIR] MNT`: the mount's exposition on stdout, or in
-/// DIR/wring.prom, replaced whole by a rename.
-fn metrics(textfile: Option<&Path>, mountpoint: &Path) -> Result<()> {
-    let v = daemon::get_xattr(mountpoint, METRICS_XATTR)
-        .with_context(|| format!("wring metrics {}", mountpoint.display()))?;
+/// `wring metrics [--textfile DIR] MNT|DEVICE`: the mount's exposition (or a blk device's,
+/// for a name that is no directory) on stdout, or in DIR/wring.prom (DIR/wring-blk-NAME.prom),
+/// replaced whole by a rename.
+fn metrics(textfile: Option<&Path>, target: &Path) -> Result<()> {
+    let (v, file) = if target.is_dir() {
+        let v = daemon::get_xattr(target, METRICS_XATTR)
+            .with_context(|| format!("wring metrics {}", target.display()))?;
+        (v, "wring.prom".to_string())
+    } else {
+        let name = target.to_string_lossy();
+        let dir = super::blk::device(&name).with_context(|| {
+            format!("'{name}' is neither a directory (a wring mount) nor a blk device")
+        })?;
+        let v = super::blk_metrics::text(&name, &dir)?.into_bytes();
+        (v, format!("wring-blk-{name}.prom"))
+    };
     let Some(dir) = textfile else {
         print!("{}", String::from_utf8_lossy(&v));
         return Ok(());
     };
-    let tmp = dir.join(format!(".wring.prom.{}", std::process::id()));
-    let dest = dir.join("wring.prom");
+    let tmp = dir.join(format!(".{file}.{}", std::process::id()));
+    let dest = dir.join(file);
     std::fs::write(&tmp, &v).with_context(|| format!("writing {}", tmp.display()))?;
     if let Err(e) = std::fs::rename(&tmp, &dest) {
         let _ = std::fs::remove_file(&tmp);

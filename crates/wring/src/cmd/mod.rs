@@ -6,6 +6,7 @@ pub mod bench_fs;
 pub mod bench_meta;
 pub mod bench_recompress;
 pub mod blk;
+pub mod blk_metrics;
 pub mod blk_tls;
 pub mod btrfs;
 pub mod defrag;
