@@ -190,7 +190,7 @@ pub fn blk_lines(a: &Stat, b: &Stat, dt: f64) -> Vec<String> {
     let m = &b.mm_stat;
     let mut lines = vec![
         format!(
-            "throughput: in {:.2} MB/s (compressed {:.2} MB/s)  out {:.2} MB/s (decompressed)",
+            "throughput: in {:.2} MB/s (compressed to {:.2} MB/s)  out {:.2} MB/s (decompressed)",
             mb(bytes_in as f64) / dt,
             mb(bytes_out as f64) / dt,
             mb((decompressed * b.slot_size as u64) as f64) / dt
