@@ -154,6 +154,10 @@ fn top_on_a_mount_shows_the_writes() {
         "no write throughput:\n{out}"
     );
     assert!(out.contains(" write "), "no write requests:\n{out}");
+    assert!(
+        out.contains("codec zstd: compress "),
+        "no compression line:\n{out}"
+    );
     s.run(&["umount", mnt]);
     let o = s
         .wring()

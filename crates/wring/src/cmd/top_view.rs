@@ -20,6 +20,32 @@ pub struct Op {
     pub seconds: f64,
 }
 
+/// One algorithm's cumulative codec work (the status's `codecs`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Codec {
+    pub algorithm: String,
+    pub compress_in_bytes: u64,
+    pub compress_seconds: f64,
+    pub decompress_out_bytes: u64,
+    pub decompress_seconds: f64,
+}
+
+impl Codec {
+    fn parse(c: &Value) -> Result<Codec> {
+        Ok(Codec {
+            algorithm: c
+                .get("algorithm")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .into(),
+            compress_in_bytes: num(c, "/compress_in_bytes")?,
+            compress_seconds: secs(c, "/compress_seconds")?,
+            decompress_out_bytes: num(c, "/decompress_out_bytes")?,
+            decompress_seconds: secs(c, "/decompress_seconds")?,
+        })
+    }
+}
+
 /// The cumulative figures of one `wring status --json` that `top` uses.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MountSample {
@@ -37,6 +63,7 @@ pub struct MountSample {
     pub offload_in_flight: u64,
     pub offload_p50: Option<f64>,
     pub offload_p99: Option<f64>,
+    pub codecs: Vec<Codec>,
 }
 
 fn num(v: &Value, ptr: &str) -> Result<u64> {
@@ -86,6 +113,11 @@ impl MountSample {
             offload_p99: v
                 .pointer("/offload_cpu/service_p99_seconds")
                 .and_then(Value::as_f64),
+            // Absent from the status of a daemon older than this binary.
+            codecs: match v.get("codecs").and_then(Value::as_array) {
+                Some(c) => c.iter().map(Codec::parse).collect::<Result<_>>()?,
+                None => Vec::new(),
+            },
         })
     }
 }
@@ -162,12 +194,32 @@ pub fn mount_lines(a: &MountSample, b: &MountSample, dt: f64) -> Vec<String> {
     ));
     let wb_s = b.wb_seconds - a.wb_seconds;
     let pct = |s: f64| 100.0 * s.max(0.0) / dt;
+    let codecs = codec_deltas(a, b);
+    let codec_s: f64 = codecs
+        .iter()
+        .map(|c| c.compress_seconds + c.decompress_seconds)
+        .sum();
     lines.push(format!(
-        "time (% of one thread): fuse handlers {:.1}%  commits {:.1}%  writeback waits {:.1}%",
+        "time (% of one thread): fuse handlers {:.1}%  compression {:.1}%  commits {:.1}%  \
+         writeback waits {:.1}%",
         pct(fuse_seconds),
+        pct(codec_s),
         pct(commit_s),
         pct(wb_s)
     ));
+    for c in codecs
+        .iter()
+        .filter(|c| c.compress_seconds + c.decompress_seconds > 0.0)
+    {
+        lines.push(format!(
+            "codec {}: compress {:.2} MB/s in ({:.1}%)  decompress {:.2} MB/s out ({:.1}%)",
+            c.algorithm,
+            mb(c.compress_in_bytes as f64) / dt,
+            pct(c.compress_seconds),
+            mb(c.decompress_out_bytes as f64) / dt,
+            pct(c.decompress_seconds)
+        ));
+    }
     lines.push(format!(
         "compression (offload): {:.1} req/s  in flight {}  service p50 {}  p99 {}",
         rate(b.offload_submitted, a.offload_submitted, dt),
@@ -176,6 +228,26 @@ pub fn mount_lines(a: &MountSample, b: &MountSample, dt: f64) -> Vec<String> {
         opt_ms(b.offload_p99)
     ));
     lines
+}
+
+/// Each algorithm's work between the samples `a` and `b`.
+fn codec_deltas(a: &MountSample, b: &MountSample) -> Vec<Codec> {
+    b.codecs
+        .iter()
+        .map(|c| {
+            let was = a.codecs.iter().find(|p| p.algorithm == c.algorithm);
+            let was = was.cloned().unwrap_or_default();
+            Codec {
+                algorithm: c.algorithm.clone(),
+                compress_in_bytes: c.compress_in_bytes.saturating_sub(was.compress_in_bytes),
+                compress_seconds: c.compress_seconds - was.compress_seconds,
+                decompress_out_bytes: c
+                    .decompress_out_bytes
+                    .saturating_sub(was.decompress_out_bytes),
+                decompress_seconds: c.decompress_seconds - was.decompress_seconds,
+            }
+        })
+        .collect()
 }
 
 /// A blk device's lines for the interval from `a` to `b`, `dt` seconds long.
@@ -243,7 +315,9 @@ mod tests {
         "fuse":[{"op":"write","requests":10,"seconds":0.5},{"op":"lookup","requests":2,"seconds":0.0}],
         "transactions":{"commits":4,"commit_seconds":0.04,"durable":0,"durable_seconds":0.0},
         "writeback_waits":{"count":0,"seconds":0.0},
-        "offload_cpu":{"submitted":3,"in_flight":0,"service_p50_seconds":null}}"#;
+        "offload_cpu":{"submitted":3,"in_flight":0,"service_p50_seconds":null},
+        "codecs":[{"algorithm":"zstd","compress_in_bytes":0,"compress_seconds":0.0,
+            "decompress_out_bytes":0,"decompress_seconds":0.0}]}"#;
 
     #[test]
     fn rates_come_from_the_difference_of_two_samples() {
@@ -254,11 +328,16 @@ mod tests {
         b.ops[0].requests += 20;
         b.commits += 2;
         b.commit_seconds += 0.01;
+        b.codecs[0].compress_in_bytes += 4_000_000;
+        b.codecs[0].compress_seconds += 0.5;
         let l = mount_lines(&a, &b, 2.0);
         assert!(l[0].starts_with("throughput: in 2.00 MB/s  stored 0.50 MB/s  ratio 4.00"));
         assert!(l[1].contains("total 10.0  write 10.0"), "{}", l[1]);
         assert!(!l[1].contains("lookup"), "{}", l[1]);
         assert!(l[2].contains("commits: 1.0/s  latency 5.00 ms"), "{}", l[2]);
+        assert!(l[3].contains("compression 25.0%"), "{}", l[3]);
+        let codec = "codec zstd: compress 2.00 MB/s in (25.0%)  decompress 0.00 MB/s out (0.0%)";
+        assert_eq!(l[4], codec);
     }
 
     #[test]
