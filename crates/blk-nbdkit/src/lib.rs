@@ -43,7 +43,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, ExtentHandle, ExtentType, Flags, FuaFlags, Result, Server, ThreadModel};
-use wring_blk::metrics::MetricsAddr;
+use wring_blk::metrics::{self, MetricsAddr};
 use wring_blk::metrics_server::{self, Listener};
 use wring_blk::{control, BlkError, Options, Store};
 
@@ -123,7 +123,7 @@ impl Server for WringBlk {
                 c.size = Some(size);
             }
             "control" => c.control = Some(PathBuf::from(value)),
-            "metrics" => c.metrics = Some(MetricsAddr::parse(value).map_err(nbd_error)?),
+            "metrics" => c.metrics = Some(metrics::parse_addr(value).map_err(nbd_error)?),
             "name" => c.name = Some(value.to_string()),
             _ => {
                 let mut o = c.options.take().unwrap_or_default();
@@ -166,8 +166,8 @@ impl Server for WringBlk {
         let metrics = config().metrics.clone();
         if let Some(addr) = metrics {
             let l = metrics_server::bind(&addr).map_err(nbd_error)?;
-            if let Listener::Unix(_, p) = &l {
-                *wring_sync::lock(&METRICS_SOCKET) = Some(p.clone());
+            if let Some(p) = l.socket_path() {
+                *wring_sync::lock(&METRICS_SOCKET) = Some(p.to_path_buf());
             }
             *wring_sync::lock(&METRICS) = Some(l);
         }
@@ -192,7 +192,7 @@ impl Server for WringBlk {
         }
         if let Some(l) = wring_sync::lock(&METRICS).take() {
             let name = config().name.clone().unwrap_or_else(|| "wring-blk".into());
-            metrics_server::serve(l, Arc::clone(store), name);
+            metrics_server::serve(l, Arc::clone(store), name).map_err(nbd_error)?;
         }
         // The scheduled policy (idle for a device without one, which can get one live).
         wring_blk::schedule::spawn(Arc::clone(store));

@@ -6,8 +6,7 @@
 //! Mirrors zram's `mm_stat`, `io_stat` and `bd_stat` fields one series each (as
 //! node_exporter's zram-less world would want them: `wring_blk_` prefix, `_bytes` for sizes,
 //! `_total` for counters, a `device` label), and the per-stream-set figures of `stat`'s table.
-//! The address rules are the filesystem's `metrics=` (wring-fs's `MetricsAddr`), duplicated
-//! here until both use one crate.
+//! The address rules are the filesystem's `metrics=`, from the crate both use (wring-metrics).
 
 use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
@@ -21,59 +20,11 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::error::BlkError;
 use crate::stats::Stat;
 
-/// The content type of the exposition.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub use wring_metrics::{Addr as MetricsAddr, CONTENT_TYPE};
 
-/// Where `metrics=` serves the exposition: loopback TCP, any TCP address written
-/// `public:IP:PORT`, or an absolute Unix socket path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetricsAddr {
-    /// A TCP address; `public` when written `public:` (any address allowed).
-    Tcp {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Written `public:`.
-        public: bool,
-    },
-    /// A Unix socket path (absolute).
-    Unix(std::path::PathBuf),
-}
-
-impl MetricsAddr {
-    /// `metrics=VALUE`, refusing a non-loopback address not written `public:`.
-    pub fn parse(value: &str) -> Result<MetricsAddr, BlkError> {
-        if value.starts_with('/') {
-            return Ok(MetricsAddr::Unix(value.into()));
-        }
-        let (public, text) = match value.strip_prefix("public:") {
-            Some(rest) => (true, rest),
-            None => (false, value),
-        };
-        let addr: std::net::SocketAddr = text.parse().map_err(|_| {
-            BlkError::Option(format!(
-                "metrics={value}: give 127.0.0.1:PORT, [::1]:PORT, an absolute Unix socket \
-                 path, or public:IP:PORT to serve the metrics to other machines"
-            ))
-        })?;
-        if !public && !addr.ip().is_loopback() {
-            return Err(BlkError::Option(format!(
-                "metrics={value}: {} is not a loopback address, and anyone who reaches it \
-                 could read the metrics: write metrics=public:{addr} to serve them there anyway",
-                addr.ip()
-            )));
-        }
-        Ok(MetricsAddr::Tcp { addr, public })
-    }
-}
-
-impl std::fmt::Display for MetricsAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MetricsAddr::Tcp { addr, public: true } => write!(f, "public:{addr}"),
-            MetricsAddr::Tcp { addr, .. } => write!(f, "{addr}"),
-            MetricsAddr::Unix(p) => write!(f, "{}", p.display()),
-        }
-    }
+/// `metrics=VALUE` by the mount's rules (wring-metrics'), as a blk option error.
+pub fn parse_addr(value: &str) -> Result<MetricsAddr, BlkError> {
+    MetricsAddr::parse(value).map_err(|e| BlkError::Option(format!("metrics={value}: {e}")))
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -229,13 +180,9 @@ mod tests {
 
     #[test]
     fn addresses_follow_the_mounts_rules() {
-        assert!(MetricsAddr::parse("127.0.0.1:9101").is_ok());
-        assert!(MetricsAddr::parse("[::1]:9101").is_ok());
-        assert!(MetricsAddr::parse("/run/x.sock").is_ok());
-        let e = MetricsAddr::parse("10.1.2.3:9101").unwrap_err().to_string();
+        assert!(parse_addr("127.0.0.1:9101").is_ok());
+        let e = parse_addr("10.1.2.3:9101").unwrap_err().to_string();
+        assert!(e.contains("metrics=10.1.2.3:9101: "), "{e}");
         assert!(e.contains("metrics=public:10.1.2.3:9101"), "{e}");
-        let p = MetricsAddr::parse("public:0.0.0.0:9101").unwrap();
-        assert_eq!(p.to_string(), "public:0.0.0.0:9101");
-        assert!(MetricsAddr::parse("localhost").is_err());
     }
 }

@@ -38,59 +38,9 @@ streams=N, reclaim=SECONDS, workspace_mem=BYTES, page_pool=PAGES, threads=N, uri
 metrics=ADDR, dict=auto|off, dict_train=SIZE, compact=0|1, compact_threshold=PERCENT, allow_other, ro, rw, suid, nosuid, dev, nodev, exec, \
 noexec, relatime, strictatime, noatime, diratime, nodiratime, lazytime, nolazytime";
 
-/// Where `metrics=` serves the Prometheus exposition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetricsAddr {
-    /// A TCP address: loopback (`127.0.0.1:PORT`, `[::1]:PORT`), or any when written
-    /// `public:IP:PORT`.
-    Tcp {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Written `public:`: a non-loopback address the owner asked for.
-        public: bool,
-    },
-    /// A Unix socket path (absolute).
-    Unix(std::path::PathBuf),
-}
-
-impl MetricsAddr {
-    /// `metrics=VALUE`: a loopback address, `public:IP:PORT` or an absolute socket path.
-    fn parse(option: &str, value: &str) -> Result<MetricsAddr, OptionError> {
-        if value.starts_with('/') {
-            return Ok(MetricsAddr::Unix(value.into()));
-        }
-        let (public, text) = match value.strip_prefix("public:") {
-            Some(rest) => (true, rest),
-            None => (false, value),
-        };
-        let accepted = "127.0.0.1:PORT, [::1]:PORT, an absolute Unix socket path, or \
-                        public:IP:PORT to serve the metrics to other machines";
-        let addr: std::net::SocketAddr =
-            text.parse().map_err(|_| invalid(option, value, accepted))?;
-        if !public && !addr.ip().is_loopback() {
-            return Err(invalid(
-                option,
-                value,
-                format!(
-                    "{} is not a loopback address, and anyone who reaches it could read the \
-                     metrics: write metrics=public:{addr} to serve them there anyway",
-                    addr.ip()
-                ),
-            ));
-        }
-        Ok(MetricsAddr::Tcp { addr, public })
-    }
-}
-
-impl fmt::Display for MetricsAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MetricsAddr::Tcp { addr, public: true } => write!(f, "public:{addr}"),
-            MetricsAddr::Tcp { addr, .. } => write!(f, "{addr}"),
-            MetricsAddr::Unix(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
+/// Where `metrics=` serves the Prometheus exposition (the rules are wring-metrics', shared
+/// with a blk device's).
+pub use wring_metrics::Addr as MetricsAddr;
 
 /// When a read updates a file's access time (mount(8)'s atime options; btrfs's default is
 /// relatime).
@@ -431,7 +381,10 @@ impl Options {
                     _ => return Err(invalid(key, v, "a size from 64K to 1G (default 4M)")),
                 },
                 ("uring", Some(v)) => o.uring = Uring::parse(key, v)?,
-                ("metrics", Some(v)) => o.metrics = Some(MetricsAddr::parse(key, v)?),
+                ("metrics", Some(v)) => {
+                    let addr = MetricsAddr::parse(v).map_err(|e| invalid(key, v, e.to_string()))?;
+                    o.metrics = Some(addr);
+                }
                 ("compact_threshold", Some(v)) => match v.parse::<u8>() {
                     Ok(n) if (1..=MAX_COMPACT_THRESHOLD).contains(&n) => o.compact_threshold = n,
                     _ => {

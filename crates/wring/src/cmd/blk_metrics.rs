@@ -17,7 +17,7 @@ pub fn split(options: &str) -> Result<(String, Option<MetricsAddr>)> {
     let mut addr = None;
     for pair in options.split(',') {
         match pair.trim().strip_prefix("metrics=") {
-            Some(v) => addr = Some(MetricsAddr::parse(v.trim())?),
+            Some(v) => addr = Some(wring_blk::metrics::parse_addr(v.trim())?),
             None => rest.push(pair),
         }
     }

@@ -22,9 +22,6 @@ use prometheus_client::registry::{Registry, Unit};
 use super::Status;
 use crate::counters::{OpFigure, LATENCY_BOUNDS_NS};
 
-/// The content type of the exposition.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// One series' labels beyond the mount point.
 type Labels = Vec<(&'static str, String)>;
 
