@@ -5,6 +5,9 @@
 //! prints and `--textfile` writes the same. On a Unix socket too, its file gone after stop.
 //! Needs nbdkit, nbdcopy and curl; fails without them.
 
+mod common;
+use common::{curl_metrics as curl, free_port, ok, parse_exposition as parse};
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -61,45 +64,6 @@ impl Drop for Devices {
         }
         let _ = std::fs::remove_dir_all(&self.base);
     }
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{what}: {}\n{err}", o.status);
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Every sample by `name{label=value,…}`, parsed by prometheus-parse.
-fn parse(text: &str) -> HashMap<String, f64> {
-    let lines = text.lines().map(|l| Ok(l.to_string()));
-    let scrape = prometheus_parse::Scrape::parse(lines).expect("the exposition parses");
-    let mut out = HashMap::new();
-    for s in scrape.samples {
-        let v = match s.value {
-            prometheus_parse::Value::Counter(v)
-            | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => v,
-            other => panic!("{}: unexpected {other:?}", s.metric),
-        };
-        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        labels.sort();
-        out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), v);
-    }
-    out
-}
-
-fn curl(args: &[&str]) -> HashMap<String, f64> {
-    let o = Command::new("curl")
-        .args(["-sSf", "--max-time", "10"])
-        .args(args)
-        .output()
-        .expect("running curl");
-    parse(&ok(&o, "curl /metrics"))
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// Every series the exposition must hold, by full name.

@@ -3,6 +3,9 @@
 //! options, `wring umount` unmounts and the daemon exits. The same for a store whose extents
 //! are in a bucket (a SeaweedFS started for the test), through to `mount --from`.
 
+mod common;
+use common::{clean_up, ok, scratch_dirs};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
@@ -11,9 +14,7 @@ use std::time::{Duration, Instant};
 const WRING: &str = env!("CARGO_BIN_EXE_wring");
 
 fn is_mounted(p: &Path) -> bool {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let p = p.to_string_lossy();
-    mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*p))
+    common::is_mounted(p)
 }
 
 /// Run `wring ARGS…` capturing its output, failing when it takes longer than `limit` (a
@@ -46,16 +47,6 @@ fn run(mut cmd: Command, args: &[&str], limit: Duration) -> Output {
     }
 }
 
-fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !s
@@ -74,26 +65,14 @@ struct Scratch {
 impl Scratch {
     /// A fresh directory under /tmp with an empty mount point `mnt` in it.
     fn new(name: &str) -> Scratch {
-        let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(base.join("mnt")).unwrap();
-        Scratch {
-            mnt: base.join("mnt"),
-            base,
-        }
+        let (base, mnt) = scratch_dirs(name);
+        Scratch { base, mnt }
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if is_mounted(&self.mnt) {
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg("-z")
-                .arg(&self.mnt)
-                .status();
-        }
-        let _ = std::fs::remove_dir_all(&self.base);
+        clean_up(&self.base, &self.mnt);
     }
 }
 

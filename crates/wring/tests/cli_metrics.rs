@@ -4,6 +4,9 @@
 //! bytes stored and FUSE requests, with counters that only grow and stored bytes equal to
 //! `wring stat`'s; `wring metrics --textfile` writes the same for node_exporter.
 
+mod common;
+use common::{clean_up, curl_metrics, free_port, ok, parse_exposition as parse, scratch_dirs};
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,12 +22,6 @@ fn wring(args: &[&str]) -> Output {
         .expect("running wring")
 }
 
-fn ok(o: &Output, what: &str) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{what}: {}\n{err}", o.status);
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// Unmounts (lazily) and removes the scratch directory whatever happens.
 struct Scratch {
     base: PathBuf,
@@ -33,70 +30,20 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(base.join("mnt")).unwrap();
-        Scratch {
-            mnt: base.join("mnt"),
-            base,
-        }
+        let (base, mnt) = scratch_dirs(name);
+        Scratch { base, mnt }
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        let m = self.mnt.to_string_lossy();
-        if mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*m)) {
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg("-z")
-                .arg(&self.mnt)
-                .status();
-        }
-        let _ = std::fs::remove_dir_all(&self.base);
+        clean_up(&self.base, &self.mnt);
     }
-}
-
-/// A loopback port nobody listens on now.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Every sample of an exposition, by `name{label=value,…}`, parsed by prometheus-parse.
-fn parse(text: &str) -> HashMap<String, f64> {
-    let lines = text.lines().map(|l| Ok(l.to_string()));
-    let scrape = prometheus_parse::Scrape::parse(lines).expect("the exposition parses");
-    let mut out = HashMap::new();
-    for s in scrape.samples {
-        // A histogram by its +Inf bucket (every request counted), as `NAME_le_inf`.
-        let (metric, v) = match s.value {
-            prometheus_parse::Value::Counter(v)
-            | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => (s.metric, v),
-            prometheus_parse::Value::Histogram(h) => {
-                let inf = h.iter().find(|b| b.less_than.is_infinite());
-                let inf = inf.unwrap_or_else(|| panic!("{}: no +Inf bucket", s.metric));
-                (format!("{}_le_inf", s.metric), inf.count)
-            }
-            other => panic!("{}: unexpected {other:?}", s.metric),
-        };
-        let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        labels.sort();
-        out.insert(format!("{metric}{{{}}}", labels.join(",")), v);
-    }
-    out
 }
 
 /// A scrape with curl, parsed.
 fn scrape(port: u16) -> HashMap<String, f64> {
-    let url = format!("http://127.0.0.1:{port}/metrics");
-    let o = Command::new("curl")
-        .args(["-sSf", "--max-time", "10", &url])
-        .output();
-    let text = ok(&o.expect("running curl"), "curl /metrics");
-    parse(&text)
+    curl_metrics(&[&format!("http://127.0.0.1:{port}/metrics")])
 }
 
 /// The one sample named `name` with `label` among its labels.

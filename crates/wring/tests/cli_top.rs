@@ -3,18 +3,15 @@
 //! later refresh shows the write throughput. Needs root and FUSE (the mount) and nbdkit and
 //! nbdcopy (the device); fails without them.
 
+mod common;
+use common::{clean_up, ok, scratch_dirs};
+
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const WRING: &str = env!("CARGO_BIN_EXE_wring");
-
-fn ok(o: &Output, what: &str) -> String {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{what}: {}\n{err}", o.status);
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Unmounts (lazily), stops devices and removes the scratch directory whatever happens.
 struct Scratch {
@@ -26,11 +23,9 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(base.join("mnt")).unwrap();
+        let (base, mnt) = scratch_dirs(name);
         Scratch {
-            mnt: base.join("mnt"),
+            mnt,
             base,
             devices: Vec::new(),
             top: None,
@@ -72,16 +67,7 @@ impl Drop for Scratch {
         for d in std::mem::take(&mut self.devices) {
             let _ = self.wring().args(["blk", "stop", &d]).output();
         }
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        let m = self.mnt.to_string_lossy();
-        if mounts.lines().any(|l| l.split(' ').nth(1) == Some(&*m)) {
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg("-z")
-                .arg(&self.mnt)
-                .status();
-        }
-        let _ = std::fs::remove_dir_all(&self.base);
+        clean_up(&self.base, &self.mnt);
     }
 }
 
