@@ -4,7 +4,7 @@
 //! are in a bucket (a SeaweedFS started for the test), through to `mount --from`.
 
 mod common;
-use common::{clean_up, ok, scratch_dirs};
+use common::{ok, Scratch};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -53,26 +53,6 @@ fn alive(pid: i32) -> bool {
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
         Err(_) => false,
-    }
-}
-
-/// Unmounts (lazily) and removes the scratch directory whatever happens.
-struct Scratch {
-    base: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Scratch {
-    /// A fresh directory under /tmp with an empty mount point `mnt` in it.
-    fn new(name: &str) -> Scratch {
-        let (base, mnt) = scratch_dirs(name);
-        Scratch { base, mnt }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        clean_up(&self.base, &self.mnt);
     }
 }
 

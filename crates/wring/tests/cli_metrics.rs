@@ -5,11 +5,11 @@
 //! `wring stat`'s; `wring metrics --textfile` writes the same for node_exporter.
 
 mod common;
-use common::{clean_up, curl_metrics, free_port, ok, parse_exposition as parse, scratch_dirs};
+use common::{curl_metrics, free_port, ok, parse_exposition as parse, Scratch};
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 const WRING: &str = env!("CARGO_BIN_EXE_wring");
@@ -20,25 +20,6 @@ fn wring(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("running wring")
-}
-
-/// Unmounts (lazily) and removes the scratch directory whatever happens.
-struct Scratch {
-    base: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let (base, mnt) = scratch_dirs(name);
-        Scratch { base, mnt }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        clean_up(&self.base, &self.mnt);
-    }
 }
 
 /// A scrape with curl, parsed.

@@ -56,6 +56,26 @@ pub fn curl_metrics(args: &[&str]) -> HashMap<String, f64> {
     parse_exposition(&ok(&o, "curl /metrics"))
 }
 
+/// A scratch directory with a mount point, unmounted (lazily) and removed whatever happens.
+pub struct Scratch {
+    pub base: PathBuf,
+    pub mnt: PathBuf,
+}
+
+impl Scratch {
+    /// A fresh directory under /tmp with an empty mount point `mnt` in it.
+    pub fn new(name: &str) -> Scratch {
+        let (base, mnt) = scratch_dirs(name);
+        Scratch { base, mnt }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        clean_up(&self.base, &self.mnt);
+    }
+}
+
 /// A fresh `/tmp/wring-cli-NAME-PID` with an empty mount point `mnt` in it: (base, mnt).
 pub fn scratch_dirs(name: &str) -> (PathBuf, PathBuf) {
     let base = PathBuf::from(format!("/tmp/wring-cli-{name}-{}", std::process::id()));
