@@ -18,7 +18,7 @@
 
 use redb::{Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable};
 
-use super::records::{covered, ExtentHeader, Inode, INODE_LEN_V3, VERSION_BYTES};
+use super::records::{covered_within, ExtentHeader, Inode, INODE_LEN_V3, VERSION_BYTES};
 use super::{counter, EXTENTS, INODES, META};
 use crate::error::FsError;
 
@@ -100,7 +100,7 @@ fn upgrade_inodes(txn: &redb::WriteTransaction, from: u64) -> Result<(u64, Optio
         i.bytes = 0;
         for r in extents.range((ino, 0)..=(ino, u64::MAX))? {
             let h = ExtentHeader::decode(r?.1.value());
-            i.bytes += h.map_or(0, |h| covered(h.ram_len));
+            i.bytes += h.map_or(0, |h| covered_within(h.ram_len, i.extent_size));
         }
         inodes.insert(ino, i.to_bytes().as_slice())?;
     }

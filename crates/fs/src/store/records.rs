@@ -198,6 +198,16 @@ pub fn covered(ram_len: u32) -> u64 {
     u64::from(ram_len).next_multiple_of(BLOCK)
 }
 
+/// [`covered`] for an extent of a file cut into `extent_size`-byte extents (0: not cut yet):
+/// at most one extent's worth, so a damaged header claiming more (which fsck reports as
+/// such) does not also make its file's count wrong when one is counted from the items.
+pub fn covered_within(ram_len: u32, extent_size: u32) -> u64 {
+    covered(match extent_size {
+        0 => ram_len,
+        e => ram_len.min(e),
+    })
+}
+
 impl Inode {
     /// A new inode stamped now.
     pub fn new(kind: Kind, perm: u32, uid: u32, gid: u32) -> Inode {

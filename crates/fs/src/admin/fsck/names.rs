@@ -17,7 +17,7 @@ use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use super::finding::Finding;
 use super::rules::Tally;
 use crate::error::FsError;
-use crate::store::records::{covered, Inode, Kind, VERSION_BYTES};
+use crate::store::records::{covered_within, Inode, Kind, VERSION_BYTES};
 use crate::store::{DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT, SYMLINKS};
 
 /// A directory entry.
@@ -128,13 +128,24 @@ impl Namespace {
             match self.inodes.contains_key(&ino) || self.damaged.contains(&ino) {
                 true => {
                     *self.held.entry(ino).or_default() += n;
-                    let h = crate::store::records::ExtentHeader::decode(v.value());
-                    *self.covered.entry(ino).or_default() += h.map_or(0, |h| covered(h.ram_len));
+                    let c = self.covers(ino, v.value());
+                    *self.covered.entry(ino).or_default() += c;
                 }
                 false => self.strays.push((ino, idx)),
             }
         }
         Ok(())
+    }
+
+    /// The bytes of its file the item `item` of `ino` covers: its decoded length, up to its
+    /// file's extent size (a longer one is a damaged header, which the extents' rules report:
+    /// it does not also make the file's count wrong).
+    fn covers(&self, ino: u64, item: &[u8]) -> u64 {
+        let Some(h) = crate::store::records::ExtentHeader::decode(item) else {
+            return 0;
+        };
+        let window = self.inodes.get(&ino).map_or(0, |i| i.extent_size);
+        covered_within(h.ram_len, window)
     }
 
     /// Every rule broken, in the order a repair fixes them.
