@@ -20,6 +20,10 @@
 //! EROFS's global page pool; it differs in adding zram's lz4, lz4hc, lzo-rle and raw deflate,
 //! zstd with a dictionary, and zstd levels 16–22 for userspace.
 
+// Modules are private behind the curated `pub use` below: a `pub` item no path can reach
+// from outside says `pub(crate)`.
+#![warn(unreachable_pub)]
+
 pub mod clock;
 pub mod codec;
 pub mod dict;

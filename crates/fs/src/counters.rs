@@ -10,8 +10,8 @@
 mod encodings;
 pub(crate) mod figures;
 
-pub use encodings::{EncodingCounts, EncodingFigure};
-pub use figures::{DelayedFigures, FuseFigures, OpFigure, TxnFigures, WaitFigures};
+pub(crate) use encodings::{EncodingCounts, EncodingFigure};
+pub(crate) use figures::{DelayedFigures, FuseFigures, OpFigure, TxnFigures, WaitFigures};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -20,7 +20,7 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
 #[allow(missing_docs)]
-pub enum Op {
+pub(crate) enum Op {
     Lookup,
     Forget,
     Getattr,
@@ -99,7 +99,7 @@ const NAMES: [&str; 35] = [
 
 /// Upper bounds, in nanoseconds, of the buckets FUSE request times are counted in (10 µs to
 /// 10 s, ten times apart); a last bucket takes the rest.
-pub const LATENCY_BOUNDS_NS: [u64; 7] = [
+pub(crate) const LATENCY_BOUNDS_NS: [u64; 7] = [
     10_000,
     100_000,
     1_000_000,
@@ -110,10 +110,10 @@ pub const LATENCY_BOUNDS_NS: [u64; 7] = [
 ];
 
 /// Buckets per opcode: one per bound, and one past the last.
-pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
+pub(crate) const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
 
 /// FUSE requests by opcode, and the time the daemon spent on each kind.
-pub struct OpCounts {
+pub(crate) struct OpCounts {
     counts: [AtomicU64; NAMES.len()],
     nanos: [AtomicU64; NAMES.len()],
     /// Requests whose handling ended, by how long it took.
@@ -134,7 +134,7 @@ impl Default for OpCounts {
 }
 
 /// Adds the time from its making to its drop to its request's kind.
-pub struct Timed<'a> {
+pub(crate) struct Timed<'a> {
     counts: &'a OpCounts,
     op: Op,
     start: Instant,
@@ -152,7 +152,7 @@ impl Drop for Timed<'_> {
 
 impl OpCounts {
     /// Count one request; the time until the returned guard drops is its handling time.
-    pub fn count(&self, op: Op) -> Timed<'_> {
+    pub(crate) fn count(&self, op: Op) -> Timed<'_> {
         self.counts[op as usize].fetch_add(1, Ordering::Relaxed);
         Timed {
             counts: self,
@@ -163,22 +163,22 @@ impl OpCounts {
 
     /// Count `n` of one request (a batch of forgets).
     #[cfg(test)]
-    pub fn add(&self, op: Op, n: u64) {
+    pub(crate) fn add(&self, op: Op, n: u64) {
         self.counts[op as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Count `n` bytes a WRITE request wrote.
-    pub fn wrote(&self, n: usize) {
+    pub(crate) fn wrote(&self, n: usize) {
         self.written.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Bytes WRITE requests wrote.
-    pub fn written(&self) -> u64 {
+    pub(crate) fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
     }
 
     /// Every kind's requests and nanoseconds, in `fuse_opcode` order.
-    pub fn figures(&self) -> FuseFigures {
+    pub(crate) fn figures(&self) -> FuseFigures {
         let ops = NAMES
             .iter()
             .zip(self.counts.iter().zip(&self.nanos).zip(&self.buckets))
@@ -243,7 +243,7 @@ impl TxnCounts {
 
 /// Requests that waited for a file's writeback (setattr, fsync, truncate), and for how long.
 #[derive(Default)]
-pub struct WaitCounts {
+pub(crate) struct WaitCounts {
     /// Waits.
     pub waits: AtomicU64,
     /// Nanoseconds waited.
@@ -252,14 +252,14 @@ pub struct WaitCounts {
 
 impl WaitCounts {
     /// Count a wait that started at `t`.
-    pub fn waited(&self, t: Instant) {
+    pub(crate) fn waited(&self, t: Instant) {
         self.waits.fetch_add(1, Ordering::Relaxed);
         self.nanos
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// What was counted so far.
-    pub fn figures(&self) -> WaitFigures {
+    pub(crate) fn figures(&self) -> WaitFigures {
         WaitFigures {
             count: self.waits.load(Ordering::Relaxed),
             nanos: self.nanos.load(Ordering::Relaxed),
@@ -270,7 +270,7 @@ impl WaitCounts {
 /// Delayed inode items (see `volume/delayed.rs`): attribute changes kept in memory instead of a
 /// write transaction each, and how many of them later transactions wrote.
 #[derive(Default)]
-pub struct DelayedCounts {
+pub(crate) struct DelayedCounts {
     /// Changes delayed.
     pub updates: AtomicU64,
     /// Items written by a transaction (one per inode, however many changes it had).
@@ -285,13 +285,13 @@ pub struct DelayedCounts {
 
 impl DelayedCounts {
     /// A transaction wrote `n` delayed items.
-    pub fn flushed(&self, n: usize) {
+    pub(crate) fn flushed(&self, n: usize) {
         self.written.fetch_add(n as u64, Ordering::Relaxed);
         self.flushes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// What was counted so far; `held` the records and entries in memory now.
-    pub fn figures(&self, held: usize) -> DelayedFigures {
+    pub(crate) fn figures(&self, held: usize) -> DelayedFigures {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         DelayedFigures {
             updates: get(&self.updates),

@@ -113,7 +113,7 @@ store_err!(
 );
 
 /// An object store error, with its lease refusal in the filesystem's words.
-pub fn objects_err(e: wring_objstore::Error) -> FsError {
+pub(crate) fn objects_err(e: wring_objstore::Error) -> FsError {
     match e {
         wring_objstore::Error::LeaseHeld {
             object,
@@ -146,7 +146,7 @@ pub(crate) fn chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Shorthand for an errno error.
-pub fn errno(e: i32) -> FsError {
+pub(crate) fn errno(e: i32) -> FsError {
     FsError::Errno(e)
 }
 

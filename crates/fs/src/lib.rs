@@ -52,6 +52,10 @@
 //! and [`store`], public as a whole: its tables and records are the on-disk format that the
 //! tests, the fuzz targets and `wring` read.
 
+// Modules are private behind the curated `pub use` below: a `pub` item no path can reach
+// from outside says `pub(crate)`.
+#![warn(unreachable_pub)]
+
 mod admin;
 mod counters;
 mod error;

@@ -7,6 +7,10 @@
 //! Mirrors btrfs's data block groups and relocation (see [`store`]), with the bucket as the
 //! device.
 
+// Modules are private behind the curated `pub use` below: a `pub` item no path can reach
+// from outside says `pub(crate)`.
+#![warn(unreachable_pub)]
+
 pub mod addr;
 pub mod cache;
 pub mod config;

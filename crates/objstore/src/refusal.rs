@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 /// An error the bucket keeps answering to uploads for this long is a refusal.
-pub const REFUSED_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const REFUSED_AFTER: Duration = Duration::from_secs(5);
 
 /// One upload failure, judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub(crate) struct Refusals {
 
 impl Refusals {
     /// An upload failed with `verdict`; `answer` is the error's text.
-    pub fn failed(&mut self, verdict: Verdict, answer: &str, now: Instant) {
+    pub(crate) fn failed(&mut self, verdict: Verdict, answer: &str, now: Instant) {
         match verdict {
             Verdict::Unreachable => self.answering_since = None,
             Verdict::Answered { errno } => {
@@ -93,14 +93,14 @@ impl Refusals {
     }
 
     /// An upload went in: the bucket takes writes again.
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         *self = Refusals::default();
     }
 
     /// The refusal a wait that began at `since` must report: one the bucket answered since
     /// (an older one may be out of date — the bucket may take writes again — so a wait
     /// lets the uploads, retried every 2 s at most, answer again first).
-    pub fn since(&self, since: Instant) -> Option<(i32, &str)> {
+    pub(crate) fn since(&self, since: Instant) -> Option<(i32, &str)> {
         match &self.refusing {
             Some((errno, answer, at)) if *at >= since => Some((*errno, answer)),
             _ => None,

@@ -17,23 +17,23 @@ pub(crate) struct Lru {
 }
 
 impl Lru {
-    pub fn insert(&mut self, ws: &mut Workspace, now: Duration) {
+    pub(super) fn insert(&mut self, ws: &mut Workspace, now: Duration) {
         let key = (now, ws.id);
         self.map.insert(key, ws.class);
         ws.lru_key = Some(key);
     }
 
-    pub fn remove(&mut self, ws: &mut Workspace) {
+    pub(super) fn remove(&mut self, ws: &mut Workspace) {
         if let Some(key) = ws.lru_key.take() {
             self.map.remove(&key);
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.map.len()
     }
 

@@ -28,7 +28,7 @@ pub(super) struct State {
 }
 
 impl State {
-    pub fn new(classes: usize, cfg: ManagerConfig) -> State {
+    pub(super) fn new(classes: usize, cfg: ManagerConfig) -> State {
         State {
             idle_ws: (0..classes).map(|_| Vec::new()).collect(),
             active_map: 0,
@@ -47,13 +47,13 @@ impl State {
         }
     }
 
-    pub fn max_class(&self) -> usize {
+    pub(super) fn max_class(&self) -> usize {
         self.idle_ws.len() - 1
     }
 
     /// zstd_find_workspace(): scan the bitmap upward from `class` for an idle workspace.
     /// One of exactly this class leaves the LRU; a larger one keeps its place and last-used time.
-    pub fn find(&mut self, class: usize, req_level: i32) -> Option<Workspace> {
+    pub(super) fn find(&mut self, class: usize, req_level: i32) -> Option<Workspace> {
         let candidates = self.active_map & (u64::MAX << class);
         if candidates == 0 {
             return None;
@@ -86,7 +86,7 @@ impl State {
     /// zstd_put_workspace(): back on its idle list. A workspace returned by a borrower of its
     /// own class goes to the LRU's head with a fresh time — unless it is the only idle
     /// max-class workspace, which stays hidden from reclaim for forward progress.
-    pub fn put_idle(&mut self, mut ws: Workspace, own_class: bool, now: Duration) {
+    pub(super) fn put_idle(&mut self, mut ws: Workspace, own_class: bool, now: Duration) {
         let class = ws.class;
         if own_class {
             self.lru.remove(&mut ws);
@@ -100,16 +100,16 @@ impl State {
         self.active_map |= 1 << class;
     }
 
-    pub fn lend(&mut self) {
+    pub(super) fn lend(&mut self) {
         self.stats.busy += 1;
     }
 
-    pub fn can_stream(&self) -> bool {
+    pub(super) fn can_stream(&self) -> bool {
         self.stats.busy < self.cfg.streams
     }
 
     /// Whether `bytes` more fit in the budget (the preallocated workspace is outside it).
-    pub fn fits_budget(&self, bytes: usize) -> bool {
+    pub(super) fn fits_budget(&self, bytes: usize) -> bool {
         match self.cfg.budget {
             None => true,
             Some(b) => self.stats.resident_bytes + bytes <= self.reserve_bytes.saturating_add(b),
@@ -117,7 +117,7 @@ impl State {
     }
 
     /// Account for a workspace about to be allocated outside the lock.
-    pub fn reserve(&mut self, class: usize, bytes: usize) -> u64 {
+    pub(super) fn reserve(&mut self, class: usize, bytes: usize) -> u64 {
         self.count[class] += 1;
         self.stats.workspaces += 1;
         self.stats.resident_bytes += bytes;
@@ -127,19 +127,19 @@ impl State {
     }
 
     /// Undo [`State::reserve`] (the allocation failed) or account for a freed workspace.
-    pub fn unreserve(&mut self, class: usize, bytes: usize) {
+    pub(super) fn unreserve(&mut self, class: usize, bytes: usize) {
         self.count[class] -= 1;
         self.stats.workspaces -= 1;
         self.stats.resident_bytes -= bytes;
     }
 
     /// Whether freeing a workspace of `class` keeps one max-class workspace in existence.
-    pub fn may_free(&self, class: usize) -> bool {
+    pub(super) fn may_free(&self, class: usize) -> bool {
         self.shutdown || class != self.max_class() || self.count[class] > 1
     }
 
     /// Free a workspace (it is dropped here); returns it for dropping outside the lock.
-    pub fn forget(&mut self, mut ws: Workspace) -> Workspace {
+    pub(super) fn forget(&mut self, mut ws: Workspace) -> Workspace {
         self.lru.remove(&mut ws);
         self.unreserve(ws.class, ws.bytes);
         ws
@@ -147,14 +147,14 @@ impl State {
 
     /// Take idle workspaces off their lists while the total exceeds the stream limit
     /// (zcomp_set_max_streams), sparing the last max-class one.
-    pub fn trim_to_streams(&mut self) -> Vec<Workspace> {
+    pub(super) fn trim_to_streams(&mut self) -> Vec<Workspace> {
         let freed = self.free_beyond_streams();
         self.trim_pending = self.stats.workspaces > self.cfg.streams;
         freed
     }
 
     /// [`State::trim_to_streams`] once more if a lowered limit is still not reached.
-    pub fn trim_if_pending(&mut self) -> Vec<Workspace> {
+    pub(super) fn trim_if_pending(&mut self) -> Vec<Workspace> {
         match self.trim_pending {
             true => self.trim_to_streams(),
             false => Vec::new(),
@@ -179,7 +179,7 @@ impl State {
     }
 
     /// Take every idle workspace off its list (shutdown).
-    pub fn drain(&mut self) -> Vec<Workspace> {
+    pub(super) fn drain(&mut self) -> Vec<Workspace> {
         let mut all = Vec::new();
         for class in 0..self.idle_ws.len() {
             while let Some(ws) = self.idle_ws[class].pop() {
@@ -192,7 +192,7 @@ impl State {
     }
 
     /// Remove one idle workspace by id from its class list (reclaim).
-    pub fn take_idle(&mut self, class: usize, id: u64) -> Option<Workspace> {
+    pub(super) fn take_idle(&mut self, class: usize, id: u64) -> Option<Workspace> {
         let list = &mut self.idle_ws[class];
         let pos = list.iter().position(|w| w.id == id)?;
         let ws = list.remove(pos);

@@ -42,13 +42,13 @@ fn mount_on<'a>(mountinfo: &'a str, mountpoint: &Path) -> Option<Vec<&'a str>> {
 }
 
 /// The `MAJOR:MINOR` of the last mount on `mountpoint` in a mountinfo text.
-pub fn device_of(mountinfo: &str, mountpoint: &Path) -> Option<String> {
+pub(crate) fn device_of(mountinfo: &str, mountpoint: &Path) -> Option<String> {
     mount_on(mountinfo, mountpoint).map(|f| f[2].to_string())
 }
 
 /// The filesystem type (`fuse`, `ext4`…) and source (`wring:/store`, `/dev/vda`…) of the
 /// last mount on `mountpoint`.
-pub fn fs_of(mountinfo: &str, mountpoint: &Path) -> Option<(String, String)> {
+pub(crate) fn fs_of(mountinfo: &str, mountpoint: &Path) -> Option<(String, String)> {
     let f = mount_on(mountinfo, mountpoint)?;
     let sep = f.iter().position(|x| *x == "-")?;
     let source = unescape(f.get(sep + 2)?);
@@ -60,7 +60,7 @@ pub fn fs_of(mountinfo: &str, mountpoint: &Path) -> Option<(String, String)> {
 
 /// Set the readahead of the mount on `canon`, the mount point's canonical path taken before
 /// mounting: resolving it now would ask the daemon itself (best effort, logged).
-pub fn set_readahead(canon: &Path, kb: u32) {
+pub(crate) fn set_readahead(canon: &Path, kb: u32) {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let Some(dev) = device_of(&info, canon) else {
         log::warn!("readahead: {} not found in mountinfo", canon.display());

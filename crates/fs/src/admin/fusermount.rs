@@ -23,7 +23,7 @@ const COMM_ENV: &str = "_FUSE_COMMFD";
 
 /// Mount `mountpoint` through fusermount3 with `options` (comma-separated, as `-o` takes
 /// them); the connection's descriptor.
-pub fn mount(mountpoint: &Path, options: &str) -> io::Result<OwnedFd> {
+pub(super) fn mount(mountpoint: &Path, options: &str) -> io::Result<OwnedFd> {
     let (ours, theirs) = UnixStream::pair()?;
     let fd = theirs.as_raw_fd();
     let mut cmd = Command::new(FUSERMOUNT);
@@ -104,7 +104,7 @@ fn receive_fd(sock: &UnixStream) -> io::Result<OwnedFd> {
 
 /// `fusermount3 -u -q -z MOUNTPOINT`: detach a mount it made, when serving it failed.
 /// Best effort.
-pub fn unmount(mountpoint: &Path) {
+pub(super) fn unmount(mountpoint: &Path) {
     let r = Command::new(FUSERMOUNT)
         .args(["-u", "-q", "-z", "--"])
         .arg(mountpoint)

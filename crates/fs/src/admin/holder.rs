@@ -21,7 +21,7 @@ use crate::error::FsError;
 use crate::store::DB_FILE;
 
 /// How long a mount, fsck or repair waits for another process to let go of the store.
-pub const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// How often the lock is tried again while waiting.
 const POLL: Duration = Duration::from_millis(20);
@@ -33,7 +33,7 @@ const QUIET: Duration = Duration::from_secs(1);
 
 /// A process with a store's database open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// Its process id.
     pub pid: u32,
     /// Its command line, as `ps -o args` shows it.
@@ -47,7 +47,7 @@ impl std::fmt::Display for Holder {
 }
 
 /// Whether `e` is redb's refusal to open a database another handle has open.
-pub fn is_held(e: &FsError) -> bool {
+pub(crate) fn is_held(e: &FsError) -> bool {
     matches!(e, FsError::Store(redb::Error::DatabaseAlreadyOpen))
 }
 
@@ -117,7 +117,7 @@ fn command_of(pid: &str) -> Option<String> {
 
 /// The processes other than this one that have the database of the store in `dir` open (those
 /// this process may look at: all of them for root).
-pub fn holders(dir: &Path) -> Vec<Holder> {
+pub(crate) fn holders(dir: &Path) -> Vec<Holder> {
     let Some(id) = db_id(dir) else {
         return Vec::new();
     };
@@ -168,7 +168,7 @@ fn named(h: &[Holder]) -> String {
 /// to `limit`. `waiting` is told once, in words, who is waited for, if the wait lasts past
 /// [`QUIET`]. After `limit` the error names the holder; a store this very process holds is
 /// refused at once.
-pub fn open_waiting<T>(
+pub(crate) fn open_waiting<T>(
     dir: &Path,
     limit: Duration,
     waiting: &mut dyn FnMut(&str),
@@ -223,7 +223,7 @@ fn refused(dir: &Path, who: String, e: FsError) -> FsError {
 }
 
 /// Where the store in `dir` is mounted, from this mount namespace's mountinfo.
-pub fn mounted_on(dir: &Path) -> Option<String> {
+pub(crate) fn mounted_on(dir: &Path) -> Option<String> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let source = format!("wring:{}", dir.display());
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();

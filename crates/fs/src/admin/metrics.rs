@@ -16,7 +16,7 @@ use crate::transport::ops::Ops;
 
 /// The listener's thread runs until the daemon exits; a Unix socket's file is removed when
 /// this drops.
-pub struct MetricsServer {
+pub(crate) struct MetricsServer {
     unix: Option<PathBuf>,
 }
 
@@ -29,7 +29,7 @@ impl Drop for MetricsServer {
 }
 
 /// Bind `addr` and serve `ops`'s metrics there until the mount is gone.
-pub fn serve(addr: &MetricsAddr, ops: Weak<Ops>) -> Result<MetricsServer, FsError> {
+pub(crate) fn serve(addr: &MetricsAddr, ops: Weak<Ops>) -> Result<MetricsServer, FsError> {
     let what = format!("metrics={addr}");
     let l = Listener::bind(addr).map_err(io(format!("listening for {what}")))?;
     let unix = l.socket_path().map(PathBuf::from);

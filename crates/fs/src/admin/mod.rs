@@ -13,4 +13,4 @@ pub mod fsck;
 mod fusermount;
 pub(crate) mod holder;
 pub mod kmount;
-pub mod metrics;
+pub(crate) mod metrics;

@@ -34,7 +34,7 @@ pub struct EncodingFigure {
 }
 
 /// Counters of one mount's writeback, by encoding.
-pub struct EncodingCounts {
+pub(crate) struct EncodingCounts {
     /// Per slot: extents, bytes in, bytes stored.
     slots: Box<[[AtomicU64; 3]]>,
 }
@@ -72,7 +72,7 @@ fn encoding(i: usize) -> Option<(Algorithm, i32)> {
 
 impl EncodingCounts {
     /// Count an extent of `bytes` stored as `encoding` (`None`: raw) in `stored` bytes.
-    pub fn record(&self, encoding: Option<(Algorithm, i32)>, bytes: usize, stored: usize) {
+    pub(crate) fn record(&self, encoding: Option<(Algorithm, i32)>, bytes: usize, stored: usize) {
         if let Some(s) = self.slots.get(slot(encoding)) {
             s[0].fetch_add(1, Ordering::Relaxed);
             s[1].fetch_add(bytes as u64, Ordering::Relaxed);
@@ -82,7 +82,7 @@ impl EncodingCounts {
 
     /// Every encoding with extents: raw first, then by algorithm (in [`Algorithm::ALL`]'s
     /// order) and level.
-    pub fn figures(&self) -> Vec<EncodingFigure> {
+    pub(crate) fn figures(&self) -> Vec<EncodingFigure> {
         let mut out = Vec::new();
         for (i, s) in self.slots.iter().enumerate() {
             let extents = s[0].load(Ordering::Relaxed);

@@ -22,7 +22,7 @@ use redb::{BackendError, StorageBackend};
 use super::space::{no_room, SpaceInfo};
 
 /// A database file backend whose writes may use the global reserve.
-pub struct DbFile<B> {
+pub(super) struct DbFile<B> {
     inner: B,
     space: Arc<SpaceInfo>,
 }
@@ -35,7 +35,7 @@ impl<B> fmt::Debug for DbFile<B> {
 
 impl<B: StorageBackend> DbFile<B> {
     /// `inner` with `space`'s global reserve behind its writes.
-    pub fn new(inner: B, space: Arc<SpaceInfo>) -> DbFile<B> {
+    pub(super) fn new(inner: B, space: Arc<SpaceInfo>) -> DbFile<B> {
         DbFile { inner, space }
     }
 

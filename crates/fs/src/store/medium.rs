@@ -169,7 +169,7 @@ struct Layer {
 
 impl Overlay {
     /// The file at `path`, opened read-only.
-    pub fn open(path: &Path) -> Result<Overlay, redb::DatabaseError> {
+    pub(crate) fn open(path: &Path) -> Result<Overlay, redb::DatabaseError> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         Ok(Overlay {

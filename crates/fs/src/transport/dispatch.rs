@@ -23,7 +23,7 @@ use crate::volume::Caller;
 
 /// Whether a request gets a reply: FORGET and BATCH_FORGET get none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reply {
+pub(super) enum Reply {
     /// Send the answer.
     Send,
     /// Send nothing.
@@ -32,7 +32,7 @@ pub enum Reply {
 
 /// Decode a request and answer it into `a`; a malformed one is answered EIO, with a log
 /// line saying what was wrong (`what`: the transport).
-pub fn decode_and_dispatch(
+pub(super) fn decode_and_dispatch(
     ops: &Ops,
     (in_header, op_in, payload): wire::Parts,
     a: &mut Answer,
@@ -49,7 +49,7 @@ pub fn decode_and_dispatch(
 }
 
 /// Hand a decoded request to its body.
-pub fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
+pub(super) fn dispatch(ops: &Ops, h: &Header, r: Request, a: &mut Answer) -> Reply {
     let c = Caller {
         uid: h.uid,
         gid: h.gid,
@@ -242,7 +242,7 @@ impl<'b> Answer<'b> {
 
 /// Write one reply to `/dev/fuse`. ENOENT means the kernel no longer waits for it (the
 /// request was interrupted, or the connection aborted): nothing to do.
-pub fn send(fd: BorrowedFd, parts: &[IoSlice]) {
+pub(super) fn send(fd: BorrowedFd, parts: &[IoSlice]) {
     match rustix::io::writev(fd, parts) {
         Ok(_) | Err(rustix::io::Errno::NOENT) => {}
         Err(e) => log::warn!("FUSE: writing a reply: {e}"),

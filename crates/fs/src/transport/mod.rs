@@ -10,9 +10,9 @@
 //! Mirrors the kernel's VFS entry points a filesystem fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations), here reached through fs/fuse's two channels to a server.
 
-pub mod dev;
+pub(crate) mod dev;
 mod dispatch;
-pub mod ops;
+pub(crate) mod ops;
 pub mod uring;
 pub mod wire;
 
@@ -21,7 +21,7 @@ pub const MAX_WRITE: usize = 1 << 20;
 
 /// Readahead of a wring mount, as btrfs's: 4 MiB. FUSE_INIT asks the kernel for it, and the
 /// daemon sets the mount's bdi to it (`admin/bdi.rs`), since the kernel takes the smaller.
-pub const READAHEAD_KB: u32 = 4096;
+pub(crate) const READAHEAD_KB: u32 = 4096;
 
 #[cfg(test)]
 mod tests;

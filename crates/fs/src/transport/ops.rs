@@ -21,7 +21,7 @@ use crate::error::{chain, FsError};
 use crate::store::records::{Inode, Kind};
 use crate::store::ROOT;
 use crate::transport::wire::FOPEN_KEEP_CACHE;
-pub use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
+pub(crate) use crate::transport::wire::{attr, Errno, FileAttr, FileType, Statfs, StatxExtra};
 use crate::volume::data::defrag::{DefragArgs, BTRFS_IOC_DEFRAG, BTRFS_IOC_DEFRAG_RANGE};
 use crate::volume::data::reflink::CopyRange;
 use crate::volume::names::{acl, fsflags};
@@ -37,7 +37,7 @@ use crate::{
 /// only writer, every change made through the mount is one the kernel makes or sees, and the
 /// one change the daemon makes behind it (a file's stored size, `st_blocks`, once its
 /// writeback commits) is invalidated then ([`Volume::attrs_changed`]).
-pub const TTL: Duration = Duration::from_secs(60);
+pub(crate) const TTL: Duration = Duration::from_secs(60);
 /// The handle of an open that may write (RELEASE counts it off); every other open's is 0.
 const WRITER: u64 = 1;
 /// Entries of a READDIRPLUS reply held and read from one snapshot at a time.

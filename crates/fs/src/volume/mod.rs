@@ -15,12 +15,12 @@
 //! life (open, the committer, remount, sync) and who holds which inode (opens, orphans,
 //! FORGET, deletion).
 
-pub mod data;
+pub(crate) mod data;
 pub(crate) mod delayed;
-pub mod names;
-pub mod stat;
-pub mod status;
-pub mod vfs;
+pub(crate) mod names;
+pub(crate) mod stat;
+pub(crate) mod status;
+pub(crate) mod vfs;
 
 pub use names::creds::Caller;
 pub use names::inode::{NewInode, SetAttr};

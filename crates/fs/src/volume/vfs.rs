@@ -28,7 +28,7 @@ const RELATIME_DAY: u64 = 24 * 60 * 60;
 /// Whether a read at `now` updates `inode`'s access time under `atime` (the kernel's
 /// atime_needs_update and relatime_need_update, without the mount and inode flags the
 /// kernel checks first).
-pub fn atime_due(atime: Atime, inode: &Inode, now: Time) -> bool {
+pub(crate) fn atime_due(atime: Atime, inode: &Inode, now: Time) -> bool {
     match atime {
         Atime::No => false,
         Atime::Strict => true,
@@ -42,7 +42,7 @@ pub fn atime_due(atime: Atime, inode: &Inode, now: Time) -> bool {
 
 /// The VFS flags of `o` (ro, nosuid, nodev, noexec, the atime options), as mount(8) turns
 /// the same words into mount(2) flags.
-pub fn vfs_flags(o: &Options) -> MountFlags {
+pub(crate) fn vfs_flags(o: &Options) -> MountFlags {
     let mut f = MountFlags::empty();
     let set = [
         (o.read_only, MountFlags::RDONLY),
@@ -65,7 +65,7 @@ pub fn vfs_flags(o: &Options) -> MountFlags {
 /// `suid` and `dev` only for root mounting a store root owns: a store another user can
 /// write (or a mount another user makes) is a way to plant a set-user-ID root binary or a
 /// device node of the disk. Refused otherwise, saying why.
-pub fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
+pub(crate) fn check_dev_suid(o: &Options, dir: &Path) -> Result<(), FsError> {
     let asked: Vec<&str> = [(o.suid, "suid"), (o.dev, "dev")]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))

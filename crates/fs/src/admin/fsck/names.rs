@@ -31,7 +31,7 @@ pub(super) struct Entry {
 
 impl Entry {
     /// The name for a report line.
-    pub fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         String::from_utf8_lossy(&self.name).into_owned()
     }
 }
@@ -92,7 +92,7 @@ macro_rules! load {
 
 impl Namespace {
     /// The namespace as a read transaction sees it.
-    pub fn read(txn: &ReadTransaction) -> Result<Namespace, FsError> {
+    pub(super) fn read(txn: &ReadTransaction) -> Result<Namespace, FsError> {
         // Stores made before parents were recorded have no table.
         let parents = match crate::store::table_if_made(txn, PARENTS)? {
             Some(t) => pairs(&t)?,
@@ -102,7 +102,7 @@ impl Namespace {
     }
 
     /// The namespace as a write transaction sees it (the parents' table made if missing).
-    pub fn write(txn: &WriteTransaction) -> Result<Namespace, FsError> {
+    pub(super) fn write(txn: &WriteTransaction) -> Result<Namespace, FsError> {
         let parents = pairs(&txn.open_table(PARENTS)?)?;
         Ok(load!(txn, parents))
     }
@@ -149,7 +149,7 @@ impl Namespace {
     }
 
     /// Every rule broken, in the order a repair fixes them.
-    pub fn findings(&self) -> Vec<Finding> {
+    pub(super) fn findings(&self) -> Vec<Finding> {
         let t = Tally::new(self);
         let mut out: Vec<Finding> = self.damaged.iter().map(|&i| Finding::Damaged(i)).collect();
         if !self.inodes.get(&ROOT).is_some_and(|i| i.kind == Kind::Dir) {
@@ -225,14 +225,14 @@ impl Namespace {
     }
 
     /// The largest inode number in use (the root's in an empty store).
-    pub fn top(&self) -> u64 {
+    pub(super) fn top(&self) -> u64 {
         let a = self.inodes.keys().next_back().copied().unwrap_or(ROOT);
         let b = self.damaged.iter().next_back().copied().unwrap_or(ROOT);
         a.max(b)
     }
 
     /// A path for `ino` in report lines: `/a/b` through the first names, else `inode N`.
-    pub fn path(&self, ino: u64) -> String {
+    pub(super) fn path(&self, ino: u64) -> String {
         let mut parts = Vec::new();
         let mut cur = ino;
         while cur != ROOT {

@@ -13,25 +13,25 @@ use crate::transport::{uring, MAX_WRITE, READAHEAD_KB};
 
 /// The protocol minor version the daemon speaks (FUSE_KERNEL_MINOR_VERSION of the requests
 /// and replies it knows; what fuser spoke before this loop replaced it).
-pub const MINOR: u32 = 40;
+pub(crate) const MINOR: u32 = 40;
 /// The oldest kernel minor version served: from 7.23 on the kernel takes the whole
 /// `fuse_init_out`, and the request layouts `wire` decodes are the ones it sends.
-pub const MIN_MINOR: u32 = 23;
+pub(crate) const MIN_MINOR: u32 = 23;
 
 /// FUSE_INIT capability bits (include/uapi/linux/fuse.h).
 mod cap {
-    pub const ASYNC_READ: u64 = 1 << 0;
-    pub const EXPORT_SUPPORT: u64 = 1 << 4;
-    pub const BIG_WRITES: u64 = 1 << 5;
-    pub const DONT_MASK: u64 = 1 << 6;
-    pub const DO_READDIRPLUS: u64 = 1 << 13;
-    pub const READDIRPLUS_AUTO: u64 = 1 << 14;
-    pub const WRITEBACK_CACHE: u64 = 1 << 16;
-    pub const PARALLEL_DIROPS: u64 = 1 << 18;
-    pub const POSIX_ACL: u64 = 1 << 20;
-    pub const MAX_PAGES: u64 = 1 << 22;
-    pub const HANDLE_KILLPRIV_V2: u64 = 1 << 28;
-    pub const OVER_IO_URING: u64 = 1 << 41;
+    pub(super) const ASYNC_READ: u64 = 1 << 0;
+    pub(super) const EXPORT_SUPPORT: u64 = 1 << 4;
+    pub(super) const BIG_WRITES: u64 = 1 << 5;
+    pub(super) const DONT_MASK: u64 = 1 << 6;
+    pub(super) const DO_READDIRPLUS: u64 = 1 << 13;
+    pub(super) const READDIRPLUS_AUTO: u64 = 1 << 14;
+    pub(super) const WRITEBACK_CACHE: u64 = 1 << 16;
+    pub(super) const PARALLEL_DIROPS: u64 = 1 << 18;
+    pub(super) const POSIX_ACL: u64 = 1 << 20;
+    pub(super) const MAX_PAGES: u64 = 1 << 22;
+    pub(super) const HANDLE_KILLPRIV_V2: u64 = 1 << 28;
+    pub(super) const OVER_IO_URING: u64 = 1 << 41;
 }
 
 /// What wring asks for, where the kernel offers it.
@@ -59,7 +59,7 @@ const MAX_BACKGROUND: u16 = 64;
 
 /// What INIT settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Negotiated {
+pub(crate) struct Negotiated {
     /// The kernel's minor version.
     pub kernel_minor: u32,
     /// The flags both sides have.
@@ -70,7 +70,7 @@ pub struct Negotiated {
 
 /// The answer to the kernel's offer `offer`, or why the connection cannot be served (the
 /// errno to answer with and the error to return).
-pub fn answer(offer: &InitIn, uring: bool) -> Result<InitOut, (i32, io::Error)> {
+pub(crate) fn answer(offer: &InitIn, uring: bool) -> Result<InitOut, (i32, io::Error)> {
     if offer.major < wire::KERNEL_VERSION
         || (offer.major == wire::KERNEL_VERSION && offer.minor < MIN_MINOR)
     {
@@ -111,7 +111,7 @@ pub fn answer(offer: &InitIn, uring: bool) -> Result<InitOut, (i32, io::Error)> 
 
 /// Read INIT from `fd` (a connection just mounted) and answer it; other requests before it
 /// are a protocol error.
-pub fn handshake(fd: BorrowedFd, uring: bool) -> io::Result<Negotiated> {
+pub(crate) fn handshake(fd: BorrowedFd, uring: bool) -> io::Result<Negotiated> {
     let mut buf = vec![0u8; super::REQUEST_BUF];
     loop {
         let n = super::read_request(fd, &mut buf)?.ok_or_else(|| {

@@ -16,8 +16,8 @@
 //! from `/dev/fuse`, which made the two transports differ where the kernel lets more in
 //! (`allow_sys_admin_access`); test `another_user_gets_in_only_with_allow_other_on_either_transport`.
 
-pub mod init;
-pub mod notify;
+pub(crate) mod init;
+pub(crate) mod notify;
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -50,7 +50,7 @@ const ANSWER_BUF: usize = {
 const FUSE_DEV_IOC_CLONE: libc::c_ulong = 0x8004_e500;
 
 /// A connection after INIT.
-pub struct Session {
+pub(crate) struct Session {
     fd: Arc<OwnedFd>,
     /// What INIT settled.
     pub negotiated: init::Negotiated,
@@ -58,7 +58,7 @@ pub struct Session {
 
 impl Session {
     /// Answer INIT on `fd`, a connection just mounted; `uring`: ask for FUSE over io_uring.
-    pub fn new(fd: OwnedFd, uring: bool) -> io::Result<Session> {
+    pub(crate) fn new(fd: OwnedFd, uring: bool) -> io::Result<Session> {
         let negotiated = init::handshake(fd.as_fd(), uring)?;
         Ok(Session {
             fd: Arc::new(fd),
@@ -67,18 +67,18 @@ impl Session {
     }
 
     /// The connection's descriptor (the ring registers on a duplicate of it).
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
 
     /// What sends the volume's notifications.
-    pub fn notifier(&self) -> notify::Notifier {
+    pub(crate) fn notifier(&self) -> notify::Notifier {
         notify::Notifier::new(self.fd.clone())
     }
 
     /// Serve with `threads` threads until the kernel ends the connection (unmount, abort),
     /// then make the final commit. The first error a thread met, if any.
-    pub fn run(self, ops: Arc<Ops>, threads: usize) -> io::Result<()> {
+    pub(crate) fn run(self, ops: Arc<Ops>, threads: usize) -> io::Result<()> {
         let mut handles: Vec<JoinHandle<io::Result<()>>> = Vec::with_capacity(threads);
         let mut started = Ok(());
         for k in 0..threads.max(1) {

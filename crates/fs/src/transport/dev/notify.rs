@@ -15,13 +15,13 @@ use crate::transport::wire;
 use crate::volume::Notify;
 
 /// Writes notifications to a connection.
-pub struct Notifier {
+pub(crate) struct Notifier {
     fd: Arc<OwnedFd>,
 }
 
 impl Notifier {
     /// Notifications on connection `fd`.
-    pub fn new(fd: Arc<OwnedFd>) -> Notifier {
+    pub(crate) fn new(fd: Arc<OwnedFd>) -> Notifier {
         Notifier { fd }
     }
 }

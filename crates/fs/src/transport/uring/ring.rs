@@ -26,7 +26,7 @@ const INIT_WAIT: Duration = Duration::from_secs(10);
 
 /// An entry's buffers: the kernel writes requests into them and reads replies out of them
 /// for as long as the entry is registered.
-pub struct Buffers {
+pub(super) struct Buffers {
     /// `struct fuse_uring_req_header`.
     pub headers: Vec<u8>,
     /// The payload: names, a write's data, a reply's body.
@@ -36,7 +36,7 @@ pub struct Buffers {
 }
 
 /// The two iovecs an entry hands the kernel: its header and payload buffers.
-pub struct Iovecs([libc::iovec; 2]);
+pub(super) struct Iovecs([libc::iovec; 2]);
 
 // SAFETY: the pointers are into the heap buffers of the same `Entry` (a `Vec`'s allocation does
 // not move when the `Vec` does), which moves between threads with them; nothing reads through
@@ -44,7 +44,7 @@ pub struct Iovecs([libc::iovec; 2]);
 unsafe impl Send for Iovecs {}
 
 /// How the wait for a request ended.
-pub enum Next {
+pub(super) enum Next {
     /// A request is in the buffers.
     Request,
     /// The kernel ended the connection (unmount, abort): the entry is released.
@@ -54,7 +54,7 @@ pub enum Next {
 /// One entry of queue `qid`: its ring and buffers, made before the mount (so that a process
 /// io_uring is refused to does not mount at all: once INIT has asked for the ring, the kernel
 /// holds every request until each queue has an entry), registered from its thread.
-pub struct Entry {
+pub(super) struct Entry {
     qid: u16,
     /// Declared before `buffers`, so dropped first: the kernel lets go of an entry's buffers
     /// when its ring goes.
@@ -70,7 +70,7 @@ pub struct Entry {
 
 impl Entry {
     /// An entry of queue `qid` with a payload buffer of `payload` bytes.
-    pub fn new(qid: u16, payload: usize) -> io::Result<Self> {
+    pub(super) fn new(qid: u16, payload: usize) -> io::Result<Self> {
         let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(2)?;
         let mut buffers = Buffers {
             headers: vec![0; wire::REQ_HEADER],
@@ -98,12 +98,12 @@ impl Entry {
     }
 
     /// The queue this entry serves.
-    pub fn qid(&self) -> u16 {
+    pub(super) fn qid(&self) -> u16 {
         self.qid
     }
 
     /// Register with the connection `fd` and wait for the first request.
-    pub fn register(&mut self, fd: Arc<OwnedFd>) -> io::Result<Next> {
+    pub(super) fn register(&mut self, fd: Arc<OwnedFd>) -> io::Result<Next> {
         self.fd = Some(fd);
         let deadline = Instant::now() + INIT_WAIT;
         loop {
@@ -118,12 +118,12 @@ impl Entry {
     }
 
     /// The buffers holding the current request (and, once written, its reply).
-    pub fn buffers(&mut self) -> &mut Buffers {
+    pub(super) fn buffers(&mut self) -> &mut Buffers {
         &mut self.buffers
     }
 
     /// Send the reply in the buffers for request `commit_id` and wait for the next request.
-    pub fn commit_and_fetch(&mut self, commit_id: u64) -> io::Result<Next> {
+    pub(super) fn commit_and_fetch(&mut self, commit_id: u64) -> io::Result<Next> {
         self.command(FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id)
     }
 

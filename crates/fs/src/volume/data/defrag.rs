@@ -46,11 +46,11 @@ use crate::volume::stat::Viewer;
 use crate::volume::{Caller, Volume};
 
 /// `BTRFS_IOC_DEFRAG`: `_IOW(0x94, 2, struct btrfs_ioctl_vol_args)` (4,096 bytes).
-pub const BTRFS_IOC_DEFRAG: u32 = 0x5000_9402;
+pub(crate) const BTRFS_IOC_DEFRAG: u32 = 0x5000_9402;
 /// `BTRFS_IOC_DEFRAG_RANGE`: `_IOW(0x94, 16, struct btrfs_ioctl_defrag_range_args)`.
 pub const BTRFS_IOC_DEFRAG_RANGE: u32 = 0x4030_9410;
 /// The size of `struct btrfs_ioctl_defrag_range_args`.
-pub const DEFRAG_ARGS_LEN: usize = 48;
+pub(crate) const DEFRAG_ARGS_LEN: usize = 48;
 
 /// `BTRFS_DEFRAG_RANGE_COMPRESS`.
 pub const DEFRAG_COMPRESS: u64 = 1;

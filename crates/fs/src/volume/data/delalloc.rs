@@ -38,15 +38,15 @@ use crate::volume::data::encode::{encode_batch, op_for, shape, value, Decision, 
 use crate::volume::{lock, Volume};
 
 /// Bytes of dirty extents beyond which writers wait (and help) for writeback.
-pub const DIRTY_LIMIT: usize = 64 << 20;
+pub(crate) const DIRTY_LIMIT: usize = 64 << 20;
 /// Extents a waiting thread (fsync, a throttled writer) takes from the queue at once to
 /// compress as one batch.
-pub const BATCH: usize = 4;
+pub(crate) const BATCH: usize = 4;
 /// Output buffers kept for reuse between requests.
 const SPARE_BUFFERS: usize = 64;
 /// Inodes whose finished extents one writeback transaction commits at most (btrfs commits
 /// every ordered extent that finished into the running transaction).
-pub const BATCH_INODES: usize = 64;
+pub(crate) const BATCH_INODES: usize = 64;
 /// Bytes of finished extents (before compression) left for a batch at most.
 const READY_BYTES: usize = 8 << 20;
 
@@ -212,7 +212,7 @@ impl Delalloc {
     }
 
     /// What dirty extents add to `ino`, if it has any.
-    pub fn pending(&self, ino: u64) -> Option<Pending> {
+    pub(crate) fn pending(&self, ino: u64) -> Option<Pending> {
         self.state().inodes.get(&ino).map(|s| Pending {
             size: s.size,
             covered: s.covered,
@@ -223,7 +223,7 @@ impl Delalloc {
 
     /// A setattr set `ino`'s times: the writeback of what was written so far must not move
     /// them (called under the inode lock, before that setattr commits).
-    pub fn times_set(&self, ino: u64) {
+    pub(crate) fn times_set(&self, ino: u64) {
         let mut st = self.state();
         let gen = st.next_gen;
         if let Some(s) = st.inodes.get_mut(&ino) {
@@ -240,13 +240,13 @@ impl Delalloc {
     }
 
     /// The dirty contents of extent `idx` of `ino`.
-    pub fn dirty(&self, ino: u64, idx: u64) -> Option<Arc<Vec<u8>>> {
+    pub(crate) fn dirty(&self, ino: u64, idx: u64) -> Option<Arc<Vec<u8>>> {
         self.state().dirty.get(&(ino, idx)).map(|d| d.1.clone())
     }
 
     /// Queue extents (index, whole contents) of `ino`; the file is `size` bytes long after
     /// them. `room` is what was reserved for them: each job holds its share.
-    pub fn enqueue(
+    pub(crate) fn enqueue(
         &self,
         ino: u64,
         extent_size: u32,
@@ -352,7 +352,7 @@ impl Delalloc {
 
     /// The store lost commits that were not durable: the next fsync of each of `inos` (and
     /// the next sync) reports EIO.
-    pub fn lost(&self, inos: &[u64]) {
+    pub(crate) fn lost(&self, inos: &[u64]) {
         let mut st = self.state();
         for &ino in inos {
             st.errors.insert(ino, (errno(libc::EIO), false));
@@ -360,13 +360,13 @@ impl Delalloc {
     }
 
     /// Bytes of dirty extents and extents queued or being written back.
-    pub fn totals(&self) -> (usize, usize) {
+    pub(crate) fn totals(&self) -> (usize, usize) {
         let st = self.state();
         (st.bytes, st.jobs)
     }
 
     /// Extents submitted to the offload and not yet back.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.state().flight.len()
     }
 }

@@ -44,16 +44,16 @@ use crate::volume::Volume;
 /// 16 KiB: past it an extent's own window holds most of what a dictionary would give (the
 /// issue's measure of files up to 16 KiB gained 28%; zstd's own guidance puts the gain of
 /// dictionaries in the first few KiB).
-pub const SMALL: usize = 16 << 10;
+pub(crate) const SMALL: usize = 16 << 10;
 /// Bytes of a trained dictionary: 112 KiB, zstd's default (`zstd --train`'s maxdict).
-pub const DICT_SIZE: usize = 112 << 10;
+pub(crate) const DICT_SIZE: usize = 112 << 10;
 /// Samples the reservoir keeps: at most 32 MiB of small extents, typically 10 MiB.
-pub const RESERVOIR: usize = 2048;
+pub(crate) const RESERVOIR: usize = 2048;
 /// A candidate is trained once this many times `dict_train_bytes` of small extents were
 /// written since the last training.
-pub const RETRAIN_AFTER: usize = 4;
+pub(crate) const RETRAIN_AFTER: usize = 4;
 /// The most recent small extents a candidate is measured on.
-pub const RECENT_BYTES: usize = 1 << 20;
+pub(crate) const RECENT_BYTES: usize = 1 << 20;
 /// A candidate must compress the recent extents to at most this share of the newest's.
 const BETTER: f64 = 0.97;
 /// Committer ticks (seconds) without a new small extent that make writing paused.

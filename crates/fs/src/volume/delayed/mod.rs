@@ -37,7 +37,7 @@
 
 mod names;
 
-pub use names::{merge, Listing, NameEntry, Record, Written};
+pub(crate) use names::{merge, Listing, NameEntry, Record, Written};
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -50,11 +50,11 @@ use redb::ReadableTable;
 
 /// Delayed items held before an update writes them all (btrfs: BTRFS_DELAYED_BACKGROUND is
 /// 128 per root, with a hard limit above; records here are 100 bytes or so).
-pub const MAX_ITEMS: usize = 4096;
+pub(crate) const MAX_ITEMS: usize = 4096;
 
 /// What the delayed items are written to: transactions that commit, snapshots of the last
 /// commit, and inode records in both.
-pub trait InodeStore {
+pub(crate) trait InodeStore {
     /// A write transaction.
     type Txn<'s>
     where
@@ -239,7 +239,7 @@ impl InodeStore for Store {
 }
 
 /// META's counter of the transactions that wrote delayed records (see the module's header).
-pub const SEQ_KEY: &str = "delayed_seq";
+pub(crate) const SEQ_KEY: &str = "delayed_seq";
 
 /// A delayed record: its generation (a number that grows with every change, so a writer
 /// removes only what it wrote), the record, and the number of the last transaction that
@@ -345,7 +345,7 @@ impl Applied {
 
 /// The store with its delayed inode items. Derefs to the store; `write`, `commit`, `sync`
 /// and `commit_if_due` here take the items into account.
-pub struct DelayedStore<B: InodeStore = Store> {
+pub(crate) struct DelayedStore<B: InodeStore = Store> {
     store: B,
     /// Held for the life of every write transaction and by every delayed update.
     writer: Mutex<()>,
@@ -356,7 +356,7 @@ pub struct DelayedStore<B: InodeStore = Store> {
 
 /// A write transaction of the volume: the delayed items were written into it when it began;
 /// they leave the map when it commits.
-pub struct VolTxn<'s, B: InodeStore + 's = Store> {
+pub(crate) struct VolTxn<'s, B: InodeStore + 's = Store> {
     txn: B::Txn<'s>,
     /// The delayed items written into this transaction.
     applied: Applied,
@@ -386,7 +386,7 @@ impl<B: InodeStore> std::ops::DerefMut for DelayedStore<B> {
 }
 
 /// A snapshot of the last commit taken when first asked for ([`DelayedStore::update`]).
-pub struct LazySnap<'s, B: InodeStore + 's> {
+pub(crate) struct LazySnap<'s, B: InodeStore + 's> {
     store: &'s B,
     snap: std::cell::OnceCell<B::Snap<'s>>,
 }
@@ -401,7 +401,7 @@ impl<'s, B: InodeStore + 's> LazySnap<'s, B> {
     }
 
     /// The snapshot (taken now if not yet).
-    pub fn get(&self) -> Result<&B::Snap<'s>, FsError> {
+    pub(crate) fn get(&self) -> Result<&B::Snap<'s>, FsError> {
         if let Some(s) = self.snap.get() {
             return Ok(s);
         }
@@ -411,7 +411,7 @@ impl<'s, B: InodeStore + 's> LazySnap<'s, B> {
 }
 
 /// What a delayed update does with an inode's record.
-pub enum Change {
+pub(crate) enum Change {
     /// Store this record as the inode's newest.
     Put(Inode),
     /// The change needs a transaction (it touches more than the record); nothing was kept.
@@ -423,7 +423,7 @@ pub enum Change {
 impl<B: InodeStore> DelayedStore<B> {
     /// The store, with no delayed items yet; transactions are numbered on from the store's
     /// last number.
-    pub fn new(store: B) -> Result<DelayedStore<B>, FsError> {
+    pub(crate) fn new(store: B) -> Result<DelayedStore<B>, FsError> {
         let seq = B::seq(&store.snapshot()?)?;
         Ok(DelayedStore {
             store,
@@ -437,7 +437,7 @@ impl<B: InodeStore> DelayedStore<B> {
     }
 
     /// Begin a write transaction holding every delayed item (see [`VolTxn`]).
-    pub fn write(&self) -> Result<VolTxn<'_, B>, FsError> {
+    pub(crate) fn write(&self) -> Result<VolTxn<'_, B>, FsError> {
         let writer = lock(&self.writer);
         let txn = self.store.begin()?;
         let (written, applied, seq) = {
@@ -461,7 +461,7 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// Commit `t` (durable when asked or when the commit interval has passed, see
     /// [`Store::commit`]); the delayed items it wrote are then no longer delayed.
-    pub fn commit(&self, t: VolTxn<'_, B>, durable: bool) -> Result<(), FsError> {
+    pub(crate) fn commit(&self, t: VolTxn<'_, B>, durable: bool) -> Result<(), FsError> {
         let VolTxn {
             txn,
             applied,
@@ -480,7 +480,7 @@ impl<B: InodeStore> DelayedStore<B> {
     }
 
     /// Make every commit and every delayed item durable (fsync, sync, unmount).
-    pub fn sync(&self) -> Result<(), FsError> {
+    pub(crate) fn sync(&self) -> Result<(), FsError> {
         if lock(&self.items).is_empty() {
             // Also where a store opened for fsck says there is nothing to do.
             return self.store.sync();
@@ -491,13 +491,13 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// The committer's tick: write the delayed items, then make the commits durable once the
     /// commit interval has passed (see [`Store::commit_if_due`]).
-    pub fn commit_if_due(&self) -> Result<bool, FsError> {
+    pub(crate) fn commit_if_due(&self) -> Result<bool, FsError> {
         self.flush()?;
         self.store.commit_if_due()
     }
 
     /// Write the delayed items in one transaction (not a durable one unless it is due).
-    pub fn flush(&self) -> Result<(), FsError> {
+    pub(crate) fn flush(&self) -> Result<(), FsError> {
         if lock(&self.items).is_empty() {
             return Ok(());
         }
@@ -509,7 +509,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// at first: an item leaves it only after its commit, so one not found is in the
     /// snapshot taken next (the other order could miss it in both); an item a transaction
     /// wrote counts only while the snapshot's number is below that transaction's.
-    pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+    pub(crate) fn inode(&self, ino: u64) -> Result<Inode, FsError> {
         let item = lock(&self.items).map.get(&ino).cloned();
         if let Some(i) = item.as_ref().filter(|i| i.written_by == 0) {
             // No transaction has written it: newer than any commit, no snapshot needed.
@@ -528,7 +528,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// record instead can come from commits after the snapshot: a read that took the file's
     /// size from it and its extents from the snapshot found none of them, and read a file
     /// created, written and written back meanwhile as zeros.
-    pub fn snapshot_with(
+    pub(crate) fn snapshot_with(
         &self,
         ino: u64,
     ) -> Result<(B::Snap<'_>, Result<Inode, FsError>), FsError> {
@@ -553,7 +553,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// by a commit the snapshot has (items leave the map only after their commit, and the
     /// snapshot is taken under the map's lock). Looking in the live map while walking an older
     /// snapshot would miss an item committed and dropped in between.
-    pub fn snapshot(&self) -> Result<(B::Snap<'_>, HashMap<u64, Inode>), FsError> {
+    pub(crate) fn snapshot(&self) -> Result<(B::Snap<'_>, HashMap<u64, Inode>), FsError> {
         let items = lock(&self.items);
         let snap = self.store.snapshot()?;
         let seq = B::seq(&snap)?;
@@ -573,7 +573,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// nothing to remove. The record of a delayed unlink stays: the purge must find the
     /// inode without links (and a crash, in the orphan table). That of an inode a delayed
     /// create made goes too: the store never had it.
-    pub fn discard(&self, ino: u64) {
+    pub(crate) fn discard(&self, ino: u64) {
         let mut items = lock(&self.items);
         if items.map.get(&ino).is_some_and(|i| i.orphan && !i.new) {
             return;
@@ -586,7 +586,7 @@ impl<B: InodeStore> DelayedStore<B> {
     }
 
     /// Delayed records and entries held now.
-    pub fn delayed_len(&self) -> usize {
+    pub(crate) fn delayed_len(&self) -> usize {
         lock(&self.items).len()
     }
 
@@ -595,7 +595,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// delayed record and nothing to look up takes none), and says what to keep. No
     /// transaction runs meanwhile. Returns the kept record, or `None` when `f` needs a
     /// transaction.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         ino: u64,
         f: impl FnOnce(Inode, &LazySnap<'_, B>) -> Result<Change, FsError>,

@@ -49,7 +49,7 @@ use crate::sync::{lock, MutexGuard};
 
 /// What a delayed entry says of its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NameEntry {
+pub(crate) enum NameEntry {
     /// The name is this inode, of this kind.
     Is(u64, Kind),
     /// The name is gone, whatever the last commit has under it.
@@ -58,7 +58,7 @@ pub enum NameEntry {
 
 impl NameEntry {
     /// The inode and kind the name has, if any.
-    pub fn found(self) -> Option<(u64, Kind)> {
+    pub(crate) fn found(self) -> Option<(u64, Kind)> {
         match self {
             NameEntry::Is(ino, kind) => Some((ino, kind)),
             NameEntry::Removed => None,
@@ -69,7 +69,7 @@ impl NameEntry {
 /// A delayed entry: what it says, its generation (a writer removes only what it wrote) and
 /// the number of the last transaction that wrote it (0: none yet).
 #[derive(Clone, Copy, Debug)]
-pub struct NameItem {
+pub(crate) struct NameItem {
     pub(super) entry: NameEntry,
     pub(super) generation: u64,
     pub(super) written_by: u64,
@@ -78,14 +78,14 @@ pub struct NameItem {
 impl NameItem {
     /// What the entry says to a reader whose snapshot has number `seq`: `None` when the
     /// snapshot already has the transaction that wrote it (read the snapshot instead).
-    pub fn newer_than(&self, seq: u64) -> Option<NameEntry> {
+    pub(crate) fn newer_than(&self, seq: u64) -> Option<NameEntry> {
         (self.written_by == 0 || seq < self.written_by).then_some(self.entry)
     }
 }
 
 /// An inode record as a transaction writes it.
 #[derive(Clone)]
-pub struct Record {
+pub(crate) struct Record {
     /// Inode number.
     pub ino: u64,
     /// Its newest record.
@@ -112,7 +112,7 @@ impl Record {
 
 /// Everything delayed that one transaction writes.
 #[derive(Default)]
-pub struct Written {
+pub(crate) struct Written {
     /// Inode records.
     pub records: Vec<Record>,
     /// Entries: (directory, name, what it is now).
@@ -123,14 +123,14 @@ pub struct Written {
 
 impl Written {
     /// Nothing to write.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty() && self.names.is_empty()
     }
 }
 
 /// A delayed namespace change being staged (see the module's header): reads see the newest
 /// state with what is staged so far; nothing is kept unless the change returns `Some`.
-pub struct Names<'a, B: InodeStore + 'a> {
+pub(crate) struct Names<'a, B: InodeStore + 'a> {
     store: &'a DelayedStore<B>,
     snap: LazySnap<'a, B>,
     inodes: Vec<Record>,
@@ -141,12 +141,12 @@ pub struct Names<'a, B: InodeStore + 'a> {
 
 impl<'a, B: InodeStore + 'a> Names<'a, B> {
     /// The snapshot of the last commit (taken when first asked for).
-    pub fn snap(&self) -> Result<&B::Snap<'a>, FsError> {
+    pub(crate) fn snap(&self) -> Result<&B::Snap<'a>, FsError> {
         self.snap.get()
     }
 
     /// `ino`'s newest record.
-    pub fn inode(&self, ino: u64) -> Result<Inode, FsError> {
+    pub(crate) fn inode(&self, ino: u64) -> Result<Inode, FsError> {
         if let Some(r) = self.inodes.iter().rev().find(|r| r.ino == ino) {
             return Ok(r.inode.clone());
         }
@@ -163,7 +163,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
     }
 
     /// What `name` in `parent` is now.
-    pub fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
+    pub(crate) fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
         let staged = self.names.iter().rev();
         if let Some((_, _, e)) = staged.clone().find(|n| n.0 == parent && n.1 == name) {
             return Ok(e.found());
@@ -177,7 +177,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
     }
 
     /// Whether directory `dir` has entries now.
-    pub fn has_entries(&self, dir: u64) -> Result<bool, FsError> {
+    pub(crate) fn has_entries(&self, dir: u64) -> Result<bool, FsError> {
         let staged = self.names.iter().filter(|n| n.0 == dir);
         if staged.clone().any(|n| n.2.found().is_some()) {
             return Ok(true);
@@ -203,7 +203,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
 
     /// A new inode number, handed out once (the store's counter is moved past it when the
     /// change is written).
-    pub fn next_ino(&mut self) -> Result<u64, FsError> {
+    pub(crate) fn next_ino(&mut self) -> Result<u64, FsError> {
         let next = match self.next_ino {
             Some(n) => n,
             None => {
@@ -216,13 +216,13 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
     }
 
     /// Keep `inode` as `ino`'s newest record.
-    pub fn put_inode(&mut self, ino: u64, inode: Inode) {
+    pub(crate) fn put_inode(&mut self, ino: u64, inode: Inode) {
         self.inodes.push(Record::of(ino, inode));
     }
 
     /// Keep the record of an inode this change makes in `parent` (its parent is recorded
     /// when it is a directory).
-    pub fn new_inode(&mut self, ino: u64, inode: Inode, parent: u64) {
+    pub(crate) fn new_inode(&mut self, ino: u64, inode: Inode, parent: u64) {
         let dir = inode.kind == Kind::Dir;
         self.inodes.push(Record {
             new: true,
@@ -232,7 +232,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
     }
 
     /// Keep `inode` as the record of `ino`, left without a name while held: an orphan.
-    pub fn orphan(&mut self, ino: u64, inode: Inode) {
+    pub(crate) fn orphan(&mut self, ino: u64, inode: Inode) {
         self.inodes.push(Record {
             orphan: true,
             ..Record::of(ino, inode)
@@ -240,7 +240,7 @@ impl<'a, B: InodeStore + 'a> Names<'a, B> {
     }
 
     /// Keep what `name` in `parent` is now.
-    pub fn put_name(&mut self, parent: u64, name: &[u8], entry: NameEntry) {
+    pub(crate) fn put_name(&mut self, parent: u64, name: &[u8], entry: NameEntry) {
         self.names.push((parent, name.to_vec(), entry));
     }
 }
@@ -249,7 +249,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// Make a namespace change without a transaction: `f` reads the newest state and stages
     /// the change in [`Names`]; `Ok(None)` from it means a transaction is needed, and nothing
     /// is kept. No transaction runs meanwhile.
-    pub fn change<T>(
+    pub(crate) fn change<T>(
         &self,
         f: impl FnOnce(&mut Names<'_, B>) -> Result<Option<T>, FsError>,
     ) -> Result<Option<T>, FsError> {
@@ -298,7 +298,7 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// What `name` in `parent` is: its delayed entry, else the last commit's (looked up in
     /// that order, as [`DelayedStore::inode`] does; an unwritten entry needs no snapshot).
-    pub fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
+    pub(crate) fn name(&self, parent: u64, name: &[u8]) -> Result<Option<(u64, Kind)>, FsError> {
         let item = lock(&self.items)
             .names
             .get(&(parent, name.to_vec()))
@@ -319,7 +319,7 @@ impl<B: InodeStore> DelayedStore<B> {
     /// into a listing read from it. Entries copied before the snapshot could be ones not
     /// written then, which a transaction has since written and changed (a rename): the
     /// listing would show both (the shuttle model found it).
-    pub fn names_in(&self, dir: u64) -> Result<DirView<'_, B>, FsError> {
+    pub(crate) fn names_in(&self, dir: u64) -> Result<DirView<'_, B>, FsError> {
         let items = lock(&self.items);
         let snap = self.store.snapshot()?;
         let seq = B::seq(&snap)?;
@@ -338,7 +338,7 @@ impl<B: InodeStore> DelayedStore<B> {
 
     /// The parent of directory `dir`: a delayed mkdir's, else the last commit's (looked up
     /// in that order, as [`DelayedStore::inode`] does).
-    pub fn parent(&self, dir: u64) -> Result<u64, FsError> {
+    pub(crate) fn parent(&self, dir: u64) -> Result<u64, FsError> {
         let item = lock(&self.items)
             .map
             .get(&dir)
@@ -353,10 +353,10 @@ impl<B: InodeStore> DelayedStore<B> {
 }
 
 /// A directory's delayed entries, by name.
-pub type DelayedNames = Vec<(Vec<u8>, NameItem)>;
+pub(super) type DelayedNames = Vec<(Vec<u8>, NameItem)>;
 
 /// A snapshot of the last commit and what is delayed of one directory as it was then.
-pub struct DirView<'s, B: InodeStore + 's> {
+pub(crate) struct DirView<'s, B: InodeStore + 's> {
     /// The snapshot.
     pub snap: B::Snap<'s>,
     /// The directory's delayed entries, to [`merge`] into what the snapshot lists.
@@ -369,11 +369,11 @@ pub struct DirView<'s, B: InodeStore + 's> {
 }
 
 /// A directory's entries as `(name, inode, kind)`, sorted by name.
-pub type Listing = Vec<(Vec<u8>, u64, Kind)>;
+pub(crate) type Listing = Vec<(Vec<u8>, u64, Kind)>;
 
 /// Merge `delayed` (from [`DelayedStore::names_in`]) into `listed`, a directory's entries
 /// as `(name, inode, kind)` sorted by name from a snapshot numbered `seq`.
-pub fn merge(listed: &mut Listing, delayed: &DelayedNames, seq: u64) {
+pub(crate) fn merge(listed: &mut Listing, delayed: &DelayedNames, seq: u64) {
     for (name, item) in delayed {
         let Some(entry) = item.newer_than(seq) else {
             continue;

@@ -14,7 +14,7 @@ use crate::store::{self, DIRENTS, INODES};
 use crate::volume::{delayed, lock, Volume};
 
 /// Longest name (btrfs: BTRFS_NAME_LEN).
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// One entry of a listing.
 #[derive(Debug, Clone)]

@@ -35,23 +35,23 @@ use crate::volume::Volume;
 use crate::PROP_XATTR;
 
 /// linux/fs.h's flags (FS_IOC_GETFLAGS).
-pub const FS_COMPR_FL: u32 = 0x0000_0004;
+pub(crate) const FS_COMPR_FL: u32 = 0x0000_0004;
 /// Synchronous updates.
-pub const FS_SYNC_FL: u32 = 0x0000_0008;
+pub(crate) const FS_SYNC_FL: u32 = 0x0000_0008;
 /// Immutable.
-pub const FS_IMMUTABLE_FL: u32 = 0x0000_0010;
+pub(crate) const FS_IMMUTABLE_FL: u32 = 0x0000_0010;
 /// Append-only.
-pub const FS_APPEND_FL: u32 = 0x0000_0020;
+pub(crate) const FS_APPEND_FL: u32 = 0x0000_0020;
 /// Not to be dumped.
-pub const FS_NODUMP_FL: u32 = 0x0000_0040;
+pub(crate) const FS_NODUMP_FL: u32 = 0x0000_0040;
 /// No access time updates.
-pub const FS_NOATIME_FL: u32 = 0x0000_0080;
+pub(crate) const FS_NOATIME_FL: u32 = 0x0000_0080;
 /// Do not compress.
-pub const FS_NOCOMP_FL: u32 = 0x0000_0400;
+pub(crate) const FS_NOCOMP_FL: u32 = 0x0000_0400;
 /// Synchronous directory updates.
-pub const FS_DIRSYNC_FL: u32 = 0x0001_0000;
+pub(crate) const FS_DIRSYNC_FL: u32 = 0x0001_0000;
 /// No copy-on-write.
-pub const FS_NOCOW_FL: u32 = 0x0080_0000;
+pub(crate) const FS_NOCOW_FL: u32 = 0x0080_0000;
 
 /// The flags btrfs implements; others are EOPNOTSUPP.
 const SUPPORTED: u32 = FS_COMPR_FL
@@ -85,10 +85,10 @@ const XFLAGS: [(u32, u32); 5] = [
 ];
 
 /// `struct fsxattr`'s size.
-pub const FSXATTR_LEN: usize = 28;
+pub(crate) const FSXATTR_LEN: usize = 28;
 
 /// What `inode` shows to `lsattr`, `prop` being its `compression` property.
-pub fn fs_flags(inode: &Inode, prop: Option<&[u8]>) -> u32 {
+pub(crate) fn fs_flags(inode: &Inode, prop: Option<&[u8]>) -> u32 {
     let mut f = KEPT
         .iter()
         .filter(|(bit, _)| inode.flags & bit != 0)
@@ -121,7 +121,7 @@ fn check(old: u32, new: u32) -> Result<(), FsError> {
 }
 
 /// `struct fsxattr` of flags `f` (xflags only; the other fields are 0).
-pub fn fsxattr(f: u32) -> [u8; FSXATTR_LEN] {
+pub(crate) fn fsxattr(f: u32) -> [u8; FSXATTR_LEN] {
     let x = XFLAGS
         .iter()
         .filter(|(fl, _)| f & fl != 0)
@@ -132,7 +132,7 @@ pub fn fsxattr(f: u32) -> [u8; FSXATTR_LEN] {
 }
 
 /// The flags `struct fsxattr` sets, over `old` (whose flags without an xfs spelling stay).
-pub fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
+pub(crate) fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
     let x = b
         .get(..4)
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
@@ -149,7 +149,7 @@ pub fn from_fsxattr(b: &[u8], old: u32) -> Result<u32, FsError> {
 /// `flags` for its immutable or append-only flag: an immutable inode opened for writing or
 /// with O_TRUNC (inode_permission's MAY_WRITE check), an append-only one opened for writing
 /// without O_APPEND, or with O_TRUNC.
-pub fn guard_open(inode: &Inode, flags: u32) -> Result<(), FsError> {
+pub(crate) fn guard_open(inode: &Inode, flags: u32) -> Result<(), FsError> {
     let flags = flags as i32;
     let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
     let trunc = flags & libc::O_TRUNC != 0;
@@ -180,7 +180,7 @@ const STATX_ATTRIBUTES: [(u32, u64); 4] = [
 /// `stx_attributes` and `stx_attributes_mask` of an inode with flags `f` (FS_IOC_GETFLAGS's),
 /// as btrfs_getattr reports them: compressed (BTRFS_INODE_COMPRESS: the `c` flag or the
 /// `compression` property), immutable, append-only and nodump, and all four in the mask.
-pub fn statx_attributes(f: u32) -> (u64, u64) {
+pub(crate) fn statx_attributes(f: u32) -> (u64, u64) {
     STATX_ATTRIBUTES
         .iter()
         .fold((0, 0), |(attrs, mask), &(fl, bit)| {
@@ -190,7 +190,7 @@ pub fn statx_attributes(f: u32) -> (u64, u64) {
 }
 
 /// What a request would do to an inode, for the immutable and append-only rules.
-pub enum Mutation<'a> {
+pub(crate) enum Mutation<'a> {
     /// Write `len` bytes at `offset` (append-only: only at or past the end, see
     /// [`Volume::check_append`]).
     Write,
@@ -210,7 +210,7 @@ pub enum Mutation<'a> {
 
 /// EPERM when the VFS would refuse `change` to `inode` for its immutable or append-only
 /// flag (notify_change, may_delete, may_linkat, xattr_permission, vfs_fallocate).
-pub fn guard(inode: &Inode, change: Mutation<'_>) -> Result<(), FsError> {
+pub(crate) fn guard(inode: &Inode, change: Mutation<'_>) -> Result<(), FsError> {
     let immutable = inode.flags & FLAG_IMMUTABLE != 0;
     let append = inode.flags & FLAG_APPEND != 0;
     if !immutable && !append {

@@ -6,9 +6,9 @@
 //! ioctl.c's fileattr calls.
 
 pub mod acl;
-pub mod creds;
-pub mod dir;
-pub mod fsflags;
-pub mod inode;
+pub(crate) mod creds;
+pub(crate) mod dir;
+pub(crate) mod fsflags;
+pub(crate) mod inode;
 mod tmpfile;
 pub(crate) mod xattr;

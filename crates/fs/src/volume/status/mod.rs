@@ -14,12 +14,12 @@
 //! a name without a unit is a count.
 
 mod figures;
-pub mod prometheus;
+pub(crate) mod prometheus;
 #[cfg(test)]
 mod tests;
 mod text;
 
-pub use figures::{
+pub(crate) use figures::{
     Codec, Delalloc, Dicts, Objects, Offload, PagePool, Space, StoreUse, Transport, Uring,
     Workspaces,
 };

@@ -121,7 +121,7 @@ fn secs(nanos: u64) -> f64 {
 }
 
 /// The exposition of `st`, every series labelled with `mountpoint`.
-pub fn exposition(st: &Status, mountpoint: &str) -> String {
+pub(crate) fn exposition(st: &Status, mountpoint: &str) -> String {
     let labels = [(
         Cow::Borrowed("mountpoint"),
         Cow::Owned(mountpoint.to_string()),
