@@ -1,8 +1,9 @@
 //! wring's test scaffolding, for every crate's tests and never for production code (it is only
 //! ever a dev-dependency): what a test needs and the skip log ([`require`], [`Need`]), the
 //! tests' one seeded generator ([`SplitMix`]), deterministic test data ([`samples`], slices of
-//! the shared corpus or of files every Debian machine has), a real SeaweedFS ([`seaweed`]) and
-//! the counting allocator ([`alloc`]).
+//! the shared corpus or of files every Debian machine has), a real SeaweedFS ([`seaweed`]),
+//! the counting allocator ([`alloc`]) and the layering check ([`layers`]: `use` only names a
+//! layer below).
 //!
 //! Mirrors fstests' `_require_*` and `_notrun`, except that not running is an error unless asked
 //! for. A test that cannot run never passes: [`require`] fails it, naming what is missing, unless
@@ -17,6 +18,7 @@
 
 pub mod alloc;
 mod corpus;
+pub mod layers;
 /// The SeaweedFS harness ([`wring_seaweed`]), where the tests have always found it.
 pub use wring_seaweed as seaweed;
 
