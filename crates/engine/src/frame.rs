@@ -14,6 +14,14 @@
 //! not record their size (python-zstandard #150), and corrupt input never allocates more than
 //! `max_size`.
 
+// Frames come from callers and from disk, possibly corrupt: decoding them must not panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use crate::codec;
 use crate::dict::Dictionary;
 use crate::engine::Engine;
@@ -279,17 +287,21 @@ pub fn compress_chunk<'s>(
         .into_iter()
         .zip(scratch.0.iter())
         .zip(inputs)
-        .map(|((result, output), input)| match result {
-            Some(Ok(Completed::CompressedInto(Some(n)))) => Ok(&output[..n]),
-            Some(Ok(_)) if algorithm == Algorithm::Lzo => Err(FrameError::NotInLzo(
-                "it does not compress (the kernel stores such data raw)",
-            )),
-            Some(Err(e)) => Err(e.into()),
-            _ => Err(Error::ShortBuffer {
-                got: output.len(),
-                need: compress_bound(spec, input.len()),
+        .map(|((result, output), input)| {
+            let short = || {
+                FrameError::from(Error::ShortBuffer {
+                    got: output.len(),
+                    need: compress_bound(spec, input.len()),
+                })
+            };
+            match result {
+                Some(Ok(Completed::CompressedInto(Some(n)))) => output.get(..n).ok_or_else(short),
+                Some(Ok(_)) if algorithm == Algorithm::Lzo => Err(FrameError::NotInLzo(
+                    "it does not compress (the kernel stores such data raw)",
+                )),
+                Some(Err(e)) => Err(e.into()),
+                _ => Err(short()),
             }
-            .into()),
         })
         .collect()
 }
@@ -347,7 +359,9 @@ pub fn decompress_many(
     offload.run_batch(&mut jobs);
     let mut results: Vec<Option<Result<Completed, Error>>> = vec![None; inputs.len()];
     for (job, i) in jobs.into_iter().zip(index) {
-        results[i] = job.result;
+        if let Some(slot) = results.get_mut(i) {
+            *slot = job.result;
+        }
     }
     wanted
         .into_iter()

@@ -5,6 +5,14 @@
 //! table: every [`Algorithm`] has its entry, so each gets the workspace manager, the offload
 //! API, the fuzz targets and `wring levels`.
 
+// Codecs decode what disk and callers hand them, possibly corrupt: no path may panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod deflate;
 mod lz4;
 mod lzo;

@@ -139,7 +139,10 @@ impl DeflateStreams {
         let n = self
             .compress(self.level, &src, &mut packed)?
             .ok_or_else(|| self.library("64 zero bytes did not fit in 128"))?;
-        self.decompress(&packed[..n], &mut out)?;
+        let packed = packed
+            .get(..n)
+            .ok_or_else(|| self.library("the warm-up claimed more than its buffer"))?;
+        self.decompress(packed, &mut out)?;
         Ok(())
     }
 
@@ -157,10 +160,12 @@ impl DeflateStreams {
     /// a stream run to its end resets cleanly.
     fn drain(&mut self, src: &[u8]) -> Result<(), Error> {
         loop {
-            let consumed = (self.deflate.total_in() as usize).min(src.len());
+            let rest = src
+                .get(self.deflate.total_in() as usize..)
+                .unwrap_or_default();
             let status = self
                 .deflate
-                .compress(&src[consumed..], &mut self.scratch, FlushCompress::Finish)
+                .compress(rest, &mut self.scratch, FlushCompress::Finish)
                 .map_err(|e| self.library(e))?;
             if status == Status::StreamEnd {
                 return Ok(());
