@@ -7,6 +7,13 @@
 //! Mirrors btrfs's data block groups and relocation (see [`store`]), with the bucket as the
 //! device.
 
+// Segments, leases and replies come from a bucket others can write: reading must not panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 // Modules are private behind the curated `pub use` below: a `pub` item no path can reach
 // from outside says `pub(crate)`.
 #![warn(unreachable_pub)]

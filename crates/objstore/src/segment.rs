@@ -30,6 +30,15 @@ pub struct Entry {
     pub crc: u32,
 }
 
+impl Entry {
+    /// The extent's bytes in its segment's `data`; None when they pass its end (an index
+    /// from [`parse_index`] never does: it checked every entry against the data's length).
+    pub fn bytes<'a>(&self, data: &'a [u8]) -> Option<&'a [u8]> {
+        let start = self.offset as usize;
+        data.get(start..start.checked_add(self.len as usize)?)
+    }
+}
+
 /// A segment's trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trailer {
@@ -78,15 +87,15 @@ impl Trailer {
         if &t[..8] != MAGIC {
             return Err(FormatError("no segment trailer (bad magic)".into()));
         }
-        let want = u32_at(t, 28);
+        let want = le_u32(&t[28..32]);
         if crc32fast::hash(&t[..28]) != want {
             return Err(FormatError("the trailer's checksum does not match".into()));
         }
         let trailer = Trailer {
             segment: u64::from_le_bytes(t[8..16].try_into().unwrap_or_default()),
-            count: u32_at(t, 16),
-            data_len: u32_at(t, 20),
-            index_crc: u32_at(t, 24),
+            count: le_u32(&t[16..20]),
+            data_len: le_u32(&t[20..24]),
+            index_crc: le_u32(&t[24..28]),
         };
         if trailer.object_len() != object_len {
             return Err(FormatError(format!(
@@ -98,10 +107,10 @@ impl Trailer {
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
+/// The little-endian u32 in `w`: four bytes cut from a fixed-size record by a constant range,
+/// which rustc and clippy check against the record's length (so the 0 is never taken).
+fn le_u32(w: &[u8]) -> u32 {
+    w.try_into().map_or(0, u32::from_le_bytes)
 }
 
 /// The index bytes of `entries`.
@@ -130,11 +139,11 @@ pub fn parse_index(bytes: &[u8], trailer: &Trailer) -> Result<Vec<Entry>, Format
     }
     let mut entries = Vec::with_capacity(trailer.count as usize);
     let mut end = 0u64;
-    for c in bytes.chunks_exact(ENTRY_LEN) {
+    for c in bytes.as_chunks::<ENTRY_LEN>().0 {
         let e = Entry {
-            offset: u32_at(c, 0),
-            len: u32_at(c, 4),
-            crc: u32_at(c, 8),
+            offset: le_u32(&c[0..4]),
+            len: le_u32(&c[4..8]),
+            crc: le_u32(&c[8..12]),
         };
         let e_end = e.offset as u64 + e.len as u64;
         if (e.offset as u64) < end || e_end > trailer.data_len as u64 {
@@ -155,18 +164,29 @@ pub fn parse_index(bytes: &[u8], trailer: &Trailer) -> Result<Vec<Entry>, Format
 
 /// A whole object's bytes parsed: trailer and index, every extent's checksum verified.
 pub fn verify_object(bytes: &[u8]) -> Result<(Trailer, Vec<Entry>), FormatError> {
-    let Some(tail_at) = bytes.len().checked_sub(TRAILER_LEN) else {
+    let Some((body, tail)) = bytes.split_last_chunk::<TRAILER_LEN>() else {
         return Err(FormatError(format!(
             "the object is {} bytes, shorter than a trailer",
             bytes.len()
         )));
     };
-    let trailer = Trailer::parse(&bytes[tail_at..], bytes.len() as u64)?;
-    let index = &bytes[trailer.data_len as usize..tail_at];
+    let trailer = Trailer::parse(tail, bytes.len() as u64)?;
+    // Trailer::parse checked data_len + index + trailer against the object's length.
+    let Some((data, index)) = body.split_at_checked(trailer.data_len as usize) else {
+        return Err(FormatError(format!(
+            "the trailer's {} bytes of data pass the object's end",
+            trailer.data_len
+        )));
+    };
     let entries = parse_index(index, &trailer)?;
     for e in &entries {
-        let data = &bytes[e.offset as usize..(e.offset + e.len) as usize];
-        if crc32fast::hash(data) != e.crc {
+        let Some(extent) = e.bytes(data) else {
+            return Err(FormatError(format!(
+                "the extent at offset {} ({} bytes) passes the data's end",
+                e.offset, e.len
+            )));
+        };
+        if crc32fast::hash(extent) != e.crc {
             return Err(FormatError(format!(
                 "the extent at offset {} ({} bytes) fails its checksum",
                 e.offset, e.len
@@ -218,7 +238,8 @@ pub fn find(entries: &[Entry], offset: u32) -> Option<Entry> {
     entries
         .binary_search_by_key(&offset, |e| e.offset)
         .ok()
-        .map(|i| entries[i])
+        .and_then(|i| entries.get(i))
+        .copied()
 }
 
 #[cfg(test)]

@@ -632,13 +632,15 @@ async fn same_object(inner: &Inner, path: &ObjPath, bytes: &Bytes) -> Result<boo
     if head.size != len {
         return Ok(false);
     }
-    let tail_at = len.saturating_sub(TRAILER_LEN as u64);
-    let Ok(t) = Trailer::parse(&bytes[tail_at as usize..], len) else {
+    let Some(Ok(t)) = bytes
+        .last_chunk::<TRAILER_LEN>()
+        .map(|tail| Trailer::parse(tail, len))
+    else {
         return Ok(false);
     };
     let from = t.data_len as u64;
     match get_range(inner, path, from, len).await {
-        Ok(theirs) => Ok(theirs[..] == bytes[from as usize..]),
+        Ok(theirs) => Ok(bytes.get(from as usize..) == Some(&theirs[..])),
         Err(Error::Corrupt { .. }) => Ok(false),
         Err(e) => Err(e),
     }

@@ -64,7 +64,10 @@ impl ObjStore {
         let Some(e) = find(entries, off).filter(|e| e.len as u64 == len) else {
             return Some(Err(self.no_extent(addr, len)));
         };
-        buf.copy_from_slice(&data[e.offset as usize..(e.offset + e.len) as usize]);
+        let Some(extent) = e.bytes(data) else {
+            return Some(Err(self.no_extent(addr, len)));
+        };
+        buf.copy_from_slice(extent);
         Some(Ok(()))
     }
 
@@ -163,8 +166,16 @@ impl ObjStore {
             let cs = c as u64 * chunk;
             let (lo, hi) = (start.max(cs), end.min(cs + b.len() as u64));
             if lo < hi {
-                buf[(lo - start) as usize..(hi - start) as usize]
-                    .copy_from_slice(&b[(lo - cs) as usize..(hi - cs) as usize]);
+                // [lo, hi) lies in [start, end), buf's range, and in chunk c's bytes.
+                let to = buf.get_mut((lo - start) as usize..(hi - start) as usize);
+                let from = b.get((lo - cs) as usize..(hi - cs) as usize);
+                let (Some(to), Some(from)) = (to, from) else {
+                    return Err(Error::Corrupt {
+                        object: self.url(&path),
+                        why: format!("chunk {c} does not hold [{lo}, {hi})"),
+                    });
+                };
+                to.copy_from_slice(from);
             }
         }
         Ok(())
@@ -281,14 +292,11 @@ pub(super) fn remember_index(st: &mut State, seg: u32, entries: Arc<Vec<Entry>>,
 /// allocation: a slice would keep the whole parent buffer (a segment, or a run of chunks)
 /// alive as long as any one piece is cached, and the cache's limit would not limit memory.
 pub(super) fn split_chunks(bytes: &[u8], chunk: u64) -> Vec<Bytes> {
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let end = (at + chunk as usize).min(bytes.len());
-        out.push(Bytes::copy_from_slice(&bytes[at..end]));
-        at = end;
-    }
-    out
+    // Config::check refuses a chunk size of 0 (`max(1)` keeps chunks() from panicking).
+    bytes
+        .chunks((chunk as usize).max(1))
+        .map(Bytes::copy_from_slice)
+        .collect()
 }
 
 /// A whole object of at most `cap` bytes, with its version; None when there is none. A larger
