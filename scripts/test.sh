@@ -62,6 +62,18 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p wring-engine --features shuttle --tests -- -D warnings
 cargo clippy -p wring-blk --features shuttle --tests -- -D warnings
 cargo clippy -p wring-fs --features shuttle --lib --tests -- -D warnings
+# crates/python is outside the workspace (maturin builds it) and cannot inherit its lints:
+# its [lints.*] tables must say what the root's [workspace.lints.*] say, then the same run.
+lint_tables() { # FILE PREFIX: FILE's [PREFIXlints.*] tables, PREFIX cut, no blank or comment lines
+  awk -v p="$2" '/^\[/ { on = index($0, "[" p "lints.") == 1; if (on) print "[" substr($0, length(p) + 2); next }
+    on && NF && !/^#/' "$1"
+}
+if ! diff <(lint_tables Cargo.toml workspace.) <(lint_tables crates/python/Cargo.toml ""); then
+  echo "clippy: crates/python/Cargo.toml's [lints] differ from Cargo.toml's [workspace.lints] (above)" >&2
+  exit 1
+fi
+CARGO_TARGET_DIR="$PWD/target/python" cargo clippy --manifest-path crates/python/Cargo.toml \
+  --all-targets --features extension-module -- -D warnings
 # fuzz/ is its own workspace (cargo-fuzz): the same rules apply to it.
 (cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -- -D warnings)
 
