@@ -35,3 +35,8 @@ pub use error::{BtrfsError, Op, Refusal};
 pub use extents::{open_for_encoded_read, Extent, Extents};
 pub use ioctl::{encoded_read, encoded_write, Compression, EncodedRead, EncodedWrite};
 pub use verify::{verify_file, verify_path, ExtentCheck, Report, Verdict};
+
+/// The README, whose examples run as doc tests (`cargo test -p wring-btrfs --doc`).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -22,3 +22,8 @@ pub mod engine;
 pub mod oneshot;
 
 pub use call::{wring_last_error, wring_status, wring_version};
+
+/// The README, whose examples run as doc tests (`cargo test -p wring-capi --doc`).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

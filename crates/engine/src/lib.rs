@@ -48,3 +48,8 @@ pub use spec::{Algorithm, CompressSpec, NotInBtrfs, SpecWarning};
 pub const MAX_EXTENT: usize = 128 * 1024;
 /// Block (sector) size: compression must save at least one of these.
 pub const BLOCK_SIZE: usize = 4096;
+
+/// The README, whose examples run as doc tests (`cargo test -p wring-engine --doc`).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -50,3 +50,8 @@ pub enum Error {
     #[error("bad parameter: {0}")]
     BadParameter(&'static str),
 }
+
+/// The README, whose examples run as doc tests (`cargo test -p wring-lzo --doc`).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
