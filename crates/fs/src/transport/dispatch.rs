@@ -207,7 +207,8 @@ impl<'b> Answer<'b> {
 
     /// The answer's bytes.
     pub fn bytes_written(&self) -> &[u8] {
-        &self.out[..self.len]
+        // `put` and `bytes` set len only to what they wrote into out.
+        self.out.get(..self.len).unwrap_or_default()
     }
 
     /// At most `size` bytes of answer, as a READ or READDIR asks.
@@ -216,26 +217,36 @@ impl<'b> Answer<'b> {
         self
     }
 
-    fn put(&mut self, f: impl FnOnce(&mut [u8]) -> usize) {
-        self.len = f(self.out);
+    /// An answer written by `f` into the buffer: its length, or `None` when it did not fit.
+    fn put(&mut self, f: impl FnOnce(&mut [u8]) -> Option<usize>) {
+        match f(self.out) {
+            Some(n) if n <= self.out.len() => self.len = n,
+            _ => {
+                let room = self.out.len();
+                log::error!("FUSE: an answer's structure does not fit its {room}-byte buffer");
+                self.fail(Errno::EIO)
+            }
+        }
     }
 
     fn bytes(&mut self, data: &[u8]) {
-        if data.len() > self.limit {
+        // The limit is at most the buffer's length.
+        let fits = data.len() <= self.limit;
+        let Some(out) = self.out.get_mut(..data.len()).filter(|_| fits) else {
             log::error!(
                 "FUSE: a {}-byte answer does not fit the kernel's {} bytes",
                 data.len(),
                 self.limit
             );
             return self.fail(Errno::EIO);
-        }
+        };
         if let Some(d) = &self.direct {
             let header = wire::out_header(d.unique, 0, data.len());
             send(d.fd, &[IoSlice::new(&header), IoSlice::new(data)]);
             self.sent = true;
             return;
         }
-        self.out[..data.len()].copy_from_slice(data);
+        out.copy_from_slice(data);
         self.len = data.len();
     }
 }
@@ -257,18 +268,12 @@ impl Fail for &mut Answer<'_> {
 }
 impl AnswerEntry for &mut Answer<'_> {
     fn send_entry(self, ttl: &Duration, attr: &FileAttr) {
-        self.put(|b| {
-            wire::put_entry_out(b, ttl, attr);
-            wire::ENTRY_OUT
-        })
+        self.put(|b| wire::put_entry_out(b, ttl, attr))
     }
 }
 impl AnswerAttr for &mut Answer<'_> {
     fn send_attr(self, ttl: &Duration, attr: &FileAttr) {
-        self.put(|b| {
-            wire::put_attr_out(b, ttl, attr);
-            wire::ATTR_OUT
-        })
+        self.put(|b| wire::put_attr_out(b, ttl, attr))
     }
 }
 impl AnswerStatx for &mut Answer<'_> {
@@ -299,8 +304,8 @@ impl AnswerOpen for &mut Answer<'_> {
 impl AnswerCreate for &mut Answer<'_> {
     fn send_created(self, ttl: &Duration, attr: &FileAttr, fh: u64, open_flags: u32) {
         self.put(|b| {
-            wire::put_entry_out(b, ttl, attr);
-            wire::ENTRY_OUT + wire::put_open_out(&mut b[wire::ENTRY_OUT..], fh, open_flags)
+            let entry = wire::put_entry_out(b, ttl, attr)?;
+            Some(entry + wire::put_open_out(b.get_mut(entry..)?, fh, open_flags)?)
         })
     }
 }
@@ -325,7 +330,9 @@ impl AnswerXattr for &mut Answer<'_> {
 }
 impl AnswerDir for &mut Answer<'_> {
     fn push(&mut self, ino: u64, next: u64, kind: FileType, name: &[u8]) -> bool {
-        let room = &mut self.out[self.len..self.limit];
+        let Some(room) = self.out.get_mut(self.len..self.limit) else {
+            return true;
+        };
         match wire::put_dirent(room, ino, next, kind, name, None) {
             Some(n) => {
                 self.len += n;
@@ -338,7 +345,9 @@ impl AnswerDir for &mut Answer<'_> {
 }
 impl AnswerDirPlus for &mut Answer<'_> {
     fn push_plus(&mut self, next: u64, name: &[u8], ttl: &Duration, attr: &FileAttr) -> bool {
-        let room = &mut self.out[self.len..self.limit];
+        let Some(room) = self.out.get_mut(self.len..self.limit) else {
+            return true;
+        };
         match wire::put_dirent(room, attr.ino, next, attr.kind, name, Some((ttl, attr))) {
             Some(n) => {
                 self.len += n;

@@ -10,6 +10,14 @@
 //! Mirrors the kernel's VFS entry points a filesystem fills in (btrfs_dir_inode_operations,
 //! btrfs_file_operations), here reached through fs/fuse's two channels to a server.
 
+// FUSE requests come from the kernel on behalf of any process: decoding them must not panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 pub(crate) mod dev;
 mod dispatch;
 pub(crate) mod ops;

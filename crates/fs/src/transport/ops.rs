@@ -614,8 +614,8 @@ impl Ops {
     pub fn ioctl(&self, c: Caller, ino: u64, cmd: u32, input: &[u8], reply: impl AnswerIoctl) {
         let _t = self.vol.op_counts().count(Op::Ioctl);
         let word = |b: &[u8]| {
-            b.get(..4)
-                .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+            b.first_chunk()
+                .map(|w| u32::from_le_bytes(*w))
                 .ok_or(FsError::Errno(libc::EINVAL))
         };
         let r = match cmd {
@@ -689,19 +689,17 @@ impl Ops {
             Err(e) => return reply.fail(err(e)),
         };
         let blksize = self.blksize();
-        let from = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(list.len());
-        let mut start = from;
-        while start < list.len() {
-            let chunk = &list[start..(start + LISTED_CHUNK).min(list.len())];
+        let from = usize::try_from(offset).unwrap_or(usize::MAX);
+        let rest = list.get(from..).unwrap_or_default();
+        for (n, chunk) in rest.chunks(LISTED_CHUNK).enumerate() {
+            let start = from + n * LISTED_CHUNK;
             let entries: Vec<(u64, bool, Kind)> = chunk
                 .iter()
                 .map(|e| (e.ino, e.name == b"." || e.name == b"..", e.kind))
                 .collect();
             let attrs = match self.vol.hold_listed(&entries) {
                 Ok(a) => a,
-                Err(e) if start == from => return reply.fail(err(e)),
+                Err(e) if n == 0 => return reply.fail(err(e)),
                 Err(_) => break,
             };
             for (k, (e, a)) in chunk.iter().zip(&attrs).enumerate() {
@@ -713,11 +711,12 @@ impl Ops {
                 let a = attr(e.ino, inode, blksize);
                 let next = (start + k) as u64 + 1;
                 if reply.push_plus(next, &e.name, ttl, &a) {
-                    self.unhold(&entries[k..], &attrs[k..]);
+                    // k indexes the zip of the two: inside both.
+                    let (entries, attrs) = (entries.get(k..), attrs.get(k..));
+                    self.unhold(entries.unwrap_or_default(), attrs.unwrap_or_default());
                     return reply.send_listing();
                 }
             }
-            start += chunk.len();
         }
         reply.send_listing();
     }

@@ -114,13 +114,12 @@ pub(crate) fn answer(offer: &InitIn, uring: bool) -> Result<InitOut, (i32, io::E
 pub(crate) fn handshake(fd: BorrowedFd, uring: bool) -> io::Result<Negotiated> {
     let mut buf = vec![0u8; super::REQUEST_BUF];
     loop {
-        let n = super::read_request(fd, &mut buf)?.ok_or_else(|| {
+        let request = super::read_request(fd, &mut buf)?.ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotConnected,
                 "FUSE: disconnected during INIT",
             )
         })?;
-        let request = &buf[..n];
         let (h, r) = wire::split(request)
             .and_then(|(i, o, p)| wire::parse(i, o, p))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
@@ -139,9 +138,7 @@ pub(crate) fn handshake(fd: BorrowedFd, uring: bool) -> io::Result<Negotiated> {
         }
         return match answer(&offer, uring) {
             Ok(out) => {
-                let mut b = [0u8; 64];
-                let n = wire::put_init_out(&mut b, &out);
-                reply(fd, h.unique, &b[..n]);
+                reply(fd, h.unique, &wire::init_out(&out));
                 log::debug!(
                     "FUSE INIT: kernel 7.{}, flags {:#x}",
                     offer.minor,

@@ -137,11 +137,16 @@ fn clone(fd: &OwnedFd) -> Option<OwnedFd> {
     Some(new.into())
 }
 
-/// Read one request from `fd` into `buf`: its length, or `None` once the connection is gone.
-pub(crate) fn read_request(fd: BorrowedFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+/// Read one request from `fd` into `buf`: its bytes, or `None` once the connection is gone.
+pub(crate) fn read_request<'b>(fd: BorrowedFd, buf: &'b mut [u8]) -> io::Result<Option<&'b [u8]>> {
     loop {
         match rustix::io::read(fd, &mut *buf) {
-            Ok(n) => return Ok(Some(n)),
+            Ok(n) => {
+                let read = buf.get(..n);
+                return read
+                    .map(Some)
+                    .ok_or_else(|| io::Error::other("read past the buffer"));
+            }
             // ENOENT: the request was interrupted before it was read; the others: again.
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
             Err(rustix::io::Errno::NODEV) => return Ok(None),
@@ -152,10 +157,10 @@ pub(crate) fn read_request(fd: BorrowedFd, buf: &mut [u8]) -> io::Result<Option<
 
 /// One thread's loop: a request in, its answer out.
 fn serve(fd: BorrowedFd, ops: &Ops) -> io::Result<()> {
-    let mut request = vec![0u8; REQUEST_BUF];
+    let mut buf = vec![0u8; REQUEST_BUF];
     let mut answer = vec![0u8; ANSWER_BUF];
-    while let Some(n) = read_request(fd, &mut request)? {
-        answer_one(fd, &request[..n], &mut answer, ops);
+    while let Some(request) = read_request(fd, &mut buf)? {
+        answer_one(fd, request, &mut answer, ops);
     }
     Ok(())
 }

@@ -281,8 +281,11 @@ fn serve(mut entry: ring::Entry, fd: Arc<OwnedFd>, ops: &Ops) {
             }
         }
         let b = entry.buffers();
-        let (in_out, rest) = b.headers.split_at(wire::IN_OUT);
-        let streaming = wire::read_size(in_out, rest).is_some_and(|n| n >= STREAMING_READ);
+        let streaming = b
+            .headers
+            .split_at_checked(wire::IN_OUT)
+            .and_then(|(in_out, rest)| wire::read_size(in_out, rest))
+            .is_some_and(|n| n >= STREAMING_READ);
         affinity.set(!streaming);
         let commit_id = match answer(entry.buffers(), ops) {
             Ok(id) => id,
@@ -302,33 +305,102 @@ fn serve(mut entry: ring::Entry, fd: Arc<OwnedFd>, ops: &Ops) {
 /// (names, an xattr's value) is copied out first, so its answer (a READ's data, a listing)
 /// can be written in place.
 fn answer(b: &mut ring::Buffers, ops: &Ops) -> Result<u64, wire::WireError> {
-    let (commit_id, size) = wire::commit_id_and_size(wire::ent_in_out(&b.headers))?;
-    let (in_out, rest) = b.headers.split_at_mut(wire::IN_OUT);
-    let (op_in, ent) = rest.split_at_mut(wire::IN_OUT);
+    let (in_out, op_in, ent) = wire::ring_headers(&mut b.headers)?;
+    let (commit_id, size) = wire::commit_id_and_size(ent)?;
     let h = wire::header(in_out)?;
-    let size = size.min(b.payload.len());
+    // At most the payload buffer, whatever payload_sz says.
+    let payload = b.payload.get(..size).unwrap_or(&b.payload);
     let (error, len) = if h.opcode == wire::WRITE {
         let mut small = [0u8; 16];
         let mut a = Answer::new(&mut small);
-        decode_and_dispatch(ops, (in_out, op_in, &b.payload[..size]), &mut a, WHAT);
-        let (error, len) = (a.error, a.len);
-        b.payload[..len].copy_from_slice(&small[..len]);
-        (error, len)
+        decode_and_dispatch(ops, (in_out, op_in, payload), &mut a, WHAT);
+        let (error, answer) = (a.error, a.bytes_written());
+        match b.payload.get_mut(..answer.len()) {
+            Some(to) => {
+                to.copy_from_slice(answer);
+                (error, answer.len())
+            }
+            None => (-libc::EIO, 0),
+        }
     } else {
         b.request.clear();
-        b.request.extend_from_slice(&b.payload[..size]);
+        b.request.extend_from_slice(payload);
         let mut a = Answer::new(&mut b.payload);
         decode_and_dispatch(ops, (in_out, op_in, &b.request), &mut a, WHAT);
         (a.error, a.len)
     };
-    wire::put_out_header(in_out, h.unique, error, len);
+    in_out[..wire::OUT_HEADER].copy_from_slice(&wire::out_header(h.unique, error, len));
     wire::put_payload_size(ent, len);
     Ok(commit_id)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::count_cpus;
+    use std::sync::Arc;
+
+    use super::{answer, count_cpus, ring, wire, Ops};
+    use crate::store::{Store, ROOT};
+    use crate::{Options, Volume};
+
+    /// One request through a ring entry's buffers: the commit id, the errno and the answer.
+    fn ask(b: &mut ring::Buffers, ops: &Ops, req: (u32, u64, &[u8], &[u8])) -> (u64, i32, Vec<u8>) {
+        let (opcode, nodeid, op, payload) = req;
+        b.headers.fill(0xa5);
+        let len = (wire::IN_HEADER + op.len() + payload.len()) as u32;
+        let h = &mut b.headers;
+        h[0..4].copy_from_slice(&len.to_le_bytes());
+        h[4..8].copy_from_slice(&opcode.to_le_bytes());
+        h[8..16].copy_from_slice(&77u64.to_le_bytes());
+        h[16..24].copy_from_slice(&nodeid.to_le_bytes());
+        h[24..36].fill(0);
+        h[wire::IN_OUT..][..op.len()].copy_from_slice(op);
+        let ent = wire::IN_OUT * 2;
+        h[ent + 8..ent + 16].copy_from_slice(&9u64.to_le_bytes());
+        h[ent + 16..ent + 20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        b.payload[..payload.len()].copy_from_slice(payload);
+        let commit_id = answer(b, ops).unwrap();
+        let h = &b.headers;
+        let word = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().unwrap());
+        let n = word(0) as usize - wire::OUT_HEADER;
+        assert_eq!(u64::from_le_bytes(h[8..16].try_into().unwrap()), 77);
+        assert_eq!(
+            word(ent + 16) as usize,
+            n,
+            "payload_sz is the answer's length"
+        );
+        (commit_id, word(4) as i32, b.payload[..n].to_vec())
+    }
+
+    /// Requests answered in place in a ring entry's buffers: CREATE's answer over its name,
+    /// WRITE's 8 bytes after its data is taken, a name without its NUL EIO.
+    #[test]
+    fn a_ring_entry_is_answered_in_place() {
+        let dir = std::env::temp_dir().join(format!("wring-ring-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Store::mkfs(&dir).unwrap();
+        let ops = Ops::new(Arc::new(Volume::open(&dir, Options::default()).unwrap()));
+        let mut b = ring::Buffers {
+            headers: vec![0; wire::REQ_HEADER],
+            payload: vec![0; 4096],
+            request: Vec::new(),
+        };
+        let create_in = [libc::O_WRONLY as u32, libc::S_IFREG | 0o644, 0o022, 0];
+        let create_in: Vec<u8> = create_in.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let (commit_id, e, out) = ask(&mut b, &ops, (35, ROOT, &create_in, b"f\0"));
+        assert_eq!(
+            (commit_id, e, out.len()),
+            (9, 0, wire::ENTRY_OUT + wire::OPEN_OUT)
+        );
+        let ino = u64::from_le_bytes(out[..8].try_into().unwrap());
+        let mut write_in = [0u8; 40];
+        write_in[16..20].copy_from_slice(&5u32.to_le_bytes());
+        let (_, e, out) = ask(&mut b, &ops, (wire::WRITE, ino, &write_in, b"hello"));
+        assert_eq!((e, out), (0, [5, 0, 0, 0, 0, 0, 0, 0].to_vec()));
+        let (_, e, out) = ask(&mut b, &ops, (1, ROOT, &[], b"f"));
+        assert_eq!((e, out.len()), (-libc::EIO, 0));
+        drop(ops);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn cpu_lists() {

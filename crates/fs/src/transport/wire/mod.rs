@@ -288,28 +288,30 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    fn short(&self, need: usize) -> WireError {
+        WireError::Short {
+            opcode: self.opcode,
+            what: self.what,
+            need,
+            got: self.b.len(),
+        }
+    }
     fn need(&self, n: usize) -> Result<(), WireError> {
         if self.b.len() < n {
-            return Err(WireError::Short {
-                opcode: self.opcode,
-                what: self.what,
-                need: n,
-                got: self.b.len(),
-            });
+            return Err(self.short(n));
         }
         Ok(())
     }
+    /// The `N` bytes at `at`.
+    fn array<const N: usize>(&self, at: usize) -> Result<[u8; N], WireError> {
+        let bytes = self.b.get(at..).and_then(<[u8]>::first_chunk::<N>);
+        bytes.copied().ok_or_else(|| self.short(at + N))
+    }
     fn u32(&self, at: usize) -> Result<u32, WireError> {
-        self.need(at + 4)?;
-        let mut a = [0; 4];
-        a.copy_from_slice(&self.b[at..at + 4]);
-        Ok(u32::from_le_bytes(a))
+        self.array(at).map(u32::from_le_bytes)
     }
     fn u64(&self, at: usize) -> Result<u64, WireError> {
-        self.need(at + 8)?;
-        let mut a = [0; 8];
-        a.copy_from_slice(&self.b[at..at + 8]);
-        Ok(u64::from_le_bytes(a))
+        self.array(at).map(u64::from_le_bytes)
     }
 }
 
@@ -321,27 +323,24 @@ struct Payload<'a> {
 
 impl<'a> Payload<'a> {
     fn name(&mut self) -> Result<&'a [u8], WireError> {
-        let end = self
-            .rest
-            .iter()
-            .position(|&c| c == 0)
-            .ok_or(WireError::Unterminated {
+        let mut parts = self.rest.splitn(2, |&c| c == 0);
+        let (Some(name), Some(rest)) = (parts.next(), parts.next()) else {
+            return Err(WireError::Unterminated {
                 opcode: self.opcode,
-            })?;
-        let (name, rest) = (&self.rest[..end], &self.rest[end + 1..]);
+            });
+        };
         self.rest = rest;
         Ok(name)
     }
     fn bytes(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        if self.rest.len() < n {
+        let Some((b, rest)) = self.rest.split_at_checked(n) else {
             return Err(WireError::Short {
                 opcode: self.opcode,
                 what: "payload",
                 need: n,
                 got: self.rest.len(),
             });
-        }
-        let (b, rest) = self.rest.split_at(n);
+        };
         self.rest = rest;
         Ok(b)
     }
@@ -448,13 +447,12 @@ fn init_in(op: &Fields) -> Result<InitIn, WireError> {
 
 /// The (node id, lookups) pairs of a BATCH_FORGET.
 pub fn forgets(items: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
-    items.chunks_exact(16).map(|c| {
-        let mut a = [0u8; 8];
-        let mut b = [0u8; 8];
-        a.copy_from_slice(&c[..8]);
-        b.copy_from_slice(&c[8..]);
-        (u64::from_le_bytes(a), u64::from_le_bytes(b))
-    })
+    // 8-byte words, then pairs of them: the bytes past the last whole 16 are left.
+    let (words, _) = items.as_chunks::<8>();
+    let (pairs, _) = words.as_chunks::<2>();
+    pairs
+        .iter()
+        .map(|[node, lookups]| (u64::from_le_bytes(*node), u64::from_le_bytes(*lookups)))
 }
 
 /// The size of the header an opcode's request has after `fuse_in_header` on `/dev/fuse`
@@ -509,20 +507,26 @@ pub fn split(request: &[u8]) -> Result<Parts<'_>, WireError> {
             got: request.len(),
         });
     }
-    let (in_header, rest) = request.split_at(IN_HEADER);
+    let Some((in_header, rest)) = request.split_at_checked(IN_HEADER) else {
+        return Err(WireError::Short {
+            opcode: h.opcode,
+            what: "fuse_in_header",
+            need: IN_HEADER,
+            got: request.len(),
+        });
+    };
     let n = match h.opcode {
         INIT => op_len(INIT).min(rest.len()),
         op => op_len(op),
     };
-    if rest.len() < n {
+    let Some((op, payload)) = rest.split_at_checked(n) else {
         return Err(WireError::Short {
             opcode: h.opcode,
             what: "operation header",
             need: n,
             got: rest.len(),
         });
-    }
-    let (op, payload) = rest.split_at(n);
+    };
     Ok((in_header, op, payload))
 }
 
@@ -668,10 +672,28 @@ pub fn parse<'a>(
     Ok((h, r))
 }
 
-/// The `ring_ent_in_out` of a ring entry's header buffer: the commit id a request came with,
-/// and where a reply's payload size goes.
-pub fn ent_in_out(headers: &[u8]) -> &[u8] {
-    &headers[IN_OUT * 2..REQ_HEADER]
+/// The three parts of a ring entry's header buffer (`struct fuse_uring_req_header`):
+/// `in_out`, `op_in`, and `ring_ent_in_out` (the commit id a request came with, and where a
+/// reply's payload size goes).
+pub type RingHeaders<'a> = (
+    &'a mut [u8; IN_OUT],
+    &'a mut [u8; IN_OUT],
+    &'a mut [u8; ENT_IN_OUT],
+);
+
+/// A ring entry's header buffer cut into its [`RingHeaders`].
+pub fn ring_headers(headers: &mut [u8]) -> Result<RingHeaders<'_>, WireError> {
+    let got = headers.len();
+    let short = || WireError::Short {
+        opcode: 0,
+        what: "fuse_uring_req_header",
+        need: REQ_HEADER,
+        got,
+    };
+    let (in_out, rest) = headers.split_first_chunk_mut().ok_or_else(short)?;
+    let (op_in, rest) = rest.split_first_chunk_mut().ok_or_else(short)?;
+    let ent = rest.first_chunk_mut().ok_or_else(short)?;
+    Ok((in_out, op_in, ent))
 }
 
 /// `ring_ent_in_out.commit_id` and `.payload_sz` of a request on a ring entry.
@@ -685,7 +707,7 @@ pub fn commit_id_and_size(ent: &[u8]) -> Result<(u64, usize), WireError> {
 }
 
 /// Set `ring_ent_in_out.payload_sz` for a reply on a ring entry.
-pub fn put_payload_size(ent: &mut [u8], n: usize) {
+pub fn put_payload_size(ent: &mut [u8; ENT_IN_OUT], n: usize) {
     ent[16..20].copy_from_slice(&(n as u32).to_le_bytes());
 }
 

@@ -287,7 +287,10 @@ fn statx_init_and_notify_layouts() {
         attributes_mask: 0x74,
     };
     let mut b = vec![0xffu8; STATX_OUT];
-    assert_eq!(put_statx_out(&mut b, &Duration::from_secs(60), &a, &x), 288);
+    assert_eq!(
+        put_statx_out(&mut b, &Duration::from_secs(60), &a, &x),
+        Some(288)
+    );
     let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     let s = 32;
@@ -312,8 +315,7 @@ fn statx_init_and_notify_layouts() {
         time_gran: 1,
         max_pages: 256,
     };
-    let mut b = [0u8; 64];
-    assert_eq!(put_init_out(&mut b, &out), 64);
+    let b = init_out(&out);
     let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!(
         (u32_at(0), u32_at(4), u32_at(8), u32_at(12)),
@@ -349,7 +351,8 @@ fn file_attr(t: SystemTime) -> FileAttr {
 fn entry_out_layout() {
     let mut b = vec![0xffu8; ENTRY_OUT];
     let t = SystemTime::UNIX_EPOCH - Duration::from_millis(1500);
-    put_entry_out(&mut b, &Duration::from_millis(2500), &file_attr(t));
+    let n = put_entry_out(&mut b, &Duration::from_millis(2500), &file_attr(t));
+    assert_eq!(n, Some(ENTRY_OUT));
     let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!(
@@ -379,6 +382,44 @@ fn dirents_are_padded_to_8_and_stop_when_full() {
     let mut b = vec![0u8; 256];
     let plus = Some((&Duration::from_secs(1), &a));
     assert_eq!(put_dirent(&mut b, 42, 2, a.kind, b"x", plus), Some(160));
+}
+
+#[test]
+fn writers_refuse_a_short_buffer() {
+    let a = file_attr(SystemTime::UNIX_EPOCH);
+    let ttl = Duration::from_secs(1);
+    let mut b = vec![0u8; STATX_OUT];
+    assert_eq!(put_entry_out(&mut b[..ENTRY_OUT - 1], &ttl, &a), None);
+    assert_eq!(put_attr_out(&mut b[..ATTR_OUT - 1], &ttl, &a), None);
+    let x = StatxExtra::default();
+    assert_eq!(put_statx_out(&mut b[..STATX_OUT - 1], &ttl, &a, &x), None);
+    assert_eq!(put_ioctl_out(&mut b[..23], 0, &[1; 8]), None);
+    assert_eq!(put_ioctl_out(&mut b[..24], 0, &[1; 8]), Some(24));
+    assert_eq!(put_u32_out(&mut b[..7], 1), None);
+    let fs = Statfs {
+        blocks: 1,
+        bfree: 1,
+        bavail: 1,
+        files: 1,
+        ffree: 1,
+        bsize: 4096,
+        namelen: 255,
+        frsize: 4096,
+    };
+    assert_eq!(put_statfs_out(&mut b[..79], &fs), None);
+    assert!(ring_headers(&mut [0u8; REQ_HEADER - 1]).is_err());
+    let mut h = [0u8; REQ_HEADER];
+    let (in_out, op_in, ent) = ring_headers(&mut h).unwrap();
+    assert_eq!(
+        (in_out.len(), op_in.len(), ent.len()),
+        (IN_OUT, IN_OUT, ENT_IN_OUT)
+    );
+}
+
+#[test]
+fn forgets_leave_a_partial_item() {
+    let items = [le(&[5, 1], &[8, 8]), vec![9; 15]].concat();
+    assert_eq!(forgets(&items).collect::<Vec<_>>(), [(5, 1)]);
 }
 
 proptest! {
