@@ -66,7 +66,10 @@ fn run_policy(store: &Store, p: &Schedule, now: u64) -> ScheduleReport {
             Err(e) => r.error = Some(e.to_string()),
         }
     }
-    if let Some(kind) = p.writeback.filter(|_| store.backing().is_some()) {
+    if let Some(kind) = p
+        .writeback
+        .filter(|_| store.writeback_state().file().is_some())
+    {
         match writeback(store, kind) {
             Ok(rep) => r.writeback = Some(rep),
             Err(e) => r.error = Some(e.to_string()),

@@ -20,7 +20,7 @@ use crate::sync::lock;
 
 /// zram's `writeback`: write the chosen pages to the backing file.
 pub fn writeback(store: &Store, kind: WritebackType) -> Result<WritebackReport, BlkError> {
-    let Some(backing) = store.backing() else {
+    let Some(backing) = store.writeback_state().file() else {
         return Err(BlkError::Option(
             "writeback: the device has no backing_dev; start it with -o backing_dev=FILE".into(),
         ));
@@ -31,13 +31,13 @@ pub fn writeback(store: &Store, kind: WritebackType) -> Result<WritebackReport, 
         if !matches!(e.slot, Slot::Stored { .. }) || !wants(kind, &e, store.slot_size()) {
             continue;
         }
-        if !store.spend_writeback() {
+        if !store.writeback_state().spend() {
             report.limit_reached = true;
             break;
         }
         if let Err(err) = store.write_back_slot(backing, &mut e, page) {
             // The page was not written back: give its budget back.
-            store.refund_writeback();
+            store.writeback_state().refund();
             return Err(match err {
                 WbError::Full(why) => BlkError::BackingFull {
                     path: backing.path().display().to_string(),

@@ -5,15 +5,17 @@
 //!   (`alloc_block_bdev`/`free_block_bdev`). A file that already has a size keeps it: its
 //!   blocks are all there is, as a block device's are to zram. An empty (or new) file gets as
 //!   many blocks as the device has pages and grows as they are written.
-//! * [`Store::writeback`] writes idle, huge, huge-and-idle or incompressible pages out
+//! * The actions' `writeback` writes idle, huge, huge-and-idle or incompressible pages out
 //!   uncompressed (zram writes the decompressed page), page by page under each slot's lock, and
-//!   frees their arena objects; the slot then names its block. A read, or the read half of a
-//!   partial write, reads the block back transparently; a write, discard or reset frees it.
+//!   frees their arena objects (`Store::write_back_slot`); the slot then names its block. A
+//!   read, or the read half of a partial write, reads the block back transparently; a write,
+//!   discard or reset frees it.
 //! * When no block is free, or the file system refuses the write (ENOSPC on a full file
 //!   system), writeback stops with [`BlkError::BackingFull`]: the page it was on stays in RAM,
 //!   the pages written before it stay written back, nothing is lost.
 //! * `writeback_limit` is zram's budget in 4 KiB pages (set = `writeback_limit_enable`): each
-//!   page written back spends one; at zero, writeback stops and says so.
+//!   page written back spends one; at zero, writeback stops and says so. The file and the
+//!   budget are the device's writeback state, [`Writeback`].
 //! * `bd_stat` counts in zram's units, 4 KiB pages: `bd_count` pages on the file now,
 //!   `bd_reads` and `bd_writes` pages read and written since the device was made.
 
@@ -126,4 +128,74 @@ pub(crate) enum WbError {
     Full(String),
     /// Anything else.
     Other(BlkError),
+}
+
+/// The device's writeback state (zram's `backing_dev`, `bd_wb_limit`): the backing file, if
+/// any, and the budget.
+#[derive(Debug, Default)]
+pub(crate) struct Writeback {
+    /// The backing file (`backing_dev`).
+    file: Option<Backing>,
+    /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
+    limit: Mutex<Option<u64>>,
+}
+
+impl Writeback {
+    /// Use `file` (before the device is shared).
+    pub(crate) fn set_file(&mut self, file: Backing) {
+        self.file = Some(file);
+    }
+
+    /// The backing file, if any.
+    pub(crate) fn file(&self) -> Option<&Backing> {
+        self.file.as_ref()
+    }
+
+    /// Set the budget in pages (`None`: no limit).
+    pub(crate) fn set_limit(&self, pages: Option<u64>) {
+        *lock(&self.limit) = pages;
+    }
+
+    /// The budget left.
+    pub(crate) fn limit(&self) -> Option<u64> {
+        *lock(&self.limit)
+    }
+
+    /// Spend one page of the budget; `false` when none is left.
+    pub(crate) fn spend(&self) -> bool {
+        let mut budget = lock(&self.limit);
+        match budget.as_mut() {
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Give one page of the budget back (a page that was not written back after all).
+    pub(crate) fn refund(&self) {
+        if let Some(n) = lock(&self.limit).as_mut() {
+            *n += 1;
+        }
+    }
+
+    /// Read block `block` of the backing file into `page` (a written-back slot).
+    pub(crate) fn read(&self, block: u64, page: &mut [u8]) -> Result<(), BlkError> {
+        let Some(file) = &self.file else {
+            return Err(BlkError::Corrupt {
+                page: 0,
+                message: "a slot names a backing block but the device has no backing_dev".into(),
+            });
+        };
+        file.read(block, page)
+    }
+
+    /// Give a written-back slot's block back.
+    pub(crate) fn free(&self, block: u64) {
+        if let Some(f) = &self.file {
+            f.free(block);
+        }
+    }
 }

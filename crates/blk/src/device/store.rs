@@ -60,7 +60,7 @@ use wring_engine::pool::PagePool;
 
 use super::algos::Algorithms;
 use super::arena::Arena;
-use super::backing::{Backing, WbError};
+use super::backing::{Backing, WbError, Writeback};
 use super::policy::PolicyState;
 use super::slot::{corrupt, fill_same, flag, same_filled, with_page, Entry, Extent, Slot};
 use super::staging::{segments, Seg, Staging};
@@ -90,10 +90,8 @@ pub struct Store {
     arena: Arena,
     /// The primary algorithm and the `recomp_algorithm`s.
     algos: Algorithms,
-    /// The backing file (`backing_dev`).
-    backing: Option<Backing>,
-    /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
-    wb_limit: Mutex<Option<u64>>,
+    /// The backing file and the writeback budget.
+    wb: Writeback,
     counters: Counters,
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -150,8 +148,7 @@ impl Store {
             slots,
             arena: Arena::with_max_object(slot_size),
             algos: Algorithms::new(streams),
-            backing: None,
-            wb_limit: Mutex::new(None),
+            wb: Writeback::default(),
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(SystemClock::default()),
@@ -335,7 +332,7 @@ impl Store {
             }
             Slot::Written { block } if s.whole() => {
                 return self
-                    .read_back(block, out)
+                    .read_back_block(block, out)
                     .map_err(|err| with_page(err, s.page));
             }
             _ => self.staging_pages(staging, s.page)?,
@@ -352,7 +349,7 @@ impl Store {
                 Some(len)
             }
             Slot::Written { block } => {
-                self.read_back(block, page)
+                self.read_back_block(block, page)
                     .map_err(|err| with_page(err, s.page))?;
                 None
             }
@@ -499,7 +496,7 @@ impl Store {
             Slot::Stored { handle, len } if len as usize == self.slot_size => {
                 self.arena.read(handle, page)
             }
-            Slot::Written { block } => self.read_back(block, page)?,
+            Slot::Written { block } => self.read_back_block(block, page)?,
             Slot::Stored { handle, len } => {
                 let mut comp = vec![0u8; len as usize];
                 self.arena.read(handle, &mut comp);
@@ -583,7 +580,7 @@ impl Store {
                 }
             }
             Slot::Written { block } => {
-                self.free_block(block);
+                self.wb.free(block);
                 Counters::sub(&c.bd_count, 1);
             }
         }
@@ -705,44 +702,24 @@ impl Store {
                 backing.path().display()
             )));
         }
-        self.backing = Some(backing);
+        self.wb.set_file(backing);
         Ok(())
-    }
-
-    /// The backing file (`backing_dev`), if any.
-    pub(crate) fn backing(&self) -> Option<&Backing> {
-        self.backing.as_ref()
     }
 
     /// Set the writeback budget in pages (`None`: no limit; zram's `writeback_limit` with
     /// `writeback_limit_enable`).
     pub fn set_writeback_limit(&self, pages: Option<u64>) {
-        *lock(&self.wb_limit) = pages;
+        self.wb.set_limit(pages);
     }
 
     /// The writeback budget left.
     pub fn writeback_limit(&self) -> Option<u64> {
-        *lock(&self.wb_limit)
+        self.wb.limit()
     }
 
-    /// Spend one page of the writeback budget; `false` when none is left.
-    pub(crate) fn spend_writeback(&self) -> bool {
-        let mut budget = lock(&self.wb_limit);
-        match budget.as_mut() {
-            Some(0) => false,
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-            None => true,
-        }
-    }
-
-    /// Give one page of the budget back (a page that was not written back after all).
-    pub(crate) fn refund_writeback(&self) {
-        if let Some(n) = lock(&self.wb_limit).as_mut() {
-            *n += 1;
-        }
+    /// The writeback state: the backing file and the budget.
+    pub(crate) fn writeback_state(&self) -> &Writeback {
+        &self.wb
     }
 
     /// Write a locked slot out to `backing` uncompressed (zram's `zram_writeback_slots`, one
@@ -783,26 +760,6 @@ impl Store {
         Ok(())
     }
 
-    /// Read a written-back page (a read, or the read half of a partial write).
-    fn read_back(&self, block: u64, page: &mut [u8]) -> Result<(), BlkError> {
-        let Some(backing) = &self.backing else {
-            return Err(BlkError::Corrupt {
-                page: 0,
-                message: "a slot names a backing block but the device has no backing_dev".into(),
-            });
-        };
-        backing.read(block, page)?;
-        Counters::add(&self.counters.bd_reads, 1);
-        Ok(())
-    }
-
-    /// Give a written-back page's block back.
-    fn free_block(&self, block: u64) {
-        if let Some(b) = &self.backing {
-            b.free(block);
-        }
-    }
-
     /// Set or clear the scheduled policy live (`policy=`, the control request `policy`). The
     /// device only holds it: the actions' schedule runs it, its first round at once.
     pub fn set_policy(&self, policy: Option<Schedule>) {
@@ -819,6 +776,14 @@ impl Store {
     /// The slots, each under its own lock, by index: what the actions walk.
     pub(crate) fn entries(&self) -> &[Mutex<Entry>] {
         &self.slots
+    }
+
+    /// Read a written-back slot's block (a read, or the read half of a partial write),
+    /// counted in `bd_reads`.
+    fn read_back_block(&self, block: u64, page: &mut [u8]) -> Result<(), BlkError> {
+        self.wb.read(block, page)?;
+        Counters::add(&self.counters.bd_reads, 1);
+        Ok(())
     }
 
     /// Statistics now.
@@ -852,10 +817,7 @@ impl Store {
                 bd_reads: g(&c.bd_reads),
                 bd_writes: g(&c.bd_writes),
             },
-            backing_dev: self
-                .backing
-                .as_ref()
-                .map(|b| b.path().display().to_string()),
+            backing_dev: self.wb.file().map(|b| b.path().display().to_string()),
             writeback_limit: self.writeback_limit(),
             policy: {
                 let p = lock(&self.policy);
