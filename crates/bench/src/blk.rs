@@ -367,7 +367,7 @@ impl Method {
         };
         wring_blk::CompAlgorithm::parse(algorithm).map_err(|e| bad(e.to_string()))?;
         if let Some(s) = &slot {
-            wring_blk::options::parse_slot_size(s).map_err(|e| bad(e.to_string()))?;
+            wring_blk::parse_slot_size(s).map_err(|e| bad(e.to_string()))?;
         }
         if dict && !algorithm.starts_with("zstd") {
             return Err(bad("a dictionary needs zstd".into()));

@@ -109,7 +109,7 @@ pub fn config_value(config: &str, key: &str) -> Option<String> {
 }
 
 /// Whether a page is one machine word repeated (zram's page_same_filled): blk's, the one copy.
-pub use wring_blk::store::same_filled;
+pub use wring_blk::same_filled;
 
 /// How wring compresses a page for comparison with a zram algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

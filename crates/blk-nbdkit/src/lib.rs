@@ -21,7 +21,7 @@
 //!   has forked into the background — threads do not survive a fork. The control socket
 //!   ([`wring_blk::control`]) is bound in `get_ready`, so that a bad path fails the start
 //!   before nbdkit detaches, and served from a thread started in `after_fork`. So is
-//!   `metrics=ADDR` ([`wring_blk::metrics_server`]: Prometheus text on `GET /metrics`, every
+//!   `metrics=ADDR` ([`wring_blk::metrics`]: Prometheus text on `GET /metrics`, every
 //!   series labelled `device=NAME` from `name=NAME`); its Unix socket file is removed at unload.
 //! * Thread model parallel: requests on any connection run concurrently, serialised only by
 //!   the store's per-slot locks. `can_multi_conn` is true: every connection sees one store and
@@ -43,8 +43,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, ExtentHandle, ExtentType, Flags, FuaFlags, Result, Server, ThreadModel};
-use wring_blk::metrics::{self, MetricsAddr};
-use wring_blk::metrics_server::{self, Listener};
+use wring_blk::metrics::{self, Listener, MetricsAddr};
 use wring_blk::{control, BlkError, Options, Store};
 
 /// What `config` collected.
@@ -119,7 +118,7 @@ impl Server for WringBlk {
         let mut c = config();
         match key {
             "size" => {
-                let size = wring_blk::options::parse_size("size", value).map_err(nbd_error)?;
+                let size = wring_blk::parse_size("size", value).map_err(nbd_error)?;
                 c.size = Some(size);
             }
             "control" => c.control = Some(PathBuf::from(value)),
@@ -165,7 +164,7 @@ impl Server for WringBlk {
         }
         let metrics = config().metrics.clone();
         if let Some(addr) = metrics {
-            let l = metrics_server::bind(&addr).map_err(nbd_error)?;
+            let l = metrics::bind(&addr).map_err(nbd_error)?;
             if let Some(p) = l.socket_path() {
                 *wring_sync::lock(&METRICS_SOCKET) = Some(p.to_path_buf());
             }
@@ -192,10 +191,10 @@ impl Server for WringBlk {
         }
         if let Some(l) = wring_sync::lock(&METRICS).take() {
             let name = config().name.clone().unwrap_or_else(|| "wring-blk".into());
-            metrics_server::serve(l, Arc::clone(store), name).map_err(nbd_error)?;
+            metrics::serve(l, Arc::clone(store), name).map_err(nbd_error)?;
         }
         // The scheduled policy (idle for a device without one, which can get one live).
-        wring_blk::schedule::spawn(Arc::clone(store));
+        wring_blk::spawn_policy(Arc::clone(store));
         Ok(())
     }
 

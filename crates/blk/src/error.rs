@@ -1,11 +1,10 @@
 //! The errors of a block store, each with the errno an NBD server returns for it. What the
 //! engine refused (a page it could not compress or decode, a spec, a size, a dictionary) is
-//! carried as the engine's own error, its `source()`.
+//! carried as the engine's own error, its `source()`. [`ArenaError`] is the arena's (zsmalloc's
+//! allocation failures), here so that this leaf names no layer.
 
 use wring_engine::size::SizeError;
 use wring_engine::SpecError;
-
-use crate::arena::ArenaError;
 
 /// Why a request or a setting failed.
 #[derive(Debug, thiserror::Error)]
@@ -138,4 +137,27 @@ impl BlkError {
             | BlkError::Io { .. } => libc::EIO,
         }
     }
+}
+
+/// Why an allocation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArenaError {
+    /// A new zspage would take the arena past its limit.
+    #[error("the memory limit of {limit_pages} pages is reached ({used_pages} in use)")]
+    Limit {
+        /// The limit, in pages.
+        limit_pages: u64,
+        /// Pages in use.
+        used_pages: u64,
+    },
+    /// The heap refused a new zspage.
+    #[error("could not allocate a zspage of {bytes} bytes")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// An object larger than the arena's largest class.
+    #[error("an object of {0} bytes is larger than the arena's largest class")]
+    TooLarge(usize),
 }

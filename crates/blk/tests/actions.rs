@@ -31,7 +31,7 @@ fn idle_all_marks_stored_pages_and_access_clears_the_mark() {
     }
     s.write(4 * P, &[9u8; PAGE_SIZE]).unwrap(); // same-filled: never idle
     assert!(matches!(s.slot(4), Some(Slot::Same(_))));
-    assert_eq!(s.mark_idle(None), 4);
+    assert_eq!(wring_blk::mark_idle(&s, None), 4);
     assert_eq!(s.stat().idle_pages, 4);
     assert!((0..4).all(|p| idle(&s, p)) && !idle(&s, 4) && !idle(&s, 5));
     // A read of part of page 1, a whole write of page 2, a partial write of page 3.
@@ -44,7 +44,7 @@ fn idle_all_marks_stored_pages_and_access_clears_the_mark() {
     // Discarding the idle page drops the count; reset clears everything.
     s.discard(0, P).unwrap();
     assert_eq!(s.stat().idle_pages, 0);
-    s.mark_idle(None);
+    wring_blk::mark_idle(&s, None);
     s.reset();
     assert_eq!(s.stat().idle_pages, 0);
 }
@@ -61,18 +61,26 @@ fn idle_seconds_marks_pages_not_accessed_for_that_long() {
     s.read(0, &mut b).unwrap(); // page 0 at t=100
     clock.advance(Duration::from_secs(50)); // t=150
     s.write(2 * P, &text(5)).unwrap(); // page 2 at t=150
-    assert_eq!(s.mark_idle(Some(150)), 1, "only page 1 is 150 s old");
+    assert_eq!(
+        wring_blk::mark_idle(&s, Some(150)),
+        1,
+        "only page 1 is 150 s old"
+    );
     assert!(!idle(&s, 0) && idle(&s, 1) && !idle(&s, 2));
     assert_eq!(
-        s.mark_idle(Some(50)),
+        wring_blk::mark_idle(&s, Some(50)),
         2,
         "pages 0 and 1 are at least 50 s old"
     );
     assert!(idle(&s, 0) && idle(&s, 1) && !idle(&s, 2));
     // A longer age clears marks that no longer qualify, as zram does.
-    assert_eq!(s.mark_idle(Some(1000)), 0);
+    assert_eq!(wring_blk::mark_idle(&s, Some(1000)), 0);
     assert_eq!(s.stat().idle_pages, 0);
-    assert_eq!(s.mark_idle(Some(0)), 3, "idle 0 is every stored page");
+    assert_eq!(
+        wring_blk::mark_idle(&s, Some(0)),
+        3,
+        "idle 0 is every stored page"
+    );
 }
 
 /// Bytes of 4 bits of entropy: lz4 finds no matches (a huge page), zstd's entropy coder
@@ -170,7 +178,7 @@ fn recompress_huge_then_all_keeps_data_and_saves_memory() {
     assert_eq!(before.huge_pages, 3, "{before:?}");
     // type=huge: the nibble pages shrink; the noise page is tried by every secondary
     // algorithm, saves nothing, and is marked incompressible.
-    let r = s.recompress(&req("type=huge")).unwrap();
+    let r = wring_blk::recompress(&s, &req("type=huge")).unwrap();
     assert_eq!(
         (r.scanned, r.recompressed, r.incompressible),
         (3, 2, 1),
@@ -188,14 +196,14 @@ fn recompress_huge_then_all_keeps_data_and_saves_memory() {
     assert!(s.flags(6).is_some_and(|f| f & flag::INCOMPRESSIBLE != 0));
     assert_eq!(read_all(&s), data);
     // Everything else: the prose pages; the done and incompressible ones are skipped.
-    let r = s.recompress(&req("")).unwrap();
+    let r = wring_blk::recompress(&s, &req("")).unwrap();
     assert_eq!((r.scanned, r.recompressed), (4, 4), "{r:?}");
     let st = s.stat();
     assert_eq!((st.recompressed_pages, st.incompressible_pages), (6, 1));
     assert!(st.mm_stat.compr_data_size < before.compr_data_size);
     assert_eq!(read_all(&s), data);
     assert_eq!(
-        s.recompress(&req("")).unwrap().scanned,
+        wring_blk::recompress(&s, &req("")).unwrap().scanned,
         0,
         "nothing left to do"
     );
@@ -219,7 +227,7 @@ fn a_page_is_recompressed_only_if_that_saves_memory() {
     );
     let data = fill(&s);
     let before = s.stat().mm_stat;
-    let r = s.recompress(&req("")).unwrap();
+    let r = wring_blk::recompress(&s, &req("")).unwrap();
     assert_eq!(r.recompressed, 0, "{r:?}");
     assert_eq!(r.incompressible, r.scanned);
     assert_eq!(s.stat().mm_stat.compr_data_size, before.compr_data_size);
@@ -234,18 +242,20 @@ fn recompress_by_idle_threshold_algorithm_and_max_pages() {
         8,
     );
     let data = fill(&s);
-    let e = s.recompress(&req("algo=deflate")).unwrap_err().to_string();
+    let e = wring_blk::recompress(&s, &req("algo=deflate"))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("lz4hc:9 (priority 1)") && e.contains("zstd:9 (priority 2)"),
         "{e}"
     );
-    assert!(s.recompress(&req("priority=3")).is_err());
+    assert!(wring_blk::recompress(&s, &req("priority=3")).is_err());
     // Idle pages only: mark all, then touch pages 0 and 4.
-    s.mark_idle(None);
+    wring_blk::mark_idle(&s, None);
     let mut b = [0u8; 1];
     s.read(0, &mut b).unwrap();
     s.read(4 * P, &mut b).unwrap();
-    let r = s.recompress(&req("type=idle algo=zstd")).unwrap();
+    let r = wring_blk::recompress(&s, &req("type=idle algo=zstd")).unwrap();
     assert_eq!(r.scanned, 5, "pages 1-3, 5, 6: {r:?}");
     assert!((1..=3).all(|p| s.priority(p) == Some(2)));
     assert_eq!((s.priority(0), s.priority(4)), (Some(0), Some(0)));
@@ -255,11 +265,11 @@ fn recompress_by_idle_threshold_algorithm_and_max_pages() {
     );
     // threshold: only objects of at least 3000 bytes (the huge pages 4 and 6; 6 was tried
     // with zstd only, so it is not yet incompressible), results below it.
-    let r = s.recompress(&req("threshold=3000 priority=2")).unwrap();
+    let r = wring_blk::recompress(&s, &req("threshold=3000 priority=2")).unwrap();
     assert_eq!((r.scanned, r.recompressed), (2, 1), "{r:?}");
     assert_eq!(s.priority(4), Some(2));
     // max_pages bounds the pages looked at.
-    let r = s.recompress(&req("max_pages=1")).unwrap();
+    let r = wring_blk::recompress(&s, &req("max_pages=1")).unwrap();
     assert_eq!(r.scanned, 1, "{r:?}");
     assert_eq!(read_all(&s), data);
 }
@@ -303,10 +313,10 @@ fn writeback_of_idle_pages_reads_back_transparently() {
     let s = open(&format!("comp_algorithm=lz4,{}", f.option()), 8);
     let mut data = fill(&s);
     let compr = s.stat().mm_stat.compr_data_size;
-    s.mark_idle(None);
+    wring_blk::mark_idle(&s, None);
     let mut b = [0u8; 1];
     s.read(0, &mut b).unwrap(); // page 0 is no longer idle; page 7 is same-filled
-    let r = s.writeback(wring_blk::WritebackType::Idle).unwrap();
+    let r = wring_blk::writeback(&s, wring_blk::WritebackType::Idle).unwrap();
     assert_eq!((r.written, r.limit_reached), (6, false));
     let st = s.stat();
     assert_eq!(
@@ -332,13 +342,17 @@ fn writeback_of_idle_pages_reads_back_transparently() {
     check_stats(&s);
     assert_eq!(read_all(&s), data);
     // Freed blocks are used again.
-    s.mark_idle(None);
+    wring_blk::mark_idle(&s, None);
     assert_eq!(
-        s.writeback(wring_blk::WritebackType::Huge).unwrap().written,
+        wring_blk::writeback(&s, wring_blk::WritebackType::Huge)
+            .unwrap()
+            .written,
         0
     );
     assert_eq!(
-        s.writeback(wring_blk::WritebackType::Idle).unwrap().written,
+        wring_blk::writeback(&s, wring_blk::WritebackType::Idle)
+            .unwrap()
+            .written,
         2
     );
     assert_eq!(s.stat().bd_stat.bd_count, 6);
@@ -361,16 +375,14 @@ fn writeback_limit_and_incompressible_pages() {
     );
     let data = fill(&s);
     assert_eq!(s.stat().writeback_limit, Some(1));
-    let r = s.writeback(wring_blk::WritebackType::Huge).unwrap();
+    let r = wring_blk::writeback(&s, wring_blk::WritebackType::Huge).unwrap();
     assert_eq!((r.written, r.limit_reached), (1, true));
     assert_eq!(s.stat().writeback_limit, Some(0));
     // Recompression marks the noise page incompressible; writeback takes exactly it.
     s.set_writeback_limit(None);
-    s.recompress(&req("type=huge")).unwrap();
+    wring_blk::recompress(&s, &req("type=huge")).unwrap();
     assert_eq!(s.stat().incompressible_pages, 1);
-    let r = s
-        .writeback(wring_blk::WritebackType::Incompressible)
-        .unwrap();
+    let r = wring_blk::writeback(&s, wring_blk::WritebackType::Incompressible).unwrap();
     assert_eq!((r.written, r.limit_reached), (1, false));
     assert!(matches!(s.slot(6), Some(Slot::Written { .. })));
     check_stats(&s);
@@ -386,7 +398,7 @@ fn a_full_backing_file_is_a_clear_error_and_loses_nothing() {
         8,
     );
     let data = fill(&s);
-    let e = s.writeback(wring_blk::WritebackType::Huge).unwrap_err();
+    let e = wring_blk::writeback(&s, wring_blk::WritebackType::Huge).unwrap_err();
     assert_eq!(e.errno(), libc_enospc());
     let m = e.to_string();
     assert!(
@@ -409,7 +421,7 @@ fn a_full_backing_file_is_a_clear_error_and_loses_nothing() {
     );
     // Without a backing file, writeback says what to do.
     let plain = open("comp_algorithm=lz4", 1);
-    let e = plain.writeback(wring_blk::WritebackType::Idle).unwrap_err();
+    let e = wring_blk::writeback(&plain, wring_blk::WritebackType::Idle).unwrap_err();
     assert!(e.to_string().contains("backing_dev"), "{e}");
 }
 
@@ -424,7 +436,7 @@ fn stat_shows_figures_per_stream_set() {
         8,
     );
     let data = fill(&s);
-    s.recompress(&req("type=huge")).unwrap();
+    wring_blk::recompress(&s, &req("type=huge")).unwrap();
     assert_eq!(read_all(&s), data);
     let st = s.stat();
     let t = &st.stream_stats;
@@ -480,9 +492,7 @@ fn records(seed: u64) -> Vec<u8> {
 fn train_dict_learns_from_the_pages_and_recompresses_with_it() {
     let f = TempFile::new("dict");
     let s = open("comp_algorithm=lz4", 256);
-    let e = s
-        .train_dict(&wring_blk::TrainRequest::default())
-        .unwrap_err();
+    let e = wring_blk::train_dict(&s, &wring_blk::TrainRequest::default()).unwrap_err();
     assert!(e.to_string().contains("too few"), "{e}");
     let data: Vec<u8> = (0..256).flat_map(records).collect();
     s.write(0, &data).unwrap();
@@ -491,7 +501,7 @@ fn train_dict_learns_from_the_pages_and_recompresses_with_it() {
         save: Some(f.0.clone()),
         ..wring_blk::TrainRequest::parse("size=16K level=3").unwrap()
     };
-    let r = s.train_dict(&req).unwrap();
+    let r = wring_blk::train_dict(&s, &req).unwrap();
     assert_eq!((r.priority, r.samples), (1, 256), "{r:?}");
     assert!(r.dict_bytes > 1000 && r.dict_bytes <= 16 << 10, "{r:?}");
     assert_eq!(r.recompress.recompressed, 256, "{r:?}");
@@ -530,9 +540,7 @@ fn train_dict_learns_from_the_pages_and_recompresses_with_it() {
         256,
     );
     full.write(0, &data).unwrap();
-    let e = full
-        .train_dict(&wring_blk::TrainRequest::default())
-        .unwrap_err();
+    let e = wring_blk::train_dict(&full, &wring_blk::TrainRequest::default()).unwrap_err();
     assert!(e.to_string().contains("priorities are taken"), "{e}");
 }
 
@@ -546,23 +554,23 @@ fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
         .unwrap();
     let data: Vec<u8> = (0..8u8).flat_map(text).collect();
     s.write(0, &data).unwrap(); // t=0
-    assert!(s.policy_tick().is_none(), "no policy, no round");
+    assert!(wring_blk::policy_tick(&s).is_none(), "no policy, no round");
     s.set_policy(Some(
         wring_blk::Schedule::parse("every=60 age=100 recompress=off writeback=idle").unwrap(),
     ));
-    let r = s.policy_tick().expect("the first round runs at once");
+    let r = wring_blk::policy_tick(&s).expect("the first round runs at once");
     assert_eq!((r.at, r.idle), (0, 0));
     assert_eq!(r.writeback.map(|w| w.written), Some(0));
     assert!(r.recompress.is_none() && r.error.is_none(), "{r:?}");
-    assert!(s.policy_tick().is_none(), "not due again yet");
+    assert!(wring_blk::policy_tick(&s).is_none(), "not due again yet");
     clock.advance(Duration::from_secs(59));
-    assert!(s.policy_tick().is_none(), "not due again yet");
+    assert!(wring_blk::policy_tick(&s).is_none(), "not due again yet");
     clock.advance(Duration::from_secs(1)); // t=60: due, but nothing is 100 s old
     let mut b = [0u8; 1];
     s.read(0, &mut b).unwrap(); // page 0 accessed at t=60
-    assert_eq!(s.policy_tick().map(|r| r.idle), Some(0));
+    assert_eq!(wring_blk::policy_tick(&s).map(|r| r.idle), Some(0));
     clock.advance(Duration::from_secs(60)); // t=120: pages 1-7 were last touched at t=0
-    let r = s.policy_tick().expect("due");
+    let r = wring_blk::policy_tick(&s).expect("due");
     assert_eq!((r.idle, r.writeback.map(|w| w.written)), (7, Some(7)));
     assert_eq!(s.stat().bd_stat.bd_count, 7);
     assert!(matches!(s.slot(0), Some(Slot::Stored { .. })));
@@ -573,7 +581,7 @@ fn the_policy_ages_recompresses_and_writes_back_on_its_schedule() {
     assert!(st.table().contains("7 written back"), "{}", st.table());
     s.set_policy(None);
     clock.advance(Duration::from_secs(1000));
-    assert!(s.policy_tick().is_none());
+    assert!(wring_blk::policy_tick(&s).is_none());
 }
 
 #[test]
@@ -594,7 +602,7 @@ fn the_policy_recompresses_idle_pages_and_reports_a_full_backing_file() {
     s.set_policy(Some(
         wring_blk::Schedule::parse("every=5 age=10 recompress=idle writeback=idle").unwrap(),
     ));
-    let r = s.policy_tick().expect("runs");
+    let r = wring_blk::policy_tick(&s).expect("runs");
     assert_eq!(r.idle, 7, "{r:?}");
     assert!(r.recompress.is_some_and(|x| x.recompressed >= 4), "{r:?}");
     assert!(

@@ -3,7 +3,8 @@
 //! emptied arena holds no page.
 
 use proptest::prelude::*;
-use wring_blk::arena::{Arena, Handle, MAX_OBJECT, PAGE_SIZE};
+use wring_blk::arena::{Arena, Handle, MAX_OBJECT};
+use wring_blk::PAGE_SIZE;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -286,8 +286,8 @@ fn writeback_racing_writes_and_reads_keeps_every_page() {
             s.write(PAGE_SIZE as u64, &dense(2)).unwrap();
             let s1 = Arc::clone(&s);
             let wb = thread::spawn(move || {
-                s1.mark_idle(None);
-                s1.writeback(wring_blk::WritebackType::Idle).unwrap();
+                wring_blk::mark_idle(&s1, None);
+                wring_blk::writeback(&s1, wring_blk::WritebackType::Idle).unwrap();
             });
             let s2 = Arc::clone(&s);
             let writer = thread::spawn(move || {
@@ -329,8 +329,7 @@ fn recompress_racing_writes_and_reads_keeps_every_page() {
             s.write(PAGE_SIZE as u64, &dense(2)).unwrap();
             let s1 = Arc::clone(&s);
             let rc = thread::spawn(move || {
-                s1.recompress(&wring_blk::RecompressRequest::default())
-                    .unwrap();
+                wring_blk::recompress(&s1, &wring_blk::RecompressRequest::default()).unwrap();
             });
             let s2 = Arc::clone(&s);
             let writer = thread::spawn(move || {

@@ -5,8 +5,7 @@
 //! read-modified-written, same-filled and huge slots counted in 4 KiB pages.
 
 use proptest::prelude::*;
-use wring_blk::options::SLOT_SIZES;
-use wring_blk::{Options, Slot, Store, ToyStreams, PAGE_SIZE};
+use wring_blk::{Options, Slot, Store, ToyStreams, PAGE_SIZE, SLOT_SIZES};
 
 const SIZE: usize = 16 * PAGE_SIZE + 1000;
 

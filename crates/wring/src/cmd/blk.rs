@@ -186,7 +186,7 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::MemLimit { name, size } => {
-            let bytes = wring_blk::options::parse_size("mem_limit", &size)?;
+            let bytes = wring_blk::parse_size("mem_limit", &size)?;
             let v = control::request(
                 &device(&name)?.join("control.sock"),
                 Request::MemLimit(bytes),
@@ -223,7 +223,7 @@ pub fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::WritebackLimit { name, pages } => {
-            let limit = wring_blk::options::parse_wb_limit(&pages)?;
+            let limit = wring_blk::parse_wb_limit(&pages)?;
             let v = control::request(
                 &device(&name)?.join("control.sock"),
                 Request::WritebackLimit(limit),
@@ -425,7 +425,7 @@ fn start(a: StartArgs) -> Result<()> {
     for (_, d) in options.dicts.iter_mut() {
         *d = absolute(d)?;
     }
-    let size = wring_blk::options::parse_size("--size", &a.size)?;
+    let size = wring_blk::parse_size("--size", &a.size)?;
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
     }
@@ -631,7 +631,7 @@ fn stat(name: &str, json: bool) -> Result<()> {
 }
 
 fn serde_json_text(s: &Stat) -> Result<String> {
-    Ok(wring_blk::stats::to_json(s)?)
+    Ok(wring_blk::to_json(s)?)
 }
 
 #[cfg(test)]

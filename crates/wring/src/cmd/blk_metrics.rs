@@ -1,5 +1,5 @@
 //! The blk side of metrics: `metrics=ADDR` among `wring blk start`'s options (taken out of
-//! zram's and handed to the plugin, which serves them: [`wring_blk::metrics_server`]), and
+//! zram's and handed to the plugin, which serves them: [`wring_blk::metrics`]), and
 //! `wring metrics [--textfile DIR] DEVICE` (the same exposition, from `wring blk stat`'s
 //! figures over the control socket).
 //!

@@ -252,7 +252,7 @@ fn codec_deltas(a: &MountSample, b: &MountSample) -> Vec<Codec> {
 
 /// A blk device's lines for the interval from `a` to `b`, `dt` seconds long.
 pub fn blk_lines(a: &Stat, b: &Stat, dt: f64) -> Vec<String> {
-    let sum = |s: &Stat, f: fn(&wring_blk::stats::StreamStat) -> u64| -> u64 {
+    let sum = |s: &Stat, f: fn(&wring_blk::StreamStat) -> u64| -> u64 {
         s.stream_stats.iter().map(f).sum()
     };
     let bytes_in = sum(b, |t| t.bytes_in).saturating_sub(sum(a, |t| t.bytes_in));
@@ -290,7 +290,7 @@ pub fn blk_lines(a: &Stat, b: &Stat, dt: f64) -> Vec<String> {
     ];
     for t in &b.stream_stats {
         let before = a.stream_stats.iter().find(|p| p.priority == t.priority);
-        let prev = |f: fn(&wring_blk::stats::StreamStat) -> u64| before.map_or(0, f);
+        let prev = |f: fn(&wring_blk::StreamStat) -> u64| before.map_or(0, f);
         lines.push(format!(
             "streams {} ({}): {} busy of {}  compressed {:.1} pages/s  decompressed {:.1} \
              pages/s  waits {:.1}/s",

@@ -1,5 +1,5 @@
 //! `metrics=ADDR` for a blk device: wring-metrics' listener (the mount's too) answering `GET
-//! /metrics` with the device's exposition ([`crate::metrics`]). Bound before nbdkit forks (so a
+//! /metrics` with the device's exposition ([`exposition`](super::exposition)). Bound before nbdkit forks (so a
 //! bad address fails the start), served after (threads do not survive the fork), like the
 //! control socket.
 
@@ -8,9 +8,9 @@ use std::thread::JoinHandle;
 
 pub use wring_metrics::Listener;
 
+use super::{exposition, MetricsAddr};
+use crate::device::Store;
 use crate::error::BlkError;
-use crate::metrics::{exposition, MetricsAddr};
-use crate::store::Store;
 
 /// Bind `addr` (a stale Unix socket file nobody answers on is replaced).
 pub fn bind(addr: &MetricsAddr) -> Result<Listener, BlkError> {

@@ -20,7 +20,7 @@
 //! gives a zstd algorithm a dictionary (zstd's format, e.g. one `train_dict save=FILE` wrote,
 //! or raw content).
 //!
-//! `backing_dev=FILE` names the writeback file ([`crate::backing`]); `writeback_limit=N` is
+//! `backing_dev=FILE` names the writeback file (the device's backing file); `writeback_limit=N` is
 //! zram's budget in 4 KiB pages (giving it enables it, as `writeback_limit_enable`).
 //!
 //! Beyond zram, `slot_size=4K|8K|16K|32K` (bytes also accepted: `16384`) sets the bytes a slot
@@ -38,8 +38,19 @@ use wring_engine::{Algorithm, CompressSpec};
 
 use crate::error::BlkError;
 
+mod kinds;
+mod schedule;
+
+pub(crate) use kinds::bad_recompress;
+pub use kinds::{RecompressType, WritebackType};
+pub use schedule::Schedule;
+
+/// zram's page: the arena's page, the default slot, and the unit of writeback, of
+/// `writeback_limit` and of the per-page counters in `stat`.
+pub const PAGE_SIZE: usize = 4096;
+
 /// Keys [`Options::set`] accepts.
-pub const KEYS: [&str; 10] = [
+pub(crate) const KEYS: [&str; 10] = [
     "comp_algorithm",
     "streams",
     "mem_limit",
@@ -56,7 +67,7 @@ pub const KEYS: [&str; 10] = [
 pub const SLOT_SIZES: [usize; 4] = [4096, 8192, 16384, 32768];
 
 /// Refuse a slot size other than [`SLOT_SIZES`], naming what is accepted.
-pub fn check_slot_size(bytes: usize) -> Result<(), BlkError> {
+pub(crate) fn check_slot_size(bytes: usize) -> Result<(), BlkError> {
     if SLOT_SIZES.contains(&bytes) {
         return Ok(());
     }
@@ -79,7 +90,7 @@ pub fn parse_slot_size(value: &str) -> Result<usize, BlkError> {
 }
 
 /// Algorithm names [`CompAlgorithm::parse`] accepts (zram's).
-pub const ALGORITHMS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
+pub(crate) const ALGORITHMS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
 
 /// A compression algorithm by zram's name, with the engine spec that implements it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +171,7 @@ pub struct Options {
     /// `algorithm_params dict=FILE`: (priority, zstd dictionary file).
     pub dicts: Vec<(u8, std::path::PathBuf)>,
     /// Beyond zram: the scheduled policy (`policy=every=60 age=300 …`).
-    pub policy: Option<crate::schedule::Schedule>,
+    pub policy: Option<Schedule>,
     /// Beyond zram: reserved 4 KiB pages for staging (`page_pool`); 0 = off.
     pub page_pool: usize,
     /// Beyond zram: bytes per slot (`slot_size`), one of [`SLOT_SIZES`]; zram's is 4096.
@@ -185,7 +196,7 @@ impl Default for Options {
             dicts: Vec::new(),
             policy: None,
             page_pool: 0,
-            slot_size: crate::PAGE_SIZE,
+            slot_size: PAGE_SIZE,
         }
     }
 }
@@ -219,7 +230,7 @@ impl Options {
     /// `backing_dev` (the backing file's blocks, and `writeback_limit`, are 4 KiB pages).
     pub fn check(&self) -> Result<(), BlkError> {
         check_slot_size(self.slot_size)?;
-        if self.slot_size != crate::PAGE_SIZE && self.backing_dev.is_some() {
+        if self.slot_size != PAGE_SIZE && self.backing_dev.is_some() {
             return Err(BlkError::Option(format!(
                 "slot_size={}K cannot be used with backing_dev: writeback writes 4 KiB blocks; \
                  drop backing_dev, or use slot_size=4K",
@@ -245,7 +256,7 @@ impl Options {
             "backing_dev" => self.backing_dev = Some(value.into()),
             "writeback_limit" => self.writeback_limit = parse_wb_limit(value)?,
             "policy" if value.trim() == "off" => self.policy = None,
-            "policy" => self.policy = Some(crate::schedule::Schedule::parse(value)?),
+            "policy" => self.policy = Some(Schedule::parse(value)?),
             "page_pool" => self.page_pool = parse_page_pool(value)?,
             "slot_size" => self.slot_size = parse_slot_size(value)?,
             other => {
@@ -398,7 +409,7 @@ impl Options {
         if self.page_pool > 0 {
             v.push(("page_pool".to_string(), self.page_pool.to_string()));
         }
-        if self.slot_size != crate::PAGE_SIZE {
+        if self.slot_size != PAGE_SIZE {
             v.push(("slot_size".to_string(), self.slot_size.to_string()));
         }
         v
@@ -428,7 +439,7 @@ pub fn parse_wb_limit(value: &str) -> Result<Option<u64>, BlkError> {
 
 /// Parse `page_pool`: a number of 4 KiB pages, at most 4 GiB of them (they are allocated and
 /// locked when set).
-pub fn parse_page_pool(value: &str) -> Result<usize, BlkError> {
+pub(crate) fn parse_page_pool(value: &str) -> Result<usize, BlkError> {
     match value.trim().parse::<usize>() {
         Ok(n) if n <= 1 << 20 => Ok(n),
         _ => Err(BlkError::Option(format!(
@@ -439,7 +450,7 @@ pub fn parse_page_pool(value: &str) -> Result<usize, BlkError> {
 }
 
 /// Parse a stream count: a whole number from 1 to 256.
-pub fn parse_streams(value: &str) -> Result<usize, BlkError> {
+pub(crate) fn parse_streams(value: &str) -> Result<usize, BlkError> {
     match value.trim().parse::<usize>() {
         Ok(n) if (1..=256).contains(&n) => Ok(n),
         _ => Err(BlkError::Option(format!(

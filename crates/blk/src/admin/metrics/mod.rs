@@ -1,5 +1,5 @@
 //! The Prometheus (OpenMetrics) text exposition of a device's [`Stat`]: what `metrics=ADDR`
-//! serves on `GET /metrics` ([`crate::metrics_server`]) and `wring metrics DEVICE` prints.
+//! serves on `GET /metrics` (`server`: [`bind`], [`serve`]) and `wring metrics DEVICE` prints.
 //! Built on each scrape from the same figures `wring blk stat` shows, in a registry made for
 //! that scrape, so a device nobody scrapes pays nothing.
 //!
@@ -17,10 +17,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::error::BlkError;
-use crate::stats::Stat;
+mod server;
 
+pub use server::{bind, serve, Listener};
 pub use wring_metrics::{Addr as MetricsAddr, CONTENT_TYPE};
+
+use crate::device::stats::{Stat, StreamStat};
+use crate::error::BlkError;
 
 /// `metrics=VALUE` by the mount's rules (wring-metrics'), as a blk option error.
 pub fn parse_addr(value: &str) -> Result<MetricsAddr, BlkError> {
@@ -143,7 +146,7 @@ fn io_stat(b: &mut Builder, s: &Stat) {
 /// Per stream set (the primary algorithm's, each `recomp_algorithm`'s): labelled with
 /// `algorithm` and `priority`.
 fn streams(b: &mut Builder, s: &Stat) {
-    let by = |f: &dyn Fn(&crate::stats::StreamStat) -> u64| -> Vec<(Labels, u64)> {
+    let by = |f: &dyn Fn(&StreamStat) -> u64| -> Vec<(Labels, u64)> {
         s.stream_stats
             .iter()
             .map(|t| {

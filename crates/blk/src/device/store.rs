@@ -20,10 +20,16 @@
 //!   too (they read back as zeros and report as holes) and zero-fills partial ends.
 //!
 //! * Each slot carries zram's flags and its last access time (`ac_time`): a read or a write
-//!   clears [`flag::IDLE`] and stamps the time from the store's [`Clock`];
-//!   [`Store::mark_idle`] is zram's `idle` attribute (`all`, or pages not accessed for at
-//!   least a number of seconds), marking only pages held in the arena (zram skips empty and
-//!   same-filled ones).
+//!   clears [`flag::IDLE`] and stamps the time from the store's [`Clock`], which the
+//!   actions' `idle` reads (zram's `idle` attribute).
+//!
+//! * What the actions above need (writeback, recompression, idle aging, the schedule) is this
+//!   type's crate-visible interface: the slots under their locks ([`Store::entries`]), a slot
+//!   decoded ([`Store::load`]), released ([`Store::release`]) or written back
+//!   ([`Store::write_back_slot`]), its flags with their counters ([`Store::set_flag`]), the
+//!   algorithms, the arena, the writeback budget. The schedule's policy is a value the device
+//!   holds for the actions ([`Store::set_policy`], `PolicyState`) and shows in `stat`; the
+//!   device never runs it.
 //!
 //! * Staging buffers come from the engine's page pool ([`PagePool`], EROFS's reserved pages for
 //!   decompression; `page_pool=N`, off by default): a read takes two pool pages at the first
@@ -47,87 +53,26 @@
 //! Lock order: a slot lock, then an arena class lock; never two slot locks at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use wring_engine::clock::{Clock, SystemClock};
-use wring_engine::pool::{PageBuf, PagePool};
+use wring_engine::pool::PagePool;
 
-use crate::arena::{Arena, Handle, PAGE_SIZE};
-use crate::backing::Backing;
+use super::algos::Algorithms;
+use super::arena::Arena;
+use super::backing::{Backing, WbError, Writeback};
+use super::policy::PolicyState;
+use super::slot::{corrupt, fill_same, flag, same_filled, with_page, Entry, Extent, Slot};
+use super::staging::{segments, Seg, Staging};
+use super::stats::{BdStat, Counters, IoStat, MmStat, Stat};
+use super::streams::{PageJob, Streams};
 use crate::error::BlkError;
-use crate::schedule::ScheduleState;
-use crate::stats::{BdStat, Counters, IoStat, MmStat, ScheduleStat, Stat, StreamStat};
-use crate::streams::{PageJob, Streams};
-use crate::sync::{lock, Mutex};
+use crate::options::{check_slot_size, Schedule, PAGE_SIZE};
+use crate::report::ScheduleStat;
+use crate::sync::{lock, Mutex, MutexGuard};
 
 /// Pages compressed or decompressed as one batch.
 const CHUNK: usize = 32;
-
-/// One slot's contents (`zram_table_entry`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    /// Never written, or freed: reads as zeros.
-    Empty,
-    /// One 8-byte word repeated over the page.
-    Same(u64),
-    /// An arena object of `len` bytes: compressed, or raw when `len` is a whole page.
-    Stored {
-        /// The object.
-        handle: Handle,
-        /// Its length.
-        len: u16,
-    },
-    /// Written back: the page, uncompressed, is block `block` of the backing file
-    /// (`ZRAM_WB`).
-    Written {
-        /// The block.
-        block: u64,
-    },
-}
-
-impl Slot {
-    /// Whether the slot holds a raw (huge) slot of `slot_size` bytes.
-    pub fn is_huge(&self, slot_size: usize) -> bool {
-        matches!(self, Slot::Stored { len, .. } if *len as usize == slot_size)
-    }
-}
-
-/// Slot flags (zram's `enum zram_pageflags`).
-pub mod flag {
-    /// Marked idle by [`Store::mark_idle`](super::Store::mark_idle) and not accessed since
-    /// (`ZRAM_IDLE`).
-    pub const IDLE: u8 = 1;
-    /// Every recompression algorithm failed to save memory on it; not tried again until it is
-    /// rewritten (`ZRAM_INCOMPRESSIBLE`).
-    pub const INCOMPRESSIBLE: u8 = 2;
-    /// Recompressed with a secondary algorithm (`ZRAM_RECOMP`); the entry's priority names it.
-    pub const RECOMP: u8 = 4;
-}
-
-/// One slot with its flags and last access (`zram_table_entry`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) slot: Slot,
-    pub(crate) flags: u8,
-    /// The algorithm the object is compressed with: 0 the primary, 1 to 3 a
-    /// `recomp_algorithm` (zram's `ZRAM_COMP_PRIORITY` bits).
-    pub(crate) prio: u8,
-    /// Seconds on the store's clock at the last read or write.
-    pub(crate) ac_time: u64,
-}
-
-impl Entry {
-    const EMPTY: Entry = Entry {
-        slot: Slot::Empty,
-        flags: 0,
-        prio: 0,
-        ac_time: 0,
-    };
-
-    pub(crate) fn has(&self, f: u8) -> bool {
-        self.flags & f != 0
-    }
-}
 
 /// What a page becomes.
 #[derive(Debug, Clone, Copy)]
@@ -136,124 +81,22 @@ enum New<'a> {
     Bytes(&'a [u8]),
 }
 
-/// A piece of a request inside one slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Seg {
-    pub(crate) page: usize,
-    pub(crate) start: usize,
-    pub(crate) len: usize,
-    /// Whether it covers the whole slot.
-    pub(crate) whole: bool,
-}
-
-impl Seg {
-    fn whole(&self) -> bool {
-        self.whole
-    }
-}
-
-/// Split `len` bytes at `offset` by slots of `slot` bytes.
-pub(crate) fn segments(offset: u64, len: usize, slot: usize) -> impl Iterator<Item = Seg> {
-    let end = offset + len as u64;
-    let mut pos = offset;
-    std::iter::from_fn(move || {
-        if pos >= end {
-            return None;
-        }
-        let page = (pos / slot as u64) as usize;
-        let start = (pos % slot as u64) as usize;
-        let len = (slot - start).min((end - pos) as usize);
-        pos += len as u64;
-        Some(Seg {
-            page,
-            start,
-            len,
-            whole: start == 0 && len == slot,
-        })
-    })
-}
-
-/// Staging buffers of whole slots: pool pages when a slot is one page (the pool's pages are
-/// not contiguous), else one heap buffer cut into slots.
-enum Staging {
-    Pool(PageBuf),
-    Heap(Vec<u8>),
-}
-
-impl Staging {
-    fn slots_mut(&mut self, slot: usize) -> impl Iterator<Item = &mut [u8]> {
-        let (pool, heap) = match self {
-            Staging::Pool(b) => (Some(b.pages_mut()), None),
-            Staging::Heap(v) => (None, Some(v.chunks_mut(slot))),
-        };
-        pool.into_iter().flatten().chain(heap.into_iter().flatten())
-    }
-
-    fn slots(&self, slot: usize) -> impl Iterator<Item = &[u8]> {
-        let (pool, heap) = match self {
-            Staging::Pool(b) => (Some(b.pages()), None),
-            Staging::Heap(v) => (None, Some(v.chunks(slot))),
-        };
-        pool.into_iter().flatten().chain(heap.into_iter().flatten())
-    }
-}
-
-/// The repeated word if `page` is one 8-byte word over and over (zram's `page_same_filled`):
-/// stored as the word. A length that is not whole words is never same-filled. The one copy:
-/// the bench's zram model counts same-filled pages with it too.
-pub fn same_filled(page: &[u8]) -> Option<u64> {
-    let mut words = page.chunks_exact(8);
-    if !words.remainder().is_empty() {
-        return None;
-    }
-    let first = words.next()?;
-    if words.all(|w| w == first) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(first);
-        Some(u64::from_ne_bytes(b))
-    } else {
-        None
-    }
-}
-
-fn fill_same(word: u64, start: usize, out: &mut [u8]) {
-    let b = word.to_ne_bytes();
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = b[(start + i) % 8];
-    }
-}
-
-/// A reported range of the device (block status).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Extent {
-    /// Start in bytes.
-    pub offset: u64,
-    /// Length in bytes.
-    pub len: u64,
-    /// Reads as zeros and holds no memory (never written, discarded, or a zero page).
-    pub hole: bool,
-}
-
 /// A compressed RAM block device.
 pub struct Store {
     size: u64,
     /// Bytes per slot: [`PAGE_SIZE`] (zram's) or a multiple of it up to 32 KiB.
     slot_size: usize,
-    pub(crate) slots: Vec<Mutex<Entry>>,
-    pub(crate) arena: Arena,
-    streams: Box<dyn Streams>,
-    /// Secondary algorithms by priority 1 to 3 (`recomp_algorithm`).
-    /// Set once each: at creation, or live by `train_dict` into a free priority.
-    recomp: [OnceLock<Box<dyn Streams>>; 3],
-    /// The backing file (`backing_dev`).
-    pub(crate) backing: Option<Backing>,
-    /// Pages writeback may still write (`writeback_limit`); `None`: no limit.
-    pub(crate) wb_limit: Mutex<Option<u64>>,
-    pub(crate) counters: Counters,
+    slots: Vec<Mutex<Entry>>,
+    arena: Arena,
+    /// The primary algorithm and the `recomp_algorithm`s.
+    algos: Algorithms,
+    /// The backing file and the writeback budget.
+    wb: Writeback,
+    counters: Counters,
     mem_limit: AtomicU64,
     clock: Arc<dyn Clock>,
-    /// The scheduled policy and its last round.
-    pub(crate) policy: Mutex<ScheduleState>,
+    /// The scheduled policy and its last round, for the actions' schedule.
+    policy: Mutex<PolicyState>,
     /// Staging pages for reads (the compressed copy and its decoded page) and for the
     /// write path's compressed output (`page_pool`; 0 pages: every page from the allocator).
     pool: std::sync::Arc<PagePool>,
@@ -263,7 +106,7 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("size", &self.size)
-            .field("algorithm", &self.streams.algorithm())
+            .field("algorithm", &self.algos.primary().algorithm())
             .finish()
     }
 }
@@ -275,7 +118,7 @@ impl Store {
         Store::with_slot_size(size, PAGE_SIZE, mem_limit, streams)
     }
 
-    /// As [`Store::new`] with slots of `slot_size` bytes (see [`crate::options::SLOT_SIZES`]);
+    /// As [`Store::new`] with slots of `slot_size` bytes (see [`crate::SLOT_SIZES`]);
     /// the size is rounded up to whole slots.
     pub fn with_slot_size(
         size: u64,
@@ -283,7 +126,7 @@ impl Store {
         mem_limit: u64,
         streams: Box<dyn Streams>,
     ) -> Result<Store, BlkError> {
-        crate::options::check_slot_size(slot_size)?;
+        check_slot_size(slot_size)?;
         let pages = size.div_ceil(slot_size as u64);
         if pages == 0 {
             return Err(BlkError::Option(
@@ -304,69 +147,29 @@ impl Store {
             slot_size,
             slots,
             arena: Arena::with_max_object(slot_size),
-            streams,
-            recomp: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
-            backing: None,
-            wb_limit: Mutex::new(None),
+            algos: Algorithms::new(streams),
+            wb: Writeback::default(),
             counters: Counters::default(),
             mem_limit: AtomicU64::new(mem_limit),
             clock: Arc::new(SystemClock::default()),
-            policy: Mutex::new(ScheduleState::default()),
+            policy: Mutex::new(PolicyState::default()),
             pool: PagePool::new(0),
         })
     }
 
     /// Add a recompression algorithm at `prio` (1 to 3), before the store is shared.
     pub fn set_recomp(&mut self, prio: u8, streams: Box<dyn Streams>) -> Result<(), BlkError> {
-        let i = usize::from(prio).wrapping_sub(1);
-        if i < self.recomp.len() {
-            self.recomp[i] = OnceLock::new();
-        }
-        match self.recomp.get(i).map(|s| s.set(streams)) {
-            Some(Ok(())) => Ok(()),
-            _ => Err(BlkError::Option(format!(
-                "recomp_algorithm priority={prio} is out of range; use 1 to 3"
-            ))),
-        }
+        self.algos.set(prio, streams)
     }
 
     /// Add a recompression algorithm live at the lowest free priority; returns it.
     pub fn install_recomp(&self, streams: Box<dyn Streams>) -> Result<u8, BlkError> {
-        let mut streams = streams;
-        for (i, slot) in self.recomp.iter().enumerate() {
-            match slot.set(streams) {
-                Ok(()) => return Ok(i as u8 + 1),
-                Err(back) => streams = back,
-            }
-        }
-        Err(BlkError::Option(format!(
-            "all three recompression priorities are taken ({}); start the device with fewer \
-             recomp_algorithm options to leave one for {}",
-            self.recomps()
-                .map(|(p, s)| format!("{} priority={p}", s.algorithm()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            streams.algorithm()
-        )))
+        self.algos.install(streams)
     }
 
-    /// The recompression algorithm at `prio` (1 to 3), if one is set.
-    pub(crate) fn recomp_at(&self, prio: u8) -> Option<&dyn Streams> {
-        self.recomp
-            .get(usize::from(prio).wrapping_sub(1))?
-            .get()
-            .map(|b| b.as_ref())
-    }
-
-    /// Every recompression algorithm set, by priority.
-    pub(crate) fn recomps(&self) -> impl Iterator<Item = (u8, &dyn Streams)> {
-        (1..=3u8).filter_map(|p| Some((p, self.recomp_at(p)?)))
-    }
-
-    /// The algorithm of priority `prio` (0 the primary). A priority with no algorithm (which
-    /// no stored object can carry) falls back to the primary.
-    pub(crate) fn algo(&self, prio: u8) -> &dyn Streams {
-        self.recomp_at(prio).unwrap_or(self.streams.as_ref())
+    /// The primary algorithm and the secondary ones.
+    pub(crate) fn algorithms(&self) -> &Algorithms {
+        &self.algos
     }
 
     /// One slot's algorithm priority (0 the primary).
@@ -450,33 +253,10 @@ impl Store {
         self.clock.now().as_secs()
     }
 
-    /// Whether the device has a backing file.
-    pub(crate) fn has_backing(&self) -> bool {
-        self.backing.is_some()
-    }
-
     /// A read or write of the page (`zram_accessed`): no longer idle, stamped now.
     fn accessed(&self, e: &mut Entry) {
         self.set_flag(e, flag::IDLE, false);
         e.ac_time = self.now();
-    }
-
-    /// zram's `idle`: mark every page held in the arena idle (`older_than` None: `idle all`),
-    /// or only those not read or written for at least `older_than` seconds, clearing the mark
-    /// on the others. Empty and same-filled pages are skipped. Returns the pages now idle.
-    pub fn mark_idle(&self, older_than: Option<u64>) -> u64 {
-        let now = self.now();
-        let mut idle = 0;
-        for s in &self.slots {
-            let mut e = lock(s);
-            if !matches!(e.slot, Slot::Stored { .. }) {
-                continue;
-            }
-            let is_idle = older_than.is_none_or(|secs| now.saturating_sub(e.ac_time) >= secs);
-            self.set_flag(&mut e, flag::IDLE, is_idle);
-            idle += u64::from(is_idle);
-        }
-        idle
     }
 
     fn check(&self, offset: u64, len: u64) -> Result<(), BlkError> {
@@ -552,7 +332,7 @@ impl Store {
             }
             Slot::Written { block } if s.whole() => {
                 return self
-                    .read_back(block, out)
+                    .read_back_block(block, out)
                     .map_err(|err| with_page(err, s.page));
             }
             _ => self.staging_pages(staging, s.page)?,
@@ -569,7 +349,7 @@ impl Store {
                 Some(len)
             }
             Slot::Written { block } => {
-                self.read_back(block, page)
+                self.read_back_block(block, page)
                     .map_err(|err| with_page(err, s.page))?;
                 None
             }
@@ -578,7 +358,7 @@ impl Store {
         let prio = e.prio;
         drop(e);
         if let Some(len) = comp_len {
-            self.decode(prio, &comp[..len], page, s.page)?;
+            self.algos.decode(prio, &comp[..len], page, s.page)?;
         }
         if !s.whole() {
             out.copy_from_slice(&bounce[s.start..s.start + s.len]);
@@ -655,7 +435,7 @@ impl Store {
                 PageJob::new(pieces[i], &mut o[..n])
             })
             .collect();
-        self.streams.compress(&mut jobs);
+        self.algos.primary().compress(&mut jobs);
         let results: Vec<Option<Result<Option<usize>, BlkError>>> =
             jobs.into_iter().map(|j| j.result).collect();
         let outs: Vec<&[u8]> = staging.slots(self.slot_size).collect();
@@ -716,26 +496,14 @@ impl Store {
             Slot::Stored { handle, len } if len as usize == self.slot_size => {
                 self.arena.read(handle, page)
             }
-            Slot::Written { block } => self.read_back(block, page)?,
+            Slot::Written { block } => self.read_back_block(block, page)?,
             Slot::Stored { handle, len } => {
                 let mut comp = vec![0u8; len as usize];
                 self.arena.read(handle, &mut comp);
-                self.decode(e.prio, &comp, page, page_index)?;
+                self.algos.decode(e.prio, &comp, page, page_index)?;
             }
         }
         Ok(())
-    }
-
-    /// Decompress one slot's object `comp` with the streams of `prio` into `page` (the one
-    /// decode both the read path and [`load`](Self::load) run).
-    fn decode(&self, prio: u8, comp: &[u8], page: &mut [u8], index: usize) -> Result<(), BlkError> {
-        let mut jobs = [PageJob::new(comp, page)];
-        self.algo(prio).decompress(&mut jobs);
-        match jobs[0].result.take() {
-            Some(Ok(_)) => Ok(()),
-            Some(Err(err)) => Err(with_page(err, index)),
-            None => Err(with_page(corrupt("not decompressed"), index)),
-        }
     }
 
     /// What a whole page becomes: its word, its compressed bytes in `out`, or itself raw.
@@ -745,7 +513,7 @@ impl Store {
         }
         let limit = self.arena.huge_class_size() - 1;
         let mut jobs = [PageJob::new(page, &mut out[..limit])];
-        self.streams.compress(&mut jobs);
+        self.algos.primary().compress(&mut jobs);
         let r = jobs[0].result.take();
         match r {
             Some(Ok(Some(n))) => Ok(New::Bytes(&out[..n])),
@@ -812,7 +580,7 @@ impl Store {
                 }
             }
             Slot::Written { block } => {
-                self.free_block(block);
+                self.wb.free(block);
                 Counters::sub(&c.bd_count, 1);
             }
         }
@@ -920,7 +688,102 @@ impl Store {
 
     /// Change the number of streams live.
     pub fn set_streams(&self, n: usize) -> Result<(), BlkError> {
-        self.streams.set_streams(n)
+        self.algos.primary().set_streams(n)
+    }
+
+    /// Use `backing` for writeback (before the store is shared). Refused with slots larger
+    /// than 4 KiB: the backing file's blocks and `writeback_limit` are 4 KiB pages.
+    pub fn set_backing(&mut self, backing: Backing) -> Result<(), BlkError> {
+        if self.slot_size != PAGE_SIZE {
+            return Err(BlkError::Option(format!(
+                "slot_size={}K cannot be used with backing_dev={}: writeback writes 4 KiB \
+                 blocks; drop backing_dev, or use slot_size=4K",
+                self.slot_size / 1024,
+                backing.path().display()
+            )));
+        }
+        self.wb.set_file(backing);
+        Ok(())
+    }
+
+    /// Set the writeback budget in pages (`None`: no limit; zram's `writeback_limit` with
+    /// `writeback_limit_enable`).
+    pub fn set_writeback_limit(&self, pages: Option<u64>) {
+        self.wb.set_limit(pages);
+    }
+
+    /// The writeback budget left.
+    pub fn writeback_limit(&self) -> Option<u64> {
+        self.wb.limit()
+    }
+
+    /// The writeback state: the backing file and the budget.
+    pub(crate) fn writeback_state(&self) -> &Writeback {
+        &self.wb
+    }
+
+    /// Write a locked slot out to `backing` uncompressed (zram's `zram_writeback_slots`, one
+    /// page): the slot then names its block, keeping its access time.
+    pub(crate) fn write_back_slot(
+        &self,
+        backing: &Backing,
+        e: &mut Entry,
+        page_index: usize,
+    ) -> Result<(), WbError> {
+        let mut page = vec![0u8; self.slot_size];
+        self.load(e, page_index, &mut page)
+            .map_err(WbError::Other)?;
+        let Some(block) = backing.alloc() else {
+            return Err(WbError::Full(format!(
+                "all {} blocks are in use",
+                backing.blocks()
+            )));
+        };
+        if let Err(err) = backing.write(block, &page) {
+            backing.free(block);
+            let why = format!("writing block {block} failed: {err}");
+            return Err(if err.raw_os_error() == Some(libc::ENOSPC) {
+                WbError::Full(why)
+            } else {
+                WbError::Other(BlkError::Io {
+                    what: format!("writeback to {}", backing.path().display()),
+                    source: err,
+                })
+            });
+        }
+        let ac_time = e.ac_time;
+        self.release(e);
+        e.slot = Slot::Written { block };
+        e.ac_time = ac_time;
+        self.account(&e.slot);
+        Counters::add(&self.counters.bd_writes, 1);
+        Ok(())
+    }
+
+    /// Set or clear the scheduled policy live (`policy=`, the control request `policy`). The
+    /// device only holds it: the actions' schedule runs it, its first round at once.
+    pub fn set_policy(&self, policy: Option<Schedule>) {
+        let mut s = lock(&self.policy);
+        s.policy = policy;
+        s.last_run = None;
+    }
+
+    /// The policy and its rounds, for the actions' schedule.
+    pub(crate) fn policy_state(&self) -> MutexGuard<'_, PolicyState> {
+        lock(&self.policy)
+    }
+
+    /// The slots, each under its own lock, by index: what the actions walk.
+    pub(crate) fn entries(&self) -> &[Mutex<Entry>] {
+        &self.slots
+    }
+
+    /// Read a written-back slot's block (a read, or the read half of a partial write),
+    /// counted in `bd_reads`.
+    fn read_back_block(&self, block: u64, page: &mut [u8]) -> Result<(), BlkError> {
+        self.wb.read(block, page)?;
+        Counters::add(&self.counters.bd_reads, 1);
+        Ok(())
     }
 
     /// Statistics now.
@@ -932,8 +795,8 @@ impl Store {
         Stat {
             disksize: self.size,
             slot_size: self.slot_size,
-            comp_algorithm: self.streams.algorithm(),
-            streams: self.streams.streams(),
+            comp_algorithm: self.algos.primary().algorithm(),
+            streams: self.algos.primary().streams(),
             mm_stat: MmStat {
                 orig_data_size: g(&c.pages_stored) * PAGE_SIZE as u64,
                 compr_data_size: Counters::get(&c.compr_data_size),
@@ -946,10 +809,7 @@ impl Store {
                 huge_pages_since: g(&c.huge_pages_since),
             },
             idle_pages: g(&c.idle_pages),
-            recomp_algorithms: self
-                .recomps()
-                .map(|(p, s)| format!("{} priority={p}", s.algorithm()))
-                .collect(),
+            recomp_algorithms: self.algos.names(),
             recompressed_pages: g(&c.recomp_pages),
             incompressible_pages: g(&c.incompressible_pages),
             bd_stat: BdStat {
@@ -957,26 +817,17 @@ impl Store {
                 bd_reads: g(&c.bd_reads),
                 bd_writes: g(&c.bd_writes),
             },
-            backing_dev: self
-                .backing
-                .as_ref()
-                .map(|b| b.path().display().to_string()),
+            backing_dev: self.wb.file().map(|b| b.path().display().to_string()),
             writeback_limit: self.writeback_limit(),
             policy: {
-                let (p, rounds, last) = self.policy();
-                p.map(|p| ScheduleStat {
-                    policy: p.text(),
-                    rounds,
-                    last,
+                let p = lock(&self.policy);
+                p.policy.as_ref().map(|s| ScheduleStat {
+                    policy: s.text(),
+                    rounds: p.rounds,
+                    last: p.last.clone(),
                 })
             },
-            stream_stats: std::iter::once((0u8, self.streams.as_ref()))
-                .chain(self.recomps())
-                .map(|(prio, s)| StreamStat {
-                    priority: prio,
-                    ..s.figures()
-                })
-                .collect(),
+            stream_stats: self.algos.stream_stats(),
             io_stat: IoStat {
                 failed_reads: Counters::get(&c.failed_reads),
                 failed_writes: Counters::get(&c.failed_writes),
@@ -988,18 +839,4 @@ impl Store {
             page_pool: self.pool.stats(),
         }
     }
-}
-
-fn corrupt(message: &str) -> BlkError {
-    BlkError::Corrupt {
-        page: 0,
-        message: message.to_string(),
-    }
-}
-
-fn with_page(mut e: BlkError, index: usize) -> BlkError {
-    if let BlkError::Corrupt { page, .. } | BlkError::Decompress { page, .. } = &mut e {
-        *page = index as u64;
-    }
-    e
 }

@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use wring_engine::pool::PoolStats;
 
+use crate::error::BlkError;
+use crate::options::PAGE_SIZE;
+use crate::report::ScheduleStat;
+
 /// Counters the store updates (zram's `struct zram_stats`).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -162,17 +166,6 @@ pub struct StreamStat {
     pub failures: u64,
 }
 
-/// The scheduled policy in `stat`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScheduleStat {
-    /// The policy as text.
-    pub policy: String,
-    /// Rounds run.
-    pub rounds: u64,
-    /// The last round.
-    pub last: Option<crate::schedule::ScheduleReport>,
-}
-
 /// `bd_stat`: the backing file, in zram's units (4 KiB pages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BdStat {
@@ -247,7 +240,7 @@ pub struct Stat {
 }
 
 fn default_slot_size() -> usize {
-    crate::PAGE_SIZE
+    PAGE_SIZE
 }
 
 fn line(values: &[u64]) -> String {
@@ -376,6 +369,6 @@ impl Stat {
 }
 
 /// The statistics as indented JSON (`wring blk stat --json`).
-pub fn to_json(s: &Stat) -> Result<String, crate::BlkError> {
-    serde_json::to_string_pretty(s).map_err(|e| crate::BlkError::Option(e.to_string()))
+pub fn to_json(s: &Stat) -> Result<String, BlkError> {
+    serde_json::to_string_pretty(s).map_err(|e| BlkError::Option(e.to_string()))
 }

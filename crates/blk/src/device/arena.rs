@@ -39,10 +39,10 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::ArenaError;
+use crate::options::PAGE_SIZE;
 use crate::sync::{lock, Mutex};
 
-/// The page size of zspages, and of slots by default (zram's only slot size).
-pub const PAGE_SIZE: usize = 4096;
 /// The largest object an arena can be built for (`slot_size=32K`).
 pub const MAX_OBJECT: usize = 32 * 1024;
 /// The smallest object a class serves (`ZS_MIN_ALLOC_SIZE`).
@@ -51,29 +51,6 @@ pub const MIN_ALLOC: usize = 32;
 pub const CLASS_DELTA: usize = PAGE_SIZE >> 8;
 /// The most pages one zspage chains (`CONFIG_ZSMALLOC_CHAIN_SIZE`, default 8).
 pub const CHAIN_SIZE: usize = 8;
-
-/// Why an allocation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ArenaError {
-    /// A new zspage would take the arena past its limit.
-    #[error("the memory limit of {limit_pages} pages is reached ({used_pages} in use)")]
-    Limit {
-        /// The limit, in pages.
-        limit_pages: u64,
-        /// Pages in use.
-        used_pages: u64,
-    },
-    /// The heap refused a new zspage.
-    #[error("could not allocate a zspage of {bytes} bytes")]
-    OutOfMemory {
-        /// Bytes asked for.
-        bytes: usize,
-    },
-    /// An object larger than the arena's largest class.
-    #[error("an object of {0} bytes is larger than the arena's largest class")]
-    TooLarge(usize),
-}
 
 /// An allocated object: its class and its entry in the class's handle table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -29,9 +29,9 @@ use wring_engine::{Algorithm, CompressSpec, Engine, EngineConfig};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::arena::PAGE_SIZE;
+use super::stats::StreamStat;
 use crate::error::BlkError;
-use crate::stats::StreamStat;
+use crate::options::PAGE_SIZE;
 
 /// One slot's job: compress `input` (one slot) into `output` (its length is the limit), or
 /// decompress `input` into `output` (one slot: its length is what the object must give).
@@ -416,7 +416,7 @@ mod tests {
     /// (Raw deflate panicked here in zlib-rs before abandoned streams were run to their end.)
     #[test]
     fn pages_of_real_data_under_the_huge_limit_all_decode() {
-        let limit = crate::arena::Arena::new().huge_class_size() - 1;
+        let limit = crate::device::arena::Arena::new().huge_class_size() - 1;
         let mut data = Vec::new();
         for sample in wring_testing::samples(2 << 20) {
             data.extend_from_slice(&sample.data);

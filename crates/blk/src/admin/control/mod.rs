@@ -6,40 +6,47 @@
 //!
 //! | request | reply `ok` value | sysfs |
 //! |---|---|---|
-//! | `stat` | the [`Stat`] object | `mm_stat`, `io_stat`, `disksize`, … |
+//! | `stat` | the [`Stat`](crate::Stat) object | `mm_stat`, `io_stat`, `disksize`, … |
 //! | `compact` | pages freed by this call | `compact` |
 //! | `reset` | `null` | `reset` (frees every page and zeroes the statistics; size and options stay) |
 //! | `mem_limit SIZE` | the new limit in bytes | `mem_limit` |
 //! | `streams N` | the streams now | `max_comp_streams` |
 //! | `idle all` or `idle SECONDS` | pages now idle | `idle` |
-//! | `recompress [type=…] [threshold=N] [algo=NAME]` | a [`RecompressReport`] | `recompress` |
-//! | `writeback idle\|huge\|huge_idle\|incompressible` | a [`WritebackReport`] | `writeback` |
+//! | `recompress [type=…] [threshold=N] [algo=NAME]` | a [`RecompressReport`](crate::RecompressReport) | `recompress` |
+//! | `writeback idle\|huge\|huge_idle\|incompressible` | a [`WritebackReport`](crate::WritebackReport) | `writeback` |
 //! | `writeback_limit N\|off` | the budget now | `writeback_limit` (+ `_enable`) |
-//! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`] | (beyond zram) |
+//! | `train_dict [size=B] [level=L] [samples=N] [save=FILE]` | a [`TrainReport`](crate::TrainReport) | (beyond zram) |
 //! | `policy every=S age=S [recompress=T] [writeback=T]` or `policy off` | the policy | (beyond zram) |
 //! | `page_pool N` | the pool's counters ([`PoolStats`](wring_engine::pool::PoolStats)) | (beyond zram: resizes it live) |
 //!
 //! A reply is a JSON object: `{"ok": VALUE}` or `{"error": "MESSAGE"}`. A request line is at
 //! most 256 bytes; one connection is served at a time, and one that sends no line within 10 s
 //! is dropped.
+//!
+//! Here: the requests, parsed and printed ([`Request`]); `server` answers them on the device's
+//! side (the nbdkit plugin), `client` sends them (`wring blk`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
-use std::sync::Arc;
+// This module reads its input from a socket: a bad line is an error reply, never a panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
-use serde_json::{json, Value};
+mod client;
+mod server;
 
-use crate::backing::{WritebackReport, WritebackType};
+pub use client::{recompress, request, stat, train_dict, writeback};
+pub use server::{bind, handle, serve};
+
+use crate::actions::recompress::RecompressRequest;
+use crate::actions::train::TrainRequest;
 use crate::error::BlkError;
-use crate::options::parse_wb_limit;
-use crate::options::{parse_page_pool, parse_size, parse_streams};
-use crate::recompress::{RecompressReport, RecompressRequest, TrainReport, TrainRequest};
-use crate::schedule::Schedule;
-use crate::stats::Stat;
-use crate::store::Store;
+use crate::options::{parse_page_pool, parse_size, parse_streams, parse_wb_limit};
+use crate::options::{Schedule, WritebackType};
 
+/// The longest request line read.
 const MAX_LINE: u64 = 256;
 
 /// A control request.
@@ -151,139 +158,9 @@ impl Request {
     }
 }
 
-/// Carry out a request on a store.
-pub fn handle(store: &Store, req: Request) -> Result<Value, BlkError> {
-    Ok(match req {
-        Request::Stat => {
-            serde_json::to_value(store.stat()).map_err(|e| BlkError::Option(e.to_string()))?
-        }
-        Request::Compact => json!(store.compact()),
-        Request::Reset => {
-            store.reset();
-            Value::Null
-        }
-        Request::MemLimit(b) => {
-            store.set_mem_limit(b);
-            json!(b)
-        }
-        Request::Streams(n) => {
-            store.set_streams(n)?;
-            json!(store.stat().streams)
-        }
-        Request::Idle(older_than) => json!(store.mark_idle(older_than)),
-        Request::Recompress(r) => serde_json::to_value(store.recompress(&r)?)
-            .map_err(|e| BlkError::Option(e.to_string()))?,
-        Request::Policy(p) => {
-            let text = p.as_ref().map(Schedule::text);
-            store.set_policy(p);
-            json!(text)
-        }
-        Request::TrainDict(t) => serde_json::to_value(store.train_dict(&t)?)
-            .map_err(|e| BlkError::Option(e.to_string()))?,
-        Request::Writeback(t) => serde_json::to_value(store.writeback(t)?)
-            .map_err(|e| BlkError::Option(e.to_string()))?,
-        Request::WritebackLimit(n) => {
-            store.set_writeback_limit(n);
-            json!(store.writeback_limit())
-        }
-        Request::PagePool(n) => {
-            store.set_page_pool(n);
-            serde_json::to_value(store.stat().page_pool)
-                .map_err(|e| BlkError::Option(e.to_string()))?
-        }
-    })
-}
-
-/// Bind the control socket at `path` (mode 0600), replacing a stale socket file.
-pub fn bind(path: &Path) -> Result<UnixListener, BlkError> {
-    let io = |what: &str, source| BlkError::Io {
-        what: format!("{what} {}", path.display()),
-        source,
-    };
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io("could not remove the stale socket", e)),
-    }
-    let l = UnixListener::bind(path).map_err(|e| io("could not bind the control socket", e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| io("could not make the control socket 0600:", e))?;
-    Ok(l)
-}
-
-fn serve_one(store: &Store, stream: UnixStream) -> std::io::Result<()> {
-    // A client that connects and says nothing must not hold the channel (one at a time).
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
-    let mut line = String::new();
-    BufReader::new(stream.try_clone()?.take(MAX_LINE)).read_line(&mut line)?;
-    let reply = match Request::parse(&line).and_then(|r| handle(store, r)) {
-        Ok(v) => json!({ "ok": v }),
-        Err(e) => json!({ "error": e.to_string() }),
-    };
-    let mut w = stream;
-    writeln!(w, "{reply}")?;
-    w.flush()
-}
-
-/// Serve requests on `listener` from a thread of its own, for as long as the process lives.
-pub fn serve(listener: UnixListener, store: Arc<Store>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        // A failed accept or a client that goes away mid-request costs nothing but its reply.
-        for conn in listener.incoming().flatten() {
-            let _ = serve_one(&store, conn);
-        }
-    })
-}
-
-/// Send one request to the control socket at `path` and return the reply's value.
-pub fn request(path: &Path, req: Request) -> Result<Value, BlkError> {
-    let io = |what: &str, source| BlkError::Io {
-        what: format!("{what} {}", path.display()),
-        source,
-    };
-    let mut s = UnixStream::connect(path)
-        .map_err(|e| io("could not reach the device's control socket", e))?;
-    writeln!(s, "{}", req.line()).map_err(|e| io("could not send to", e))?;
-    let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .map_err(|e| io("could not read the reply from", e))?;
-    let v: Value = serde_json::from_str(&line)
-        .map_err(|e| BlkError::Option(format!("bad reply from the device: {e}: {line}")))?;
-    if let Some(e) = v.get("error").and_then(Value::as_str) {
-        return Err(BlkError::Option(e.to_string()));
-    }
-    Ok(v.get("ok").cloned().unwrap_or(Value::Null))
-}
-
-/// The device's statistics over the control socket at `path`.
-pub fn stat(path: &Path) -> Result<Stat, BlkError> {
-    let v = request(path, Request::Stat)?;
-    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad stat reply: {e}")))
-}
-
-/// Write back over the control socket at `path`.
-pub fn writeback(path: &Path, kind: WritebackType) -> Result<WritebackReport, BlkError> {
-    let v = request(path, Request::Writeback(kind))?;
-    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad writeback reply: {e}")))
-}
-
-/// Train a dictionary over the control socket at `path`.
-pub fn train_dict(path: &Path, req: TrainRequest) -> Result<TrainReport, BlkError> {
-    let v = request(path, Request::TrainDict(req))?;
-    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad train_dict reply: {e}")))
-}
-
-/// Recompress over the control socket at `path`.
-pub fn recompress(path: &Path, req: RecompressRequest) -> Result<RecompressReport, BlkError> {
-    let v = request(path, Request::Recompress(req))?;
-    serde_json::from_value(v).map_err(|e| BlkError::Option(format!("bad recompress reply: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::streams::ToyStreams;
 
     #[test]
     fn requests_round_trip_and_bad_ones_are_refused() {
@@ -391,50 +268,5 @@ mod tests {
                 proptest::prop_assert_eq!(again.ok(), Some(r));
             }
         }
-    }
-
-    #[test]
-    fn a_served_socket_answers_and_is_private() {
-        /// Removes the directory also when an assertion fails.
-        struct TempDir(std::path::PathBuf);
-        impl Drop for TempDir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        let dir =
-            TempDir(std::env::temp_dir().join(format!("wring-blk-control-{}", std::process::id())));
-        let _ = std::fs::remove_dir_all(&dir.0);
-        std::fs::create_dir_all(&dir.0).unwrap();
-        let path = dir.0.join("control.sock");
-        let store = Arc::new(Store::new(1 << 20, 0, Box::new(ToyStreams)).unwrap());
-        let l = bind(&path).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        serve(l, Arc::clone(&store));
-        store.write(0, &[1u8; 4096]).unwrap();
-        assert_eq!(stat(&path).unwrap().mm_stat.orig_data_size, 4096);
-        assert_eq!(
-            request(&path, Request::MemLimit(8192)).unwrap(),
-            json!(8192)
-        );
-        assert_eq!(store.stat().mm_stat.mem_limit, 8192);
-        let pool = request(&path, Request::PagePool(4)).unwrap();
-        assert_eq!(
-            (pool["size"].clone(), pool["free"].clone()),
-            (json!(4), json!(4))
-        );
-        assert_eq!(store.stat().page_pool.size, 4);
-        request(&path, Request::Reset).unwrap();
-        assert_eq!(store.stat().mm_stat.orig_data_size, 0);
-        // A raw bad line gets an error reply naming what is accepted.
-        let mut s = UnixStream::connect(&path).unwrap();
-        writeln!(s, "defrag").unwrap();
-        let mut reply = String::new();
-        BufReader::new(s).read_line(&mut reply).unwrap();
-        assert!(
-            reply.contains("error") && reply.contains("compact"),
-            "{reply}"
-        );
     }
 }
