@@ -1,0 +1,25 @@
+//! blk's folders are its layers, and `use` only ever names a layer below (lib.rs's "# Layers",
+//! docs/design.md's blk section): checked here on every module, test code aside.
+
+use std::path::Path;
+use wring_testing::layers::{check, Layers};
+
+/// lib.rs's layers, top first: admin (control, metrics) → actions → device; beside them the
+/// leaves every layer may name and which name no layer.
+const BLK: Layers<'static> = Layers {
+    layers: &[&["admin"], &["actions"], &["device"]],
+    shared: &["error", "options", "report", "sync"],
+};
+
+#[test]
+fn use_only_names_a_layer_below() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = check(&src, &BLK).expect("blk's sources parse");
+    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(
+        list.is_empty(),
+        "{} paths break blk's layering:\n{}",
+        list.len(),
+        list.join("\n")
+    );
+}
