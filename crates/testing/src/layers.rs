@@ -12,16 +12,19 @@
 //! is not checked: an item or module under `#[cfg(test)]` (or `cfg(all(test, …))`), a
 //! `#[test]` function, a file named `tests.rs`. lib.rs itself is the crate's public face and
 //! names every layer; it is not checked.
+//!
+//! The crate is read in one walk (`walk.rs`, each file's paths and imports collected by
+//! `scan.rs`), which resolves a path to the module it names: `crate::`, `self::`, `super::`,
+//! a first name the module imports or declares, and re-exports (globs included).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use syn::visit::Visit;
-
-use scan::{is_test_only, item_ident, Scan};
+use walk::{Crate, Declared};
 
 mod scan;
+mod walk;
 
 /// A crate's layers: top first, each a list of top-level module names, and the shared leaves
 /// that any layer may name and that name no layer.
@@ -147,20 +150,51 @@ impl Layers<'_> {
 }
 
 /// Checks the crate whose sources are in `src` (its `lib.rs` the root) against `layers`:
-/// every path into the crate from a non-test file, each one that breaks the rule returned,
-/// and each top-level module the table does not place (or places but lib.rs lacks).
+/// every path into the crate from a non-test file, each one that breaks the rule returned
+/// (once per line and module named), and each top-level module the table does not place (or
+/// places but lib.rs lacks).
 pub fn check(src: &Path, layers: &Layers<'_>) -> Result<Vec<Violation>, LayerError> {
-    let lib = src.join("lib.rs");
-    let ast = parse(&lib)?;
-    let root = Root::of(&ast);
-    let declared = declared_mods(&ast.items);
-    let mut found = table_gaps(&lib, &declared, layers);
-    for module in declared.into_iter().filter(|d| !d.test_only) {
-        let file = module_file(src, &module.name, &lib)?;
-        walk_file(&file, &[module.name], layers, &root, &mut found)?;
+    let krate = Crate::walk(src)?;
+    let mut found = table_gaps(&krate.lib, &krate.declared, layers);
+    let mut seen = BTreeSet::new();
+    for r in krate.refs.iter().filter(|r| r.file != krate.lib) {
+        let (Some(top), Some(named)) = (r.module.first(), top_named(&krate, r)) else {
+            continue;
+        };
+        let from = layers.place(top);
+        let place = named.as_deref().map_or(Place::Root, |m| layers.place(m));
+        let Some(breach) = layers.breach(from, place) else {
+            continue;
+        };
+        let named = named.unwrap_or_default();
+        if named != *top && seen.insert((r.file.clone(), r.line, named.clone())) {
+            found.push(Violation {
+                file: r.file.clone(),
+                line: r.line,
+                from: top.clone(),
+                named,
+                breach,
+            });
+        }
     }
     found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     Ok(found)
+}
+
+/// The top-level module a path as written names (`Some(None)` for the crate root's own
+/// items): only a path that starts at `crate`, `self` or `super` counts, and a name lib.rs
+/// re-exports counts as the module it comes from.
+fn top_named(krate: &Crate, r: &walk::Reference) -> Option<Option<String>> {
+    if !matches!(r.path.first()?.as_str(), "crate" | "self" | "super") {
+        return None;
+    }
+    let first = krate.anchor(&r.module, &r.path)?.into_iter().next()?;
+    if krate.modules.contains(std::slice::from_ref(&first)) {
+        return Some(Some(first));
+    }
+    let source = krate.anchor(&[], std::slice::from_ref(&first));
+    let top = source.and_then(|s| s.into_iter().next());
+    Some(top.filter(|t| krate.modules.contains(std::slice::from_ref(t))))
 }
 
 /// A top-level module the table does not place, or a name in the table lib.rs lacks.
@@ -185,140 +219,6 @@ fn table_gaps(lib: &Path, declared: &[Declared], layers: &Layers<'_>) -> Vec<Vio
         .filter(|name| !declared.iter().any(|d| d.name == **name))
         .map(|name| gap(1, name, Breach::Missing));
     unplaced.chain(missing).collect()
-}
-
-/// What the crate root says of its names: those it re-exports, with the top-level module
-/// each comes from (`pub use volume::data::dicts::Training` gives `Training` → `volume`), and
-/// its own items (lib.rs's constants), which count as shared.
-struct Root {
-    reexports: BTreeMap<String, String>,
-    items: BTreeSet<String>,
-}
-
-impl Root {
-    fn of(ast: &syn::File) -> Self {
-        let mut reexports = BTreeMap::new();
-        let mut items = BTreeSet::new();
-        for item in &ast.items {
-            match item {
-                syn::Item::Use(u) if !is_test_only(&u.attrs) => {
-                    use_leaves(&u.tree, None, &mut reexports);
-                }
-                syn::Item::Use(_) | syn::Item::Mod(_) => {}
-                other => items.extend(item_ident(other)),
-            }
-        }
-        Root { reexports, items }
-    }
-}
-
-/// The file of module `path` and the modules it declares, checked one after the other.
-fn walk_file(
-    file: &Path,
-    path: &[String],
-    layers: &Layers<'_>,
-    root: &Root,
-    found: &mut Vec<Violation>,
-) -> Result<(), LayerError> {
-    if file.file_name().is_some_and(|n| n == "tests.rs") {
-        return Ok(());
-    }
-    let ast = parse(file)?;
-    let mut scan = Scan {
-        file,
-        top: &path[0],
-        module: path.to_vec(),
-        layers,
-        root,
-        found,
-    };
-    scan.visit_file(&ast);
-    // `mod x;` in foo.rs is foo/x.rs, in foo/mod.rs it is foo/x.rs too.
-    let dir = if file.file_name().is_some_and(|n| n == "mod.rs") {
-        file.parent().map(Path::to_path_buf).unwrap_or_default()
-    } else {
-        file.with_extension("")
-    };
-    for declared in declared_mods(&ast.items) {
-        if declared.test_only {
-            continue;
-        }
-        let child = module_file(&dir, &declared.name, file)?;
-        let mut child_path = path.to_vec();
-        child_path.push(declared.name);
-        walk_file(&child, &child_path, layers, root, found)?;
-    }
-    Ok(())
-}
-
-fn parse(path: &Path) -> Result<syn::File, LayerError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LayerError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    syn::parse_file(&text).map_err(|source| LayerError::Parse {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// `dir/name.rs` or `dir/name/mod.rs`.
-fn module_file(dir: &Path, name: &str, declared_in: &Path) -> Result<PathBuf, LayerError> {
-    let flat = dir.join(format!("{name}.rs"));
-    if flat.is_file() {
-        return Ok(flat);
-    }
-    let nested = dir.join(name).join("mod.rs");
-    if nested.is_file() {
-        return Ok(nested);
-    }
-    Err(LayerError::NoFile {
-        path: declared_in.to_path_buf(),
-        module: name.to_string(),
-    })
-}
-
-/// A `mod x;` (no body) at the top of a file.
-struct Declared {
-    name: String,
-    line: usize,
-    test_only: bool,
-}
-
-fn declared_mods(items: &[syn::Item]) -> Vec<Declared> {
-    items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Mod(m) if m.content.is_none() => Some(Declared {
-                name: m.ident.to_string(),
-                line: m.ident.span().start().line,
-                test_only: is_test_only(&m.attrs),
-            }),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Each name a `use` tree brings in, with the first segment of its path.
-fn use_leaves(tree: &syn::UseTree, first: Option<&str>, out: &mut BTreeMap<String, String>) {
-    match tree {
-        syn::UseTree::Path(p) => {
-            let ident = p.ident.to_string();
-            use_leaves(&p.tree, Some(first.unwrap_or(&ident)), out);
-        }
-        syn::UseTree::Name(n) => {
-            if let Some(first) = first {
-                out.insert(n.ident.to_string(), first.to_string());
-            }
-        }
-        syn::UseTree::Rename(r) => {
-            if let Some(first) = first {
-                out.insert(r.rename.to_string(), first.to_string());
-            }
-        }
-        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_leaves(t, first, out)),
-        syn::UseTree::Glob(_) => {}
-    }
 }
 
 #[cfg(test)]

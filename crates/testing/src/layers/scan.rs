@@ -1,13 +1,14 @@
-//! The walk of one file for [`super::check`]: every path into the crate outside test code
-//! (`use` trees, paths in types and expressions, macro tokens), resolved to the top-level
-//! module it names and judged against the layer table.
+//! The walk of one file for [`super::check`] and [`super::cycles`]: every path outside test
+//! code (`use` trees, paths in types and expressions, macro tokens) recorded as written, with
+//! the module it is written in, and each module's imports (what a `use` at its top brings in,
+//! globs included) so that [`super::walk`] can resolve the paths once every module is known.
 
 use std::path::Path;
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::{self, Visit};
 
-use super::{Layers, Place, Root, Violation};
+use super::walk::{Crate, Reference};
 
 /// `#[test]`, `#[cfg(test)]`, or a `cfg(all(…))` that requires `test`.
 pub(super) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
@@ -35,134 +36,84 @@ fn requires_test(meta: &syn::Meta) -> bool {
     }
 }
 
-/// One file's walk: its module path (top-level module first), and what it found.
+/// One file's walk: the module it is (inline modules pushed as they are entered), and the
+/// crate's record it adds to.
 pub(super) struct Scan<'a> {
     pub(super) file: &'a Path,
-    pub(super) top: &'a str,
     pub(super) module: Vec<String>,
-    pub(super) layers: &'a Layers<'a>,
-    pub(super) root: &'a Root,
-    pub(super) found: &'a mut Vec<Violation>,
+    pub(super) krate: &'a mut Crate,
+    /// Inside a block (a function body): a `use` there imports nothing for the module.
+    pub(super) blocks: usize,
 }
 
-/// Where a path's leading segments have got to: the crate root's modules named so far, or
-/// somewhere outside the crate (another crate, a local name).
-#[derive(Clone)]
-enum Anchor {
-    /// Below the crate root: the modules so far (empty at the root itself).
-    Crate(Vec<String>),
-    Outside,
+/// A path's segments as written, each with its line.
+type Segments = Vec<(String, usize)>;
+
+fn is_anchor(segment: &str) -> bool {
+    matches!(segment, "crate" | "self" | "super")
 }
 
 impl Scan<'_> {
-    /// The first segment of a path: `crate` and `super` anchor it in the crate, `self` in this
-    /// module; anything else is another crate or a local name.
-    fn start(&self, first: &str) -> Anchor {
-        match first {
-            "crate" => Anchor::Crate(Vec::new()),
-            "self" => Anchor::Crate(self.module.clone()),
-            "super" => {
-                let mut up = self.module.clone();
-                up.pop();
-                Anchor::Crate(up)
-            }
-            _ => Anchor::Outside,
-        }
-    }
-
-    /// One more segment after `anchor`: a further `super` climbs, a name goes down.
-    fn step(anchor: Anchor, segment: &str) -> Anchor {
-        match anchor {
-            Anchor::Crate(mut at) if segment == "super" => {
-                at.pop();
-                Anchor::Crate(at)
-            }
-            Anchor::Crate(mut at) => {
-                at.push(segment.to_string());
-                Anchor::Crate(at)
-            }
-            Anchor::Outside => Anchor::Outside,
-        }
-    }
-
-    /// A path that has reached `at` below the crate root: once it names a top-level module
-    /// (or a root item), that is what it names.
-    fn named(&mut self, at: &[String], span: Span) -> bool {
-        let Some(first) = at.first() else {
-            return false;
-        };
-        let (module, place) = match self.root.reexports.get(first) {
-            Some(module) => (module.as_str(), self.layers.place(module)),
-            None if self.root.items.contains(first) => (first.as_str(), Place::Root),
-            None => (first.as_str(), self.layers.place(first)),
-        };
-        let from = self.layers.place(self.top);
-        if module != self.top {
-            if let Some(breach) = self.layers.breach(from, place) {
-                self.found.push(Violation {
-                    file: self.file.to_path_buf(),
-                    line: span.start().line,
-                    from: self.top.to_string(),
-                    named: module.to_string(),
-                    breach,
-                });
-            }
-        }
-        true
-    }
-
-    /// A path's segments (`crate`, `super`, `self` first when it is into the crate): what it
-    /// names, once it names a top-level module.
-    fn path(&mut self, segments: &[(String, Span)]) {
-        let Some(((first, _), rest)) = segments.split_first() else {
+    /// A path of two segments or more (one segment names something in scope, which only a
+    /// `use` can have brought in, and that `use` is recorded).
+    fn path(&mut self, segments: Segments) {
+        if segments.len() < 2 {
             return;
-        };
-        let mut anchor = self.start(first);
-        for (segment, span) in rest {
-            anchor = Self::step(anchor, segment);
-            if let Anchor::Crate(at) = &anchor {
-                if self.named(at, *span) {
-                    return;
-                }
-            }
         }
+        // The line of the first segment after `crate`, `self` and `super`: where the module
+        // named is written.
+        let line = segments
+            .iter()
+            .find(|(s, _)| !is_anchor(s))
+            .or(segments.last())
+            .map_or(0, |(_, line)| *line);
+        self.krate.refs.push(Reference {
+            file: self.file.to_path_buf(),
+            line,
+            module: self.module.clone(),
+            path: segments.into_iter().map(|(s, _)| s).collect(),
+        });
     }
 
-    /// A `use` tree below `anchor` (`None` at its start): each branch of a group on its own,
-    /// each stopping once it names a top-level module.
-    fn use_tree(&mut self, tree: &syn::UseTree, anchor: Option<Anchor>) {
-        let segment = |ident: &syn::Ident| ident.to_string();
-        let advance = |scan: &Self, anchor: Option<Anchor>, ident: &syn::Ident| match anchor {
-            None => scan.start(&segment(ident)),
-            Some(a) => Self::step(a, &segment(ident)),
+    /// A `use` tree below `prefix`: each leaf a path (`x::{self}` is `x`), and, at a module's
+    /// top, an import of the leaf's name.
+    fn use_tree(&mut self, tree: &syn::UseTree, prefix: &Segments) {
+        let with = |ident: &syn::Ident| {
+            let mut path = prefix.clone();
+            if ident != "self" || path.is_empty() {
+                path.push((ident.to_string(), ident.span().start().line));
+            }
+            path
         };
-        match tree {
-            syn::UseTree::Path(p) => {
-                let next = advance(self, anchor, &p.ident);
-                if let Anchor::Crate(at) = &next {
-                    if self.named(at, p.ident.span()) {
-                        return;
-                    }
-                }
-                self.use_tree(&p.tree, Some(next));
-            }
-            syn::UseTree::Name(n) => {
-                if let Anchor::Crate(at) = advance(self, anchor, &n.ident) {
-                    self.named(&at, n.ident.span());
-                }
-            }
-            syn::UseTree::Rename(r) => {
-                if let Anchor::Crate(at) = advance(self, anchor, &r.ident) {
-                    self.named(&at, r.ident.span());
-                }
-            }
+        let (path, name) = match tree {
+            syn::UseTree::Path(p) => return self.use_tree(&p.tree, &with(&p.ident)),
             syn::UseTree::Group(g) => {
-                for item in &g.items {
-                    self.use_tree(item, anchor.clone());
-                }
+                return g.items.iter().for_each(|t| self.use_tree(t, prefix));
             }
-            syn::UseTree::Glob(_) => {}
+            syn::UseTree::Glob(_) => {
+                if self.blocks == 0 {
+                    let glob = prefix.iter().map(|(s, _)| s.clone()).collect();
+                    self.krate.scope(&self.module).globs.push(glob);
+                }
+                return self.path(prefix.clone());
+            }
+            syn::UseTree::Name(n) => (with(&n.ident), n.ident.to_string()),
+            syn::UseTree::Rename(r) => (with(&r.ident), r.rename.to_string()),
+        };
+        if self.blocks == 0 {
+            // `use x::{self}` brings in `x`.
+            let name = match (name.as_str(), path.last()) {
+                ("self", Some((last, _))) => last.clone(),
+                _ => name,
+            };
+            let target = path.iter().map(|(s, _)| s.clone()).collect();
+            self.krate.scope(&self.module).imports.insert(name, target);
         }
+        if path.len() == 1 {
+            // `use x;`: an import only (a crate, or a name in scope).
+            return;
+        }
+        self.path(path);
     }
 
     /// A macro's tokens: `crate :: x`, `$crate :: x` and `super :: … :: x` sequences.
@@ -183,10 +134,10 @@ impl Scan<'_> {
                 continue;
             }
             // Collect `ident :: ident :: …`.
-            let mut idents = Vec::new();
+            let mut segments = Vec::new();
             let mut j = i;
             while let Some(TokenTree::Ident(id)) = trees.get(j) {
-                idents.push(id.clone());
+                segments.push((id.to_string(), id.span().start().line));
                 if is_colon(trees.get(j + 1)) && is_colon(trees.get(j + 2)) {
                     j += 3;
                 } else {
@@ -194,11 +145,7 @@ impl Scan<'_> {
                     break;
                 }
             }
-            let segments: Vec<_> = idents
-                .iter()
-                .map(|id| (id.to_string(), id.span()))
-                .collect();
-            self.path(&segments);
+            self.path(segments);
             i = j.max(i + 1);
         }
     }
@@ -206,24 +153,6 @@ impl Scan<'_> {
 
 fn is_colon(tree: Option<&TokenTree>) -> bool {
     matches!(tree, Some(TokenTree::Punct(p)) if p.as_char() == ':')
-}
-
-/// The name an item defines at its module's top (`None` for impls, uses, foreign blocks).
-pub(super) fn item_ident(item: &syn::Item) -> Option<String> {
-    use syn::Item;
-    let ident = match item {
-        Item::Const(i) => &i.ident,
-        Item::Enum(i) => &i.ident,
-        Item::Fn(i) => &i.sig.ident,
-        Item::Macro(i) => i.ident.as_ref()?,
-        Item::Static(i) => &i.ident,
-        Item::Struct(i) => &i.ident,
-        Item::Trait(i) => &i.ident,
-        Item::Type(i) => &i.ident,
-        Item::Union(i) => &i.ident,
-        _ => return None,
-    };
-    Some(ident.to_string())
 }
 
 fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
@@ -257,11 +186,23 @@ impl<'ast> Visit<'ast> for Scan<'_> {
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         // A `mod x;` is walked as its own file; an inline one here, one module deeper.
-        if m.content.is_some() {
-            self.module.push(m.ident.to_string());
-            visit::visit_item_mod(self, m);
-            self.module.pop();
+        // (One inside a function body is walked as part of its module.)
+        if m.content.is_none() {
+            return;
         }
+        if self.blocks > 0 {
+            return visit::visit_item_mod(self, m);
+        }
+        self.module.push(m.ident.to_string());
+        self.krate.modules.insert(self.module.clone());
+        visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        self.blocks += 1;
+        visit::visit_block(self, block);
+        self.blocks -= 1;
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
@@ -278,18 +219,18 @@ impl<'ast> Visit<'ast> for Scan<'_> {
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         if u.leading_colon.is_none() {
-            self.use_tree(&u.tree, None);
+            self.use_tree(&u.tree, &Vec::new());
         }
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
         if path.leading_colon.is_none() {
-            let segments: Vec<_> = path
+            let segments = path
                 .segments
                 .iter()
-                .map(|s| (s.ident.to_string(), s.ident.span()))
+                .map(|s| (s.ident.to_string(), s.ident.span().start().line))
                 .collect();
-            self.path(&segments);
+            self.path(segments);
         }
         visit::visit_path(self, path);
     }
