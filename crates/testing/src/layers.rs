@@ -13,9 +13,11 @@
 //! `#[test]` function, a file named `tests.rs`. lib.rs itself is the crate's public face and
 //! names every layer; it is not checked.
 //!
-//! The crate is read in one walk (`walk.rs`, each file's paths and imports collected by
-//! `scan.rs`), which resolves a path to the module it names: `crate::`, `self::`, `super::`,
-//! a first name the module imports or declares, and re-exports (globs included).
+//! [`cycles`] works at every level instead: among the children of each module it finds the
+//! ones that depend on each other in a ring (`cycles.rs`). Both read the crate from one walk
+//! (`walk.rs`, each file's paths and imports collected by `scan.rs`), which resolves a path
+//! to the module it names: `crate::`, `self::`, `super::`, a first name the module imports or
+//! declares, and re-exports (globs included) followed to their source.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -23,6 +25,9 @@ use std::path::{Path, PathBuf};
 
 use walk::{Crate, Declared};
 
+pub use cycles::{cycles, Cycle, Edge};
+
+mod cycles;
 mod scan;
 mod walk;
 

@@ -152,6 +152,43 @@ impl Crate {
             self.lookup(&from, name, depth + 1)
         })
     }
+
+    /// An absolute path with each name a module imports replaced by what it stands for (a
+    /// re-export followed to its source), as far as modules go.
+    pub(super) fn resolve(&self, path: &[String]) -> ModPath {
+        self.resolve_at(path, 0)
+    }
+
+    fn resolve_at(&self, path: &[String], depth: usize) -> ModPath {
+        let mut at: ModPath = Vec::new();
+        let mut rest = path.iter();
+        while let Some(name) = rest.next() {
+            match self.lookup(&at, name, depth) {
+                Some(next) if self.modules.contains(&next) => at = next,
+                // An item another module defines: resolved there, the rest after it.
+                Some(next) if depth < DEPTH => {
+                    let whole: Vec<String> = next.into_iter().chain(rest.cloned()).collect();
+                    return self.resolve_at(&whole, depth + 1);
+                }
+                _ => {
+                    at.push(name.clone());
+                    at.extend(rest.cloned());
+                    return at;
+                }
+            }
+        }
+        at
+    }
+
+    /// The module a path names: the longest prefix of it that is a module.
+    pub(super) fn module_of(&self, path: &[String]) -> ModPath {
+        (0..=path.len())
+            .rev()
+            .filter_map(|n| path.get(..n))
+            .find(|prefix| self.modules.contains(*prefix))
+            .map(<[String]>::to_vec)
+            .unwrap_or_default()
+    }
 }
 
 fn parse(path: &Path) -> Result<syn::File, LayerError> {
