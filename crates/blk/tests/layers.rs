@@ -1,8 +1,9 @@
 //! blk's folders are its layers, and `use` only ever names a layer below (lib.rs's "# Layers",
-//! docs/design.md's blk section): checked here on every module, test code aside.
+//! docs/design.md's blk section): checked here on every module, test code aside; and inside
+//! every folder too its modules form no import cycle.
 
 use std::path::Path;
-use wring_testing::layers::{check, Layers};
+use wring_testing::layers::{check, cycles, Layers};
 
 /// lib.rs's layers, top first: admin (control, metrics) → actions → device; beside them the
 /// leaves every layer may name and which name no layer.
@@ -19,6 +20,21 @@ fn use_only_names_a_layer_below() {
     assert!(
         list.is_empty(),
         "{} paths break blk's layering:\n{}",
+        list.len(),
+        list.join("\n")
+    );
+}
+
+/// The old flat blk had seven modules in one cycle (backing, options, recompress, schedule,
+/// stats, store, streams); at no level do blk's modules depend on each other in a ring now.
+#[test]
+fn modules_form_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = cycles(&src).expect("blk's sources parse");
+    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(
+        list.is_empty(),
+        "{} import cycles in blk:\n{}",
         list.len(),
         list.join("\n")
     );
