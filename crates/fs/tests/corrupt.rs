@@ -54,7 +54,7 @@ fn corrupt_extent_is_eio_and_logged() {
         {
             let mut extents = txn.open_table(EXTENTS).unwrap();
             let value = extents.get((ino, BAD)).unwrap().unwrap().value().to_vec();
-            let Some(Stored::External(at, len)) = stored(&value) else {
+            let Ok(Stored::External(at, len)) = stored(&value) else {
                 panic!("extent {BAD} should be in the data file");
             };
             let data = std::fs::OpenOptions::new()
@@ -70,7 +70,7 @@ fn corrupt_extent_is_eio_and_logged() {
             let n = stored(&lost).unwrap().len() as usize;
             let mut inline = lost[..EXTENT_HEADER_LEN].to_vec();
             inline.resize(EXTENT_HEADER_LEN + n, 0);
-            let moved = external_item(&inline, 1 << 40);
+            let moved = external_item(&inline, 1 << 40).unwrap();
             extents.insert((ino, LOST), moved.as_slice()).unwrap();
             let mut long = extents
                 .get((ino, HEADER))
