@@ -16,7 +16,7 @@ use crate::store::layout::{
 
 /// The record's name in errors.
 const R: &str = "extent item";
-/// Where the stored bytes are: [`INLINE`] or [`EXTERNAL`].
+/// Where the stored bytes are: 1, inline (after the header); 2, external (in the data backend).
 pub const VERSION: Field<1> = Field::new(R, "version", 0);
 /// The compression algorithm's code (0: raw).
 pub const COMPRESSION: Field<1> = Field::new(R, "compression", 1);
