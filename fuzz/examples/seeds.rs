@@ -125,7 +125,8 @@ fn store_record_seeds(dir: &Path) -> std::io::Result<()> {
         dict: 1,
     };
     let inline = header.encode(b"stored bytes of a small extent");
-    seeds.push((1, external_item(&inline, 1 << 20).to_vec()));
+    let external = external_item(&inline, 1 << 20).map_err(std::io::Error::other)?;
+    seeds.push((1, external.to_vec()));
     seeds.push((1, inline));
     let raw = ExtentHeader {
         encoding: Encoding::Raw,

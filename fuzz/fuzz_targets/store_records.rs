@@ -3,8 +3,10 @@
 //! xattrs, times, and the dictionary table's records (a 4-byte key, then zstd's dictionary
 //! format). The first byte picks the record, the rest is the record.
 //!
-//! Decoding never panics; what decodes is valid and re-encodes to bytes that decode the same;
-//! what the filesystem then builds from it — the FUSE attributes, the byte range of the file's
+//! Decoding never panics: it either gives a record, valid, which re-encodes to bytes that
+//! decode the same, or a typed error ([`RecordError`]) naming the record it was decoding and
+//! one of its fields (the dictionary table: the key or the bytes). What the filesystem then
+//! builds from a record that decodes — the FUSE attributes, the byte range of the file's
 //! last extent, the data-file range of stored bytes — is computed without overflow and
 //! converts back exactly.
 
@@ -14,8 +16,19 @@ use libfuzzer_sys::fuzz_target;
 use wring_fs::acl::Acl;
 use wring_fs::options::MAX_MAX_EXTENT;
 use wring_fs::store::records::{
-    external_item, stored, ExtentHeader, Inode, Kind, Stored, Time, MAX_FILE_SIZE,
+    external_item, stored, ExtentHeader, Inode, Kind, RecordError, Stored, Time, MAX_FILE_SIZE,
 };
+
+/// A decoder's error names `record` and a field of it, and says so in its text.
+fn named(e: &RecordError, record: &str) {
+    assert_eq!(e.record, record, "{e}");
+    assert!(!e.field.is_empty(), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("{record} record: field {}: ", e.field)),
+        "{text}"
+    );
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, record)) = data.split_first() else {
@@ -38,17 +51,23 @@ fn dictionary(b: &[u8]) {
         return;
     };
     let key = u32::from_le_bytes(*key);
-    if let Ok((id, dict)) = wring_fs::store::dicts::record(key, bytes) {
-        assert_eq!(u32::from(id), key);
-        assert!(id != 0);
-        assert_eq!(dict.bytes(), bytes);
+    match wring_fs::store::dicts::record(key, bytes) {
+        Ok((id, dict)) => {
+            assert_eq!(u32::from(id), key);
+            assert!(id != 0);
+            assert_eq!(dict.bytes(), bytes);
+        }
+        Err(e) => {
+            named(&e, "dictionary");
+            assert!(["id", "bytes"].contains(&e.field), "{e}");
+        }
     }
 }
 
 fn inode(b: &[u8]) {
-    let Ok(i) = Inode::decode(b) else {
-        assert_eq!(Inode::from_bytes(b), None);
-        return;
+    let i = match Inode::decode(b) {
+        Ok(i) => i,
+        Err(e) => return named(&e, "inode"),
     };
     assert_eq!(
         Inode::decode(&i.to_bytes()).as_ref(),
@@ -71,24 +90,30 @@ fn inode(b: &[u8]) {
 
 fn extent_item(b: &[u8]) {
     let where_ = stored(b);
-    if let Some(Stored::External(offset, len)) = where_ {
-        assert!(offset
-            .checked_add(len)
-            .is_some_and(|end| end <= MAX_FILE_SIZE));
+    match &where_ {
+        Ok(Stored::External(offset, len)) => {
+            assert!(offset
+                .checked_add(*len)
+                .is_some_and(|end| end <= MAX_FILE_SIZE));
+        }
+        Ok(Stored::Inline(_)) => {}
+        Err(e) => named(e, "extent item"),
     }
-    let Some(h) = ExtentHeader::decode(b) else {
-        return;
+    let h = match ExtentHeader::decode(b) {
+        Ok(h) => h,
+        Err(e) => return named(&e, "extent item"),
     };
     assert!(h.ram_len as usize <= MAX_MAX_EXTENT, "{h:?}");
     match where_.expect("a header that decodes has stored bytes") {
         Stored::Inline(bytes) => {
-            assert_eq!(ExtentHeader::decode(&h.encode(bytes)).as_ref(), Some(&h));
+            assert_eq!(ExtentHeader::decode(&h.encode(bytes)).as_ref(), Ok(&h));
         }
         Stored::External(offset, len) => {
             if len <= 1 << 16 {
-                let item = external_item(&h.encode(&vec![0; len as usize]), offset);
-                assert_eq!(ExtentHeader::decode(&item).as_ref(), Some(&h));
-                assert_eq!(stored(&item), Some(Stored::External(offset, len)));
+                let item = external_item(&h.encode(&vec![0; len as usize]), offset)
+                    .expect("an inline item that decodes moves out");
+                assert_eq!(ExtentHeader::decode(&item).as_ref(), Ok(&h));
+                assert_eq!(stored(&item), Ok(Stored::External(offset, len)));
             }
         }
     }
@@ -97,8 +122,9 @@ fn extent_item(b: &[u8]) {
 /// A directory entry's value is (inode, kind byte); only the kind byte is interpreted.
 fn dirent(b: &[u8]) {
     if let Some(&k) = b.first() {
-        if let Some(kind) = Kind::from_u8(k) {
-            assert_eq!(kind as u8, k);
+        match Kind::of_entry(k) {
+            Ok(kind) => assert_eq!(kind as u8, k),
+            Err(e) => named(&e, "directory entry"),
         }
     }
 }

@@ -13,7 +13,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use redb::ReadableTable;
-use wring_fs::store::records::{external_item, stored, Stored, EXTENT_HEADER_LEN};
+use wring_fs::store::layout::{put_i64, put_u32};
+use wring_fs::store::records::{extent, external_item_of, inode, stored, ExtentHeader, Stored};
 use wring_fs::store::{Store, DATA_FILE, DIRENTS, EXTENTS, INODES, ROOT};
 
 const EXTENT: u64 = 128 * 1024;
@@ -54,7 +55,7 @@ fn corrupt_extent_is_eio_and_logged() {
         {
             let mut extents = txn.open_table(EXTENTS).unwrap();
             let value = extents.get((ino, BAD)).unwrap().unwrap().value().to_vec();
-            let Some(Stored::External(at, len)) = stored(&value) else {
+            let Ok(Stored::External(at, len)) = stored(&value) else {
                 panic!("extent {BAD} should be in the data file");
             };
             let data = std::fs::OpenOptions::new()
@@ -68,9 +69,8 @@ fn corrupt_extent_is_eio_and_logged() {
             data.sync_all().unwrap();
             let lost = extents.get((ino, LOST)).unwrap().unwrap().value().to_vec();
             let n = stored(&lost).unwrap().len() as usize;
-            let mut inline = lost[..EXTENT_HEADER_LEN].to_vec();
-            inline.resize(EXTENT_HEADER_LEN + n, 0);
-            let moved = external_item(&inline, 1 << 40);
+            let h = ExtentHeader::decode(&lost).unwrap();
+            let moved = external_item_of(&h, n, 1 << 40);
             extents.insert((ino, LOST), moved.as_slice()).unwrap();
             let mut long = extents
                 .get((ino, HEADER))
@@ -78,8 +78,7 @@ fn corrupt_extent_is_eio_and_logged() {
                 .unwrap()
                 .value()
                 .to_vec();
-            let ram_len = (EXTENT as u32 + 4096).to_le_bytes();
-            long[4..8].copy_from_slice(&ram_len);
+            put_u32(&mut long, &extent::RAM_LEN, EXTENT as u32 + 4096);
             extents.insert((ino, HEADER), long.as_slice()).unwrap();
         }
         store.commit(txn, true).unwrap();
@@ -166,9 +165,6 @@ fn corrupt_extent_is_eio_and_logged() {
     }
 }
 
-/// Offset of the atime (seconds, then nanoseconds) in an inode item.
-const ATIME_AT: usize = 46;
-
 #[test]
 fn corrupt_inode_is_eio_and_logged() {
     if !require_root("corrupt_inode_is_eio_and_logged") {
@@ -193,8 +189,8 @@ fn corrupt_inode_is_eio_and_logged() {
         {
             let mut inodes = txn.open_table(INODES).unwrap();
             let mut item = inodes.get(ino).unwrap().unwrap().value().to_vec();
-            item[ATIME_AT..ATIME_AT + 8].copy_from_slice(&i64::MAX.to_le_bytes());
-            item[ATIME_AT + 8..ATIME_AT + 12].copy_from_slice(&2_000_000_000u32.to_le_bytes());
+            put_i64(&mut item, &inode::ATIME.secs, i64::MAX);
+            put_u32(&mut item, &inode::ATIME.nsecs, 2_000_000_000);
             inodes.insert(ino, item.as_slice()).unwrap();
         }
         store.commit(txn, true).unwrap();

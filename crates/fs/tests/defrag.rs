@@ -389,7 +389,7 @@ fn a_damaged_extent_is_left_and_the_others_are_rewritten() {
         let txn = store.read().unwrap();
         let t = txn.open_table(wring_fs::store::EXTENTS).unwrap();
         let item = t.get((ino, 2)).unwrap().unwrap().value().to_vec();
-        let Some(wring_fs::store::records::Stored::External(at, _)) =
+        let Ok(wring_fs::store::records::Stored::External(at, _)) =
             wring_fs::store::records::stored(&item)
         else {
             panic!("extent 2 should be in the data file");

@@ -504,7 +504,7 @@ fn a_crash_after_a_compaction_pass_finds_every_extent() {
     assert!(r.moved > 0 && r.deleted == 0 && r.waiting > 0, "{r:?}");
     for r in snap.open_table(EXTENTS).unwrap().iter().unwrap() {
         let (k, v) = r.unwrap();
-        let Some(Stored::External(at, len)) = stored(v.value()) else {
+        let Ok(Stored::External(at, len)) = stored(v.value()) else {
             panic!("item {:?} is not external", k.value());
         };
         let mut buf = vec![0; len as usize];
@@ -532,7 +532,7 @@ fn a_crash_after_a_compaction_pass_finds_every_extent() {
     let mut n = 0;
     for r in rtxn.open_table(EXTENTS).unwrap().iter().unwrap() {
         let (k, v) = r.unwrap();
-        let Some(Stored::External(at, len)) = stored(v.value()) else {
+        let Ok(Stored::External(at, len)) = stored(v.value()) else {
             panic!("item {:?} is not external", k.value());
         };
         let addr = wring_objstore::Addr::from_raw(at);

@@ -310,7 +310,7 @@ impl Store {
         let mut items = Vec::new();
         for r in table.iter()? {
             let (k, v) = r?;
-            if let Some(Stored::External(at, len)) = records::stored(v.value()) {
+            if let Ok(Stored::External(at, len)) = records::stored(v.value()) {
                 let addr = Addr::from_raw(at);
                 if wanted.contains(&addr.segment()) {
                     items.push((k.value(), addr, len));
@@ -354,7 +354,7 @@ impl Store {
                 let Some(v) = table.get(key)?.map(|v| v.value().to_vec()) else {
                     continue;
                 };
-                if records::stored(&v) == Some(Stored::External(old.raw(), len)) {
+                if records::stored(&v) == Ok(Stored::External(old.raw(), len)) {
                     naming.entry((old.raw(), len)).or_default().push((key, v));
                 }
             }
@@ -373,7 +373,8 @@ impl Store {
                 continue;
             }
             for (key, mut v) in names {
-                records::set_external_offset(&mut v, new.raw());
+                // Dropped uncommitted on an error, the transaction frees the copies.
+                records::set_external_offset(&mut v, new.raw()).map_err(|e| e.at(key.0, 0))?;
                 table.insert(key, v.as_slice())?;
             }
             super::shared::moved(&txn, old.raw(), new.raw())?;

@@ -345,10 +345,10 @@ impl DataFile {
 
     /// Space a committed transaction stopped referencing: reusable after a durable commit.
     pub fn pin(&self, ranges: impl IntoIterator<Item = Range>) {
+        let ranges: Vec<Range> = ranges.into_iter().collect();
         let mut space = lock(&self.space);
-        let at = space.pinned.len();
+        space.held += held(&ranges);
         space.pinned.extend(ranges);
-        space.held += held(&space.pinned[at..]);
     }
 
     /// What the next durable commit gives back (whole blocks freed since the last one, and

@@ -13,6 +13,7 @@ use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use wring_engine::dict::Dictionary;
 
 use crate::error::FsError;
+use crate::store::layout::{Problem, RecordError};
 use crate::store::table_if_made;
 
 /// Dictionary id → the dictionary's bytes (zstd's format).
@@ -45,14 +46,30 @@ pub fn all(txn: &ReadTransaction) -> Result<Vec<(u32, Vec<u8>)>, FsError> {
     Ok(out)
 }
 
+/// The dictionary record's name in errors.
+const R: &str = "dictionary";
+
 /// A record of the dictionary table, checked: its id (1 to 255, what an extent header can
-/// name) and the dictionary, digested. The error says what is damaged.
-pub fn record(key: u32, bytes: &[u8]) -> Result<(u8, Dictionary), String> {
+/// name) and the dictionary, digested. The error names the key or the bytes.
+pub fn record(key: u32, bytes: &[u8]) -> Result<(u8, Dictionary), RecordError> {
     let id = u8::try_from(key)
         .ok()
         .filter(|&id| id != 0)
-        .ok_or_else(|| format!("dictionary id {key} is not one an extent can name (1 to 255)"))?;
-    let dict = Dictionary::new(bytes.to_vec()).map_err(|e| format!("dictionary {id}: {e}"))?;
+        .ok_or_else(|| {
+            let why = "not an id an extent can name (1 to 255)";
+            RecordError::new(
+                R,
+                "id",
+                Problem::Invalid {
+                    value: key.into(),
+                    why,
+                },
+            )
+        })?;
+    let dict = Dictionary::new(bytes.to_vec()).map_err(|e| {
+        let why = format!("dictionary {id} does not digest: {e}");
+        RecordError::new(R, "bytes", Problem::Unreadable { why })
+    })?;
     Ok((id, dict))
 }
 

@@ -12,7 +12,9 @@ use std::sync::atomic::Ordering;
 
 use redb::Table;
 
-use super::records::{covered, external_item_of, stored, ExtentHeader, Inode, Stored, INLINE_MAX};
+use super::records::{
+    covered, external_item_of, stored, ExtentHeader, Inode, RecordError, Stored, INLINE_MAX,
+};
 use super::{add_counter, shared, Txn, EXTENTS};
 use crate::error::FsError;
 
@@ -60,6 +62,16 @@ impl Delta {
         inode.disk = inode.disk.saturating_add_signed(self.held);
         inode.bytes = inode.bytes.saturating_add_signed(self.bytes);
     }
+}
+
+/// A damaged item to share as `key` (inode, extent index): EIO, logged with what is wrong.
+fn corrupt(key: (u64, u64), e: &RecordError) -> FsError {
+    log::error!(
+        "inode {} extent {}: cannot share a damaged item: {e}",
+        key.0,
+        key.1
+    );
+    FsError::Errno(libc::EIO)
 }
 
 /// The bytes of its file the item `item` covers (0 when it is damaged).
@@ -120,7 +132,7 @@ impl Txn<'_> {
         key: (u64, u64),
         item: &[u8],
     ) -> Result<Delta, FsError> {
-        let s = stored(item).ok_or(FsError::Errno(libc::EIO))?;
+        let s = stored(item).map_err(|e| corrupt(key, &e))?;
         let mut delta = self.remove_item(extents, key)?;
         delta.held += s.len() as i64;
         delta.bytes += covered_by(item);
@@ -132,9 +144,7 @@ impl Txn<'_> {
             Stored::Inline(b) => delta.used += b.len() as i64,
         }
         let mut v = item.to_vec();
-        if !ExtentHeader::set_seq(&mut v, self.next_counter("seq")?) {
-            return Err(FsError::Errno(libc::EIO));
-        }
+        ExtentHeader::set_seq(&mut v, self.next_counter("seq")?).map_err(|e| corrupt(key, &e))?;
         extents.insert(key, v.as_slice())?;
         add_counter(self, "used", delta.used)?;
         Ok(delta)
@@ -168,7 +178,7 @@ impl Txn<'_> {
         let Some(old) = extents.remove(key)? else {
             return Ok(Delta::default());
         };
-        let Some(s) = stored(old.value()) else {
+        let Ok(s) = stored(old.value()) else {
             return Ok(Delta::default());
         };
         let n = -(s.len() as i64);

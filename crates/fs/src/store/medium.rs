@@ -137,7 +137,8 @@ fn write_zeros(f: &File, len: u64) -> io::Result<()> {
     let mut at = f.metadata()?.len();
     while at < len {
         let n = (len - at).min(zeros.len() as u64) as usize;
-        f.write_all_at(&zeros[..n], at)?;
+        let chunk = zeros.get(..n).ok_or(io::ErrorKind::InvalidInput)?;
+        f.write_all_at(chunk, at)?;
         at += n as u64;
     }
     Ok(())
@@ -145,6 +146,28 @@ fn write_zeros(f: &File, len: u64) -> io::Result<()> {
 
 /// Size of the overlay's pages.
 const PAGE: u64 = 4096;
+
+/// Copy the bytes at file offsets `range` from `src` to `dst`, each a buffer with the file
+/// offset it starts at; a range either does not hold is InvalidInput.
+fn copy(
+    (dst, dst_at): (&mut [u8], u64),
+    (src, src_at): (&[u8], u64),
+    range: std::ops::Range<u64>,
+) -> io::Result<()> {
+    let within = |at: u64| {
+        let (from, to) = (range.start.checked_sub(at)?, range.end.checked_sub(at)?);
+        Some(usize::try_from(from).ok()?..usize::try_from(to).ok()?)
+    };
+    let d = within(dst_at).and_then(|r| dst.get_mut(r));
+    let s = within(src_at).and_then(|r| src.get(r));
+    match (d, s) {
+        (Some(d), Some(s)) if d.len() == s.len() => {
+            d.copy_from_slice(s);
+            Ok(())
+        }
+        _ => Err(io::ErrorKind::InvalidInput.into()),
+    }
+}
 
 /// A database file read in place with every write kept in memory, so redb can open (and, after
 /// a crash, repair) a store that fsck must leave as it is. Its locks are taken shared: a mount
@@ -190,13 +213,15 @@ impl Overlay {
     /// written pages over both.
     fn fill(&self, layer: &Layer, offset: u64, out: &mut [u8]) -> io::Result<()> {
         let below = (layer.base_len.saturating_sub(offset) as usize).min(out.len());
-        self.base.read(offset, &mut out[..below])?;
-        out[below..].fill(0);
+        let (file, past) = out
+            .split_at_mut_checked(below)
+            .ok_or(io::ErrorKind::InvalidInput)?;
+        self.base.read(offset, file)?;
+        past.fill(0);
         let end = offset + out.len() as u64;
         for (&idx, page) in layer.pages.range(offset / PAGE..end.div_ceil(PAGE)) {
             let (from, to) = ((idx * PAGE).max(offset), ((idx + 1) * PAGE).min(end));
-            out[(from - offset) as usize..(to - offset) as usize]
-                .copy_from_slice(&page[(from - idx * PAGE) as usize..(to - idx * PAGE) as usize]);
+            copy((out, offset), (page, idx * PAGE), from..to)?;
         }
         Ok(())
     }
@@ -220,8 +245,10 @@ impl StorageBackend for Overlay {
         if len < layer.len {
             layer.base_len = layer.base_len.min(len);
             layer.pages.retain(|&idx, _| idx * PAGE < len);
-            if let Some(page) = layer.pages.get_mut(&(len / PAGE)) {
-                page[(len % PAGE) as usize..].fill(0);
+            if let Some(tail) = (layer.pages.get_mut(&(len / PAGE)))
+                .and_then(|page| page.get_mut((len % PAGE) as usize..))
+            {
+                tail.fill(0);
             }
         }
         layer.len = len;
@@ -246,8 +273,7 @@ impl StorageBackend for Overlay {
             }
             let (from, to) = ((idx * PAGE).max(offset), ((idx + 1) * PAGE).min(end));
             if let Some(page) = layer.pages.get_mut(&idx) {
-                page[(from - idx * PAGE) as usize..(to - idx * PAGE) as usize]
-                    .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+                copy((page, idx * PAGE), (data, offset), from..to)?;
             }
         }
         layer.len = layer.len.max(end);

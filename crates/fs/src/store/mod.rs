@@ -14,6 +14,14 @@
 //! refers to it, a durable commit first syncs the data file; space an extent gave up is reused
 //! only after that (see [`data`]).
 
+// The store reads the disk: damaged bytes are an error, never a panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 pub mod backend;
 pub mod compactor;
 pub mod data;
@@ -22,6 +30,7 @@ pub mod dicts;
 pub mod extents;
 pub mod format;
 pub mod handover;
+pub mod layout;
 pub mod medium;
 pub mod objects;
 pub mod records;
@@ -133,12 +142,29 @@ struct TxnSpace {
     freed: Vec<Range>,
 }
 
+/// A transaction's [`TxnSpace`] and the data backend it came from: dropped uncommitted,
+/// nothing refers to what it allocated, which goes back; what it gave up is still in use.
+struct Allocated<'s> {
+    data: &'s Backend,
+    space: Mutex<TxnSpace>,
+}
+
+impl Drop for Allocated<'_> {
+    fn drop(&mut self) {
+        let space = std::mem::take(&mut *lock(&self.space));
+        for r in space.allocated {
+            self.data.release(r);
+        }
+    }
+}
+
 /// A write transaction with the data file space it allocated and gave up: the allocated
 /// space goes back if it is dropped uncommitted; the space given up is pinned once committed.
 pub struct Txn<'s> {
-    txn: Option<WriteTransaction>,
+    // Before the transaction: space goes back before an uncommitted transaction is dropped.
+    space: Allocated<'s>,
+    txn: WriteTransaction,
     store: &'s Store,
-    space: Mutex<TxnSpace>,
     _db: Arc<Database>,
 }
 
@@ -146,20 +172,7 @@ impl std::ops::Deref for Txn<'_> {
     type Target = WriteTransaction;
 
     fn deref(&self) -> &WriteTransaction {
-        // Taken only by `Store::commit`, which consumes the Txn.
-        self.txn
-            .as_ref()
-            .expect("a Txn holds its transaction until commit")
-    }
-}
-
-impl Drop for Txn<'_> {
-    fn drop(&mut self) {
-        // Not committed: nothing refers to what it allocated; what it gave up is still in use.
-        let space = std::mem::take(&mut *lock(&self.space));
-        for r in space.allocated {
-            self.store.data.release(r);
-        }
+        &self.txn
     }
 }
 
@@ -168,20 +181,20 @@ impl Txn<'_> {
     /// their offset (an object address on a store in a bucket).
     pub fn put_stored(&self, bytes: &[u8]) -> Result<u64, FsError> {
         let range = self.store.data.put(bytes)?;
-        lock(&self.space).allocated.push(range);
+        lock(&self.space.space).allocated.push(range);
         Ok(range.0)
     }
 
     /// Bytes this transaction stored that its commit will refer to (the compactor's copies):
     /// released if it is dropped uncommitted.
     pub(crate) fn adopt(&self, range: Range) {
-        lock(&self.space).allocated.push(range);
+        lock(&self.space.space).allocated.push(range);
     }
 
     /// This transaction dropped an item whose bytes were `stored`.
     pub fn free_stored(&self, stored: Stored<'_>) {
         if let Stored::External(offset, len) = stored {
-            lock(&self.space).freed.push((offset, len));
+            lock(&self.space.space).freed.push((offset, len));
         }
     }
 
@@ -462,9 +475,12 @@ impl Store {
         let db = self.db()?;
         self.counts.writes.fetch_add(1, Ordering::Relaxed);
         Ok(Txn {
-            txn: Some(db.begin_write()?),
+            space: Allocated {
+                data: &self.data,
+                space: Mutex::default(),
+            },
+            txn: db.begin_write()?,
             store: self,
-            space: Mutex::default(),
             _db: db,
         })
     }
@@ -557,10 +573,8 @@ impl Store {
 
     /// Commit `txn`: durable when `durable` or when the last durable commit is older than
     /// [`COMMIT_INTERVAL`]; otherwise in memory and the OS page cache only.
-    pub fn commit(&self, mut t: Txn<'_>, durable: bool) -> Result<(), FsError> {
-        let Some(mut txn) = t.txn.take() else {
-            return Ok(());
-        };
+    pub fn commit(&self, t: Txn<'_>, durable: bool) -> Result<(), FsError> {
+        let Txn { space, mut txn, .. } = t;
         let start = Instant::now();
         let mut last = wring_sync::lock(&self.last_durable);
         let durable = durable || last.elapsed() >= COMMIT_INTERVAL;
@@ -574,10 +588,10 @@ impl Store {
             self.unsynced.store(true, Ordering::SeqCst);
         }
         if let Err(e) = txn.commit() {
-            // Dropping `t` gives back what it allocated.
+            // Dropping `space` gives back what it allocated.
             return Err(e.into());
         }
-        let space = std::mem::take(&mut *lock(&t.space));
+        let space = std::mem::take(&mut *lock(&space.space));
         self.data.pin(space.freed);
         if durable {
             self.data.unpin();
@@ -808,7 +822,7 @@ pub(crate) fn external_ranges(db: &Database) -> Result<Vec<Range>, FsError> {
     let table = txn.open_table(EXTENTS)?;
     let mut ranges = Vec::new();
     for r in table.iter()? {
-        if let Some(Stored::External(offset, len)) = records::stored(r?.1.value()) {
+        if let Ok(Stored::External(offset, len)) = records::stored(r?.1.value()) {
             ranges.push((offset, len));
         }
     }
@@ -847,11 +861,7 @@ pub fn get_inode<T: ReadableTable<u64, &'static [u8]>>(
     ino: u64,
 ) -> Result<Inode, FsError> {
     match table.get(ino)? {
-        Some(v) => Inode::from_bytes(v.value()).ok_or(FsError::Corrupt {
-            ino,
-            offset: 0,
-            reason: "inode item is damaged".into(),
-        }),
+        Some(v) => Inode::decode(v.value()).map_err(|e| e.at(ino, 0)),
         None => Err(errno(libc::ENOENT)),
     }
 }

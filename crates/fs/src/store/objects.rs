@@ -110,9 +110,10 @@ fn hostname() -> String {
     let mut b = [0u8; 256];
     // SAFETY: gethostname writes at most b.len() bytes, NUL-terminated when it fits.
     let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    // Up to the NUL, or all of it.
+    let name = b.split(|&c| c == 0).next().unwrap_or_default();
     let name = if r == 0 {
-        String::from_utf8_lossy(&b[..end]).into_owned()
+        String::from_utf8_lossy(name).into_owned()
     } else {
         String::new()
     };

@@ -106,7 +106,7 @@ pub fn rebuild(txn: &crate::store::Txn<'_>) -> Result<Vec<String>, FsError> {
     // Address → (length, items naming it).
     let mut named: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     for r in txn.open_table(crate::store::EXTENTS)?.iter()? {
-        if let Some(Stored::External(at, len)) = stored(r?.1.value()) {
+        if let Ok(Stored::External(at, len)) = stored(r?.1.value()) {
             named.entry(at).or_insert((len, 0)).1 += 1;
         }
     }

@@ -934,8 +934,7 @@ impl Volume {
             offset,
             reason,
         };
-        let h = ExtentHeader::decode(value)
-            .ok_or_else(|| damaged("extent item header is damaged".into()))?;
+        let h = ExtentHeader::decode(value).map_err(|e| damaged(e.to_string()))?;
         if h.ram_len == 0 || h.ram_len as usize > MAX_MAX_EXTENT {
             return Err(damaged(format!(
                 "extent header gives a length of {} bytes",

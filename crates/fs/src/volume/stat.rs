@@ -329,18 +329,18 @@ impl Volume {
                 let h = Volume::header(cur, 0, v)?;
                 let disk = stored_len(v);
                 let first = match stored(v) {
-                    Some(Stored::Inline(_)) => {
+                    Ok(Stored::Inline(_)) => {
                         report.inline += 1;
                         true
                     }
-                    Some(Stored::External(at, len)) => {
+                    Ok(Stored::External(at, len)) => {
                         let first = seen.insert(at);
                         if first {
                             in_bucket += len;
                         }
                         first
                     }
-                    None => true,
+                    Err(_) => true,
                 };
                 let ram = h.ram_len as u64;
                 let (ty, level) = match h.encoding {

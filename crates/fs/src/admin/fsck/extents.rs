@@ -34,7 +34,7 @@ pub(super) fn check(
     for (key, bytes) in crate::store::dicts::all(txn)? {
         report.dicts += 1;
         if let Err(e) = crate::store::dicts::record(key, &bytes) {
-            report.problems.push(e);
+            report.problems.push(e.to_string());
         }
     }
     let mut placed = Vec::new();
@@ -42,7 +42,7 @@ pub(super) fn check(
         let (k, v) = r?;
         let (ino, idx) = k.value();
         report.extents += 1;
-        if let Some(Stored::External(at, len)) = stored(v.value()) {
+        if let Ok(Stored::External(at, len)) = stored(v.value()) {
             placed.push((at, len, ino, idx));
         }
         // Extents of inodes that do not exist are the namespace's rule (a repair drops them).

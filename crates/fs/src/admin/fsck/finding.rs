@@ -4,7 +4,7 @@
 //! Mirrors e2fsck's problem table (problem.c), one code and one message per kind of damage.
 
 use super::names::Entry;
-use crate::store::records::Kind;
+use crate::store::records::{Kind, RecordError};
 
 /// An entry a finding is about: (directory, name, inode).
 pub(super) type At = (u64, Vec<u8>, u64);
@@ -16,8 +16,8 @@ pub(super) fn shown(name: &[u8]) -> String {
 /// A broken rule of the namespace or of the store's counters.
 #[derive(Debug, Clone)]
 pub(super) enum Finding {
-    /// An inode item that does not decode.
-    Damaged(u64),
+    /// An inode item that does not decode, and why.
+    Damaged(u64, RecordError),
     /// No root directory.
     NoRoot,
     /// An entry in a directory that does not exist.
@@ -75,7 +75,7 @@ pub(super) enum Finding {
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Finding::Damaged(i) => write!(f, "inode {i}: damaged inode item"),
+            Finding::Damaged(i, e) => write!(f, "inode {i}: damaged inode item: {e}"),
             Finding::NoRoot => write!(f, "root directory is missing"),
             Finding::NoDir((p, n, _)) => {
                 write!(f, "entry '{}' in missing directory {p}", shown(n))

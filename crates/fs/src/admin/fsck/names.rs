@@ -17,7 +17,7 @@ use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use super::finding::Finding;
 use super::rules::Tally;
 use crate::error::FsError;
-use crate::store::records::{covered_within, Inode, Kind, VERSION_BYTES};
+use crate::store::records::{covered_within, Inode, Kind, RecordError, VERSION_BYTES};
 use crate::store::{DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT, SYMLINKS};
 
 /// A directory entry.
@@ -41,8 +41,8 @@ impl Entry {
 pub(super) struct Namespace {
     /// Inode items that decode.
     pub inodes: BTreeMap<u64, Inode>,
-    /// Inode items that do not.
-    pub damaged: BTreeSet<u64>,
+    /// Inode items that do not, and why.
+    pub damaged: BTreeMap<u64, RecordError>,
     /// Every entry, in the table's order.
     pub entries: Vec<Entry>,
     /// The `..` records: directory → parent.
@@ -119,13 +119,13 @@ impl Namespace {
             let (ino, idx) = k.value();
             let n = crate::store::records::stored_len(v.value());
             let once = match crate::store::records::stored(v.value()) {
-                Some(crate::store::records::Stored::External(at, len)) => seen.insert((at, len)),
+                Ok(crate::store::records::Stored::External(at, len)) => seen.insert((at, len)),
                 _ => true,
             };
             if once {
                 self.used = self.used.saturating_add(n);
             }
-            match self.inodes.contains_key(&ino) || self.damaged.contains(&ino) {
+            match self.inodes.contains_key(&ino) || self.damaged.contains_key(&ino) {
                 true => {
                     *self.held.entry(ino).or_default() += n;
                     let c = self.covers(ino, v.value());
@@ -141,7 +141,7 @@ impl Namespace {
     /// file's extent size (a longer one is a damaged header, which the extents' rules report:
     /// it does not also make the file's count wrong).
     fn covers(&self, ino: u64, item: &[u8]) -> u64 {
-        let Some(h) = crate::store::records::ExtentHeader::decode(item) else {
+        let Ok(h) = crate::store::records::ExtentHeader::decode(item) else {
             return 0;
         };
         let window = self.inodes.get(&ino).map_or(0, |i| i.extent_size);
@@ -151,7 +151,9 @@ impl Namespace {
     /// Every rule broken, in the order a repair fixes them.
     pub(super) fn findings(&self) -> Vec<Finding> {
         let t = Tally::new(self);
-        let mut out: Vec<Finding> = self.damaged.iter().map(|&i| Finding::Damaged(i)).collect();
+        let mut out: Vec<Finding> = (self.damaged.iter())
+            .map(|(&i, e)| Finding::Damaged(i, e.clone()))
+            .collect();
         if !self.inodes.get(&ROOT).is_some_and(|i| i.kind == Kind::Dir) {
             out.push(Finding::NoRoot);
         }
@@ -227,7 +229,7 @@ impl Namespace {
     /// The largest inode number in use (the root's in an empty store).
     pub(super) fn top(&self) -> u64 {
         let a = self.inodes.keys().next_back().copied().unwrap_or(ROOT);
-        let b = self.damaged.iter().next_back().copied().unwrap_or(ROOT);
+        let b = self.damaged.keys().next_back().copied().unwrap_or(ROOT);
         a.max(b)
     }
 
@@ -250,20 +252,17 @@ impl Namespace {
     }
 }
 
-fn items(
-    t: &impl ReadableTable<u64, &'static [u8]>,
-) -> Result<(BTreeMap<u64, Inode>, BTreeSet<u64>), FsError> {
-    let (mut good, mut bad) = (BTreeMap::new(), BTreeSet::new());
+/// The inode items: those that decode, and those that do not with why.
+type Items = (BTreeMap<u64, Inode>, BTreeMap<u64, RecordError>);
+
+fn items(t: &impl ReadableTable<u64, &'static [u8]>) -> Result<Items, FsError> {
+    let (mut good, mut bad) = (BTreeMap::new(), BTreeMap::new());
     for r in t.iter()? {
         let (k, v) = r?;
-        match Inode::from_bytes(v.value()) {
-            Some(i) => {
-                good.insert(k.value(), i);
-            }
-            None => {
-                bad.insert(k.value());
-            }
-        }
+        match Inode::decode(v.value()) {
+            Ok(i) => good.insert(k.value(), i).map(drop),
+            Err(e) => bad.insert(k.value(), e).map(drop),
+        };
     }
     Ok((good, bad))
 }

@@ -121,7 +121,7 @@ fn phase(f: &Finding) -> Option<u8> {
         | Disk { .. }
         | Bytes { .. }
         | Used { .. } => Some(4),
-        Damaged(_) | NoRoot | NoTarget(_) => None,
+        Damaged(..) | NoRoot | NoTarget(_) => None,
     }
 }
 
@@ -186,7 +186,7 @@ impl Fixer<'_, '_> {
                     "set the store's stored bytes to {held}, what its extents hold (was {counted})"
                 ),
             ),
-            Damaged(_) | NoRoot | NoTarget(_) => Ok(()),
+            Damaged(..) | NoRoot | NoTarget(_) => Ok(()),
         }
     }
 

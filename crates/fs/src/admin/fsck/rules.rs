@@ -61,13 +61,13 @@ impl<'a> Tally<'a> {
         let ns = self.ns;
         let entry = || (e.parent, e.name.clone(), e.ino);
         match ns.inodes.get(&e.parent) {
-            None if ns.damaged.contains(&e.parent) => return Judged::Unknown,
+            None if ns.damaged.contains_key(&e.parent) => return Judged::Unknown,
             None => return Judged::Breaks(Finding::NoDir(entry())),
             Some(p) if p.kind != Kind::Dir => return Judged::Breaks(Finding::NotDir(entry())),
             Some(_) => {}
         }
         match ns.inodes.get(&e.ino) {
-            None if ns.damaged.contains(&e.ino) => Judged::Unknown,
+            None if ns.damaged.contains_key(&e.ino) => Judged::Unknown,
             None => Judged::Breaks(Finding::NoInode(entry())),
             Some(i) if i.kind as u8 != e.kind => {
                 Judged::Breaks(Finding::WrongKind(entry(), i.kind))
@@ -130,7 +130,7 @@ impl<'a> Tally<'a> {
         let ns = self.ns;
         let mut out = Vec::new();
         for &ino in &ns.orphans {
-            if ns.damaged.contains(&ino) {
+            if ns.damaged.contains_key(&ino) {
                 continue;
             }
             if !ns.inodes.contains_key(&ino) {
@@ -271,7 +271,7 @@ impl<'a> Tally<'a> {
             }
         }
         for &ino in self.ns.parents.keys() {
-            if !self.is_dir(ino) && !self.ns.damaged.contains(&ino) {
+            if !self.is_dir(ino) && !self.ns.damaged.contains_key(&ino) {
                 out.push(Finding::StaleDotDot(ino));
             }
         }

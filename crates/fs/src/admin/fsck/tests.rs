@@ -639,3 +639,43 @@ fn lost_and_made_up_reference_records_are_rebuilt_from_the_items() {
     assert!(r.problems.is_empty(), "{r:?}");
     let _ = std::fs::remove_dir_all(&t.dir);
 }
+
+/// A damaged inode item and a damaged extent item: fsck's lines carry the decoder's error,
+/// naming the record, the field and the value.
+#[test]
+fn a_damaged_record_is_reported_with_its_field() {
+    use redb::ReadableTable;
+    let t = tree("damaged-record");
+    damage(&t.dir, |txn| {
+        let mut inodes = txn.open_table(store::INODES).unwrap();
+        let mut v = inodes.get(t.a).unwrap().unwrap().value().to_vec();
+        v[0] = 9;
+        inodes.insert(t.a, v.as_slice()).unwrap();
+        drop(inodes);
+        let mut extents = txn.open_table(store::EXTENTS).unwrap();
+        let mut v = extents.get((t.f, 0)).unwrap().unwrap().value().to_vec();
+        v[1] = 8;
+        extents.insert((t.f, 0), v.as_slice()).unwrap();
+    });
+    let r = fsck(&t.dir).unwrap();
+    let want = [
+        format!(
+            "inode {}: damaged inode item: inode record: field kind: invalid value 9: not a \
+             kind of inode",
+            t.a
+        ),
+        format!("/d/e/f (inode {}): offset 0: ", t.f),
+        "extent item record: field compression: invalid value 8: no such compression".into(),
+    ];
+    for w in want {
+        assert!(
+            r.problems.iter().any(|p| p.contains(&w)),
+            "{w}: {:#?}",
+            r.problems
+        );
+    }
+    for p in &r.problems {
+        eprintln!("problem: {p}");
+    }
+    let _ = std::fs::remove_dir_all(&t.dir);
+}

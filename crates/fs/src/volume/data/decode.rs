@@ -51,9 +51,9 @@ impl Volume {
         buf: &'a mut Vec<u8>,
     ) -> Result<&'a [u8], FsError> {
         let (at, len) = match stored(value) {
-            Some(Stored::Inline(b)) => return Ok(b),
-            Some(Stored::External(at, len)) => (at, len),
-            None => return Err(self.corrupt(ino, offset, "extent item is damaged".into())),
+            Ok(Stored::Inline(b)) => return Ok(b),
+            Ok(Stored::External(at, len)) => (at, len),
+            Err(e) => return Err(self.corrupt(ino, offset, e.to_string())),
         };
         let limit = compressed_limit(MAX_MAX_EXTENT).max(MAX_MAX_EXTENT) as u64;
         if len > limit {

@@ -52,7 +52,7 @@ impl Candidate {
 /// made with copy_file_range), so a pass that keeps only smaller extents leaves those alone.
 fn freed_by_replacing(snap: &redb::ReadTransaction, item: &[u8]) -> Result<u64, FsError> {
     Ok(match store::records::stored(item) {
-        Some(store::records::Stored::External(at, _)) if store::shared::is_shared(snap, at)? => 0,
+        Ok(store::records::Stored::External(at, _)) if store::shared::is_shared(snap, at)? => 0,
         _ => store::records::stored_len(item),
     })
 }

@@ -53,7 +53,7 @@ pub(crate) fn entry_of<T: ReadableTable<(u64, &'static [u8]), (u64, u8)>>(
     name: &[u8],
 ) -> Result<Option<(u64, Kind)>, FsError> {
     let found = dirents.get((parent, name))?.map(|v| v.value());
-    Ok(found.and_then(|(ino, k)| Kind::from_u8(k).map(|k| (ino, k))))
+    Ok(found.and_then(|(ino, k)| Kind::of_entry(k).ok().map(|k| (ino, k))))
 }
 
 /// Whether a directory has entries.
@@ -193,7 +193,7 @@ impl Volume {
         for r in dirents.range((dir, &[][..])..(dir + 1, &[][..]))? {
             let (k, v) = r?;
             let (ino, kind) = v.value();
-            let kind = Kind::from_u8(kind).unwrap_or(Kind::File);
+            let kind = Kind::of_entry(kind).unwrap_or(Kind::File);
             stored.push((k.value().1.to_vec(), ino, kind));
         }
         if !delayed.is_empty() {

@@ -540,7 +540,7 @@ impl Volume {
             let mut pinode = dir_record(&inodes, parent)?;
             guard(&pinode, Mutation::RemoveEntry)?;
             let found = dirents.get((parent, name))?.map(|v| v.value());
-            let Some((ino, kind)) = found.and_then(|(i, k)| Kind::from_u8(k).map(|k| (i, k)))
+            let Some((ino, kind)) = found.and_then(|(i, k)| Kind::of_entry(k).ok().map(|k| (i, k)))
             else {
                 return Err(errno(libc::ENOENT));
             };
