@@ -3,9 +3,10 @@
 //!
 //! Mirrors `btrfs check` and e2fsck. Checking is `btrfs check` in read-only mode: the
 //! database's own integrity (redb's checksummed pages), then every cross-reference, each rule
-//! decided in one place — the namespace and the store's counters in [`names`] (entries point at
-//! inodes of the right kind in directories that exist, every inode is reached from the root,
-//! link counts match the names, `..` records, the orphan table, the counters), the data in
+//! decided in one place — the namespace (read whole in [`names`]) and the store's counters in
+//! [`rules`] (entries point at inodes of the right kind in directories that exist, every inode
+//! is reached from the root, link counts match the names, `..` records, the orphan table, the
+//! counters), the data in
 //! [`extents`] (every extent belongs to a file, lies within its size, passes its checksum and
 //! decodes, no two extents share bytes, a bucket's segment objects verify). Like `btrfs check`
 //! it writes nothing: the store is opened with [`Store::open_for_check`].

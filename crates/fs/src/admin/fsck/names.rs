@@ -3,9 +3,10 @@
 //! directory that holds it; every inode but the root and the orphans is reached from the root;
 //! an orphan has no name; link counts are what the names make them (a file: its names; a
 //! directory: 2 + its subdirectories); symlinks have their targets; the store's inode counters
-//! are right. [`Namespace::findings`] is the one place each rule is decided (the entries' own
-//! and the connectivity rules in [`super::rules`], the findings' words in [`super::finding`]):
-//! fsck reports what it finds, `fsck --repair` fixes it ([`super::repair`]).
+//! are right. This module reads the tables whole ([`Namespace`]); [`Namespace::findings`], in
+//! [`super::rules`] with the entries' own and the connectivity rules, is the one place each
+//! rule is decided (the findings' words in [`super::finding`]): fsck reports what it finds,
+//! `fsck --repair` fixes it ([`super::repair`]).
 //!
 //! Mirrors e2fsck's passes 2 (directory entries), 3 (connectivity, `lost+found`) and 4 (link
 //! counts), over wring's tables instead of ext4's blocks.
@@ -14,10 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::finding::Finding;
-use super::rules::Tally;
 use crate::error::FsError;
-use crate::store::records::{covered_within, Inode, Kind, RecordError, VERSION_BYTES};
+use crate::store::records::{covered_within, Inode, RecordError};
 use crate::store::{DIRENTS, EXTENTS, INODES, META, ORPHANS, PARENTS, ROOT, SYMLINKS};
 
 /// A directory entry.
@@ -59,7 +58,8 @@ pub(super) struct Namespace {
     pub held: BTreeMap<u64, u64>,
     /// Bytes of its file each inode's extents cover (its `bytes`, `st_blocks`).
     pub covered: BTreeMap<u64, u64>,
-    /// The store's format version: from [`VERSION_BYTES`] on, inodes record `bytes`.
+    /// The store's format version: from [`VERSION_BYTES`](crate::store::records::VERSION_BYTES)
+    /// on, inodes record `bytes`.
     pub version: u64,
     pub used: u64,
     pub counted_used: u64,
@@ -146,84 +146,6 @@ impl Namespace {
         };
         let window = self.inodes.get(&ino).map_or(0, |i| i.extent_size);
         covered_within(h.ram_len, window)
-    }
-
-    /// Every rule broken, in the order a repair fixes them.
-    pub(super) fn findings(&self) -> Vec<Finding> {
-        let t = Tally::new(self);
-        let mut out: Vec<Finding> = (self.damaged.iter())
-            .map(|(&i, e)| Finding::Damaged(i, e.clone()))
-            .collect();
-        if !self.inodes.get(&ROOT).is_some_and(|i| i.kind == Kind::Dir) {
-            out.push(Finding::NoRoot);
-        }
-        out.extend(t.bad.iter().cloned());
-        out.extend(self.counter_findings());
-        out.extend(t.dir_names());
-        out.extend(t.orphan_findings());
-        out.extend(t.unreached());
-        out.extend(t.link_counts());
-        out.extend(t.targets());
-        out.extend(t.dotdot());
-        out.extend(self.stored_findings());
-        out
-    }
-
-    /// The counters: the next inode number above every inode, the inode count, the stored
-    /// bytes; and extents of inodes that do not exist.
-    fn counter_findings(&self) -> Vec<Finding> {
-        let mut out = Vec::new();
-        let top = self.top();
-        if self.next_ino <= top {
-            out.push(Finding::NextIno {
-                next: self.next_ino,
-                top,
-            });
-        }
-        let items = (self.inodes.len() + self.damaged.len()) as u64;
-        if self.counted + 1 != items {
-            out.push(Finding::InodeCount {
-                counted: self.counted,
-                items,
-            });
-        }
-        out.extend(
-            self.strays
-                .iter()
-                .map(|&(ino, idx)| Finding::StrayExtent { ino, idx }),
-        );
-        out
-    }
-
-    /// The stored and covered bytes each inode records (covered ones from format version
-    /// [`VERSION_BYTES`] on: an older store's inodes have none), and the store's total.
-    fn stored_findings(&self) -> Vec<Finding> {
-        let mut out: Vec<Finding> = Vec::new();
-        for (&ino, i) in &self.inodes {
-            let held = self.held.get(&ino).copied().unwrap_or(0);
-            if i.disk != held {
-                out.push(Finding::Disk {
-                    ino,
-                    recorded: i.disk,
-                    held,
-                });
-            }
-            let covered = self.covered.get(&ino).copied().unwrap_or(0);
-            if self.version >= VERSION_BYTES && i.bytes != covered {
-                out.push(Finding::Bytes {
-                    ino,
-                    recorded: i.bytes,
-                    covered,
-                });
-            }
-        }
-        if self.counted_used != self.used {
-            out.push(Finding::Used {
-                counted: self.counted_used,
-                held: self.used,
-            });
-        }
-        out
     }
 
     /// The largest inode number in use (the root's in an empty store).

@@ -1,7 +1,9 @@
-//! The rules over the entries: each entry's own (its directory exists and is one, its inode
-//! exists, is of its kind and is not the root), a directory's one name, the orphan table, what
-//! the root reaches, link counts, symlink targets and `..` records. [`Tally`] counts the entries
-//! that hold once; [`super::names::Namespace::findings`] asks it for each rule.
+//! The rules over the namespace: [`Namespace::findings`], the one place each is decided, in
+//! the order a repair fixes them. The counters' and the stored bytes' are read off the
+//! [`Namespace`] itself; the rules over the entries — each entry's own (its directory exists
+//! and is one, its inode exists, is of its kind and is not the root), a directory's one name,
+//! the orphan table, what the root reaches, link counts, symlink targets and `..` records — are
+//! [`Tally`]'s, which counts the entries that hold once.
 //!
 //! Mirrors e2fsck's pass 2 (`check_dir_block`: entries), pass 3 (`check_directory`: every
 //! directory reached from the root, loops broken) and pass 4 (`check_link_count`).
@@ -10,8 +12,88 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::finding::Finding;
 use super::names::{Entry, Namespace};
-use crate::store::records::Kind;
+use crate::store::records::{Kind, VERSION_BYTES};
 use crate::store::ROOT;
+
+impl Namespace {
+    /// Every rule broken, in the order a repair fixes them.
+    pub(super) fn findings(&self) -> Vec<Finding> {
+        let t = Tally::new(self);
+        let mut out: Vec<Finding> = (self.damaged.iter())
+            .map(|(&i, e)| Finding::Damaged(i, e.clone()))
+            .collect();
+        if !self.inodes.get(&ROOT).is_some_and(|i| i.kind == Kind::Dir) {
+            out.push(Finding::NoRoot);
+        }
+        out.extend(t.bad.iter().cloned());
+        out.extend(self.counter_findings());
+        out.extend(t.dir_names());
+        out.extend(t.orphan_findings());
+        out.extend(t.unreached());
+        out.extend(t.link_counts());
+        out.extend(t.targets());
+        out.extend(t.dotdot());
+        out.extend(self.stored_findings());
+        out
+    }
+
+    /// The counters: the next inode number above every inode, the inode count, the stored
+    /// bytes; and extents of inodes that do not exist.
+    fn counter_findings(&self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let top = self.top();
+        if self.next_ino <= top {
+            out.push(Finding::NextIno {
+                next: self.next_ino,
+                top,
+            });
+        }
+        let items = (self.inodes.len() + self.damaged.len()) as u64;
+        if self.counted + 1 != items {
+            out.push(Finding::InodeCount {
+                counted: self.counted,
+                items,
+            });
+        }
+        out.extend(
+            self.strays
+                .iter()
+                .map(|&(ino, idx)| Finding::StrayExtent { ino, idx }),
+        );
+        out
+    }
+
+    /// The stored and covered bytes each inode records (covered ones from format version
+    /// [`VERSION_BYTES`] on: an older store's inodes have none), and the store's total.
+    fn stored_findings(&self) -> Vec<Finding> {
+        let mut out: Vec<Finding> = Vec::new();
+        for (&ino, i) in &self.inodes {
+            let held = self.held.get(&ino).copied().unwrap_or(0);
+            if i.disk != held {
+                out.push(Finding::Disk {
+                    ino,
+                    recorded: i.disk,
+                    held,
+                });
+            }
+            let covered = self.covered.get(&ino).copied().unwrap_or(0);
+            if self.version >= VERSION_BYTES && i.bytes != covered {
+                out.push(Finding::Bytes {
+                    ino,
+                    recorded: i.bytes,
+                    covered,
+                });
+            }
+        }
+        if self.counted_used != self.used {
+            out.push(Finding::Used {
+                counted: self.counted_used,
+                held: self.used,
+            });
+        }
+        out
+    }
+}
 
 /// What the entries add up to.
 pub(super) struct Tally<'a> {
