@@ -195,7 +195,7 @@ impl InodeStore for Store {
         parent: u64,
         name: &[u8],
     ) -> Result<Option<(u64, Kind)>, FsError> {
-        crate::volume::names::dir::entry_of(&snap.open_table(DIRENTS)?, parent, name)
+        entry_of(&snap.open_table(DIRENTS)?, parent, name)
     }
 
     fn parent(snap: &store::Snapshot<'_>, dir: u64) -> Result<u64, FsError> {
@@ -236,6 +236,17 @@ impl InodeStore for Store {
     fn commit_if_due(&self) -> Result<bool, FsError> {
         Store::commit_if_due(self)
     }
+}
+
+/// Look a name up in a directory table (of a transaction or a snapshot): the store's side of
+/// [`InodeStore::name`], and of the namespace's lookups inside a write transaction.
+pub(crate) fn entry_of<T: ReadableTable<(u64, &'static [u8]), (u64, u8)>>(
+    dirents: &T,
+    parent: u64,
+    name: &[u8],
+) -> Result<Option<(u64, Kind)>, FsError> {
+    let found = dirents.get((parent, name))?.map(|v| v.value());
+    Ok(found.and_then(|(ino, k)| Kind::of_entry(k).ok().map(|k| (ino, k))))
 }
 
 /// META's counter of the transactions that wrote delayed records (see the module's header).

@@ -43,17 +43,7 @@ pub(crate) fn entry_in(
     parent: u64,
     name: &[u8],
 ) -> Result<Option<(u64, Kind)>, FsError> {
-    entry_of(&txn.open_table(DIRENTS)?, parent, name)
-}
-
-/// Look a name up in a directory table (of a transaction or a snapshot).
-pub(crate) fn entry_of<T: ReadableTable<(u64, &'static [u8]), (u64, u8)>>(
-    dirents: &T,
-    parent: u64,
-    name: &[u8],
-) -> Result<Option<(u64, Kind)>, FsError> {
-    let found = dirents.get((parent, name))?.map(|v| v.value());
-    Ok(found.and_then(|(ino, k)| Kind::of_entry(k).ok().map(|k| (ino, k))))
+    delayed::entry_of(&txn.open_table(DIRENTS)?, parent, name)
 }
 
 /// Whether a directory has entries.
