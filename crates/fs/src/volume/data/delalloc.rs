@@ -275,7 +275,7 @@ impl Delalloc {
                 gen,
                 extent_size,
                 data,
-                decision: crate::volume::data::encode::for_len(&decision, len),
+                decision: crate::volume::data::dicts::for_len(&decision, len),
                 time,
                 _room: share,
             });

@@ -37,7 +37,7 @@ use wring_engine::{Algorithm, CompressSpec};
 use crate::error::FsError;
 use crate::store::dicts;
 use crate::sync::{lock, Mutex};
-use crate::volume::data::encode::{Decision, DictUse};
+use crate::volume::data::encode::{Compression, Decision, DictUse};
 use crate::volume::Volume;
 
 /// Extents of at most this many bytes are small: they get the dictionary and are its samples.
@@ -58,6 +58,17 @@ pub(crate) const RECENT_BYTES: usize = 1 << 20;
 const BETTER: f64 = 0.97;
 /// Committer ticks (seconds) without a new small extent that make writing paused.
 const IDLE_TICKS: u32 = 2;
+
+/// `decision` for an extent of `len` bytes: a dictionary only for a small one.
+pub(crate) fn for_len(decision: &Decision, len: usize) -> Decision {
+    match decision {
+        Some(c) if c.dict.is_some() && len > SMALL => Some(Compression {
+            dict: None,
+            ..c.clone()
+        }),
+        d => d.clone(),
+    }
+}
 
 /// The mount's dictionaries.
 #[derive(Default)]
@@ -365,7 +376,7 @@ impl State {
 impl Volume {
     /// Give `decision` the dictionary for a write's extents `chunks` when `dict=auto` and
     /// some are small, collecting samples while there is none. The write's large extents
-    /// drop it again when queued ([`crate::volume::data::encode::for_len`]).
+    /// drop it again when queued ([`for_len`]).
     /// `switch` is the inode's `wring.dict`, which overrides the mount's `dict=`.
     pub(crate) fn with_dictionary(
         &self,

@@ -140,17 +140,6 @@ pub(crate) fn value<'a>(
     Ok(Some((h, stored)))
 }
 
-/// `decision` for an extent of `len` bytes: a dictionary only for a small one.
-pub(crate) fn for_len(decision: &Decision, len: usize) -> Decision {
-    match decision {
-        Some(c) if c.dict.is_some() && len > super::dicts::SMALL => Some(Compression {
-            dict: None,
-            ..c.clone()
-        }),
-        d => d.clone(),
-    }
-}
-
 /// The dictionary `decision` compresses with, if any.
 pub(crate) fn dictionary(decision: &Decision) -> Option<&Dictionary> {
     decision.as_ref()?.dict.as_ref().map(|d| &d.dict)
