@@ -23,7 +23,8 @@ pub(crate) mod status;
 pub(crate) mod vfs;
 
 pub use names::creds::Caller;
-pub use names::inode::{NewInode, SetAttr};
+pub use names::inode::NewInode;
+pub use names::setattr::SetAttr;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -30,7 +30,7 @@ use crate::store::records::{
     FLAG_NOCOW, FLAG_NODUMP, FLAG_SYNC,
 };
 use crate::store::{self, INODES, XATTRS};
-use crate::volume::SetAttr;
+use crate::volume::names::setattr::SetAttr;
 use crate::volume::Volume;
 use crate::PROP_XATTR;
 

@@ -6,12 +6,12 @@
 //! btrfs_setattr) and props.c's inheritance of the `btrfs.compression` property by new files
 //! from their directory.
 
-use std::time::SystemTime;
-
 use redb::{ReadableTable, WriteTransaction};
 
 use super::acl;
 use super::creds::Caller;
+use super::record::{put_inode, update};
+use super::setattr::SetAttr;
 use super::xattr::{chmod_acl, inherit_acl, inherit_property};
 use crate::error::{errno, FsError};
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS, FLAG_NOCOW};
@@ -21,28 +21,6 @@ use crate::volume::delayed::{Change, NameEntry};
 use crate::volume::names::dir::{check_name, dir_inode, dir_record, entry_in, has_entries};
 use crate::volume::names::fsflags::{guard, Mutation};
 use crate::volume::Volume;
-
-/// What setattr changes.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SetAttr {
-    /// New permission bits.
-    pub mode: Option<u32>,
-    /// New owner.
-    pub uid: Option<u32>,
-    /// New group.
-    pub gid: Option<u32>,
-    /// New size.
-    pub size: Option<u64>,
-    /// New access time (`None` inside: now).
-    pub atime: Option<Option<SystemTime>>,
-    /// New modification time (`None` inside: now).
-    pub mtime: Option<Option<SystemTime>>,
-    /// The change time the kernel keeps (with the writeback cache it sends its own when it
-    /// flushes times); `None`: now.
-    pub ctime: Option<SystemTime>,
-    /// Who asks; a size change by a process without CAP_FSETID drops the set-ID bits.
-    pub caller: Option<Caller>,
-}
 
 /// The security.capability attribute, dropped when a file's privileges are killed.
 const CAPS_XATTR: &[u8] = b"security.capability";
@@ -193,23 +171,6 @@ fn set_fields(inode: &mut Inode, set: &SetAttr, now: Time) {
         inode.mtime = m.map_or(now, Time::from_system);
     }
     inode.ctime = set.ctime.map_or(now, Time::from_system);
-}
-
-pub(crate) fn put_inode(txn: &WriteTransaction, ino: u64, inode: &Inode) -> Result<(), FsError> {
-    txn.open_table(INODES)?
-        .insert(ino, inode.to_bytes().as_slice())?;
-    Ok(())
-}
-
-pub(super) fn update(
-    txn: &WriteTransaction,
-    ino: u64,
-    f: impl FnOnce(&mut Inode),
-) -> Result<Inode, FsError> {
-    let mut inode = store::get_inode(&txn.open_table(INODES)?, ino)?;
-    f(&mut inode);
-    put_inode(txn, ino, &inode)?;
-    Ok(inode)
 }
 
 fn touch_dir(txn: &WriteTransaction, dir: u64, nlink_delta: i32) -> Result<(), FsError> {

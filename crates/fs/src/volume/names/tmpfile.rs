@@ -14,7 +14,8 @@ use crate::store::space::META_OP;
 use crate::store::{self, ORPHANS};
 use crate::volume::names::dir::dir_inode;
 use crate::volume::names::fsflags::{guard, Mutation};
-use crate::volume::names::inode::{put_inode, NewInode};
+use crate::volume::names::inode::NewInode;
+use crate::volume::names::record::put_inode;
 use crate::volume::names::xattr::{inherit_acl, inherit_property};
 use crate::volume::Volume;
 

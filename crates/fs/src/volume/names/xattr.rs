@@ -12,7 +12,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::acl::{self, Acl};
 use super::creds::Caller;
-use super::inode::{put_inode, update};
+use super::record::{put_inode, update};
 use crate::error::{errno, FsError};
 use crate::options::parse_spec;
 use crate::store::records::{Inode, Kind, Time, FLAG_NOCOMPRESS};
