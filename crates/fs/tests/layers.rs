@@ -1,8 +1,9 @@
 //! fs's folders are its layers, and `use` only ever names a layer below (lib.rs's "# Layers",
-//! docs/design.md's "The filesystem"): checked here on every module, test code aside.
+//! docs/design.md's "The filesystem"): checked here on every module, test code aside; and
+//! inside every folder too its modules form no import cycle.
 
 use std::path::Path;
-use wring_testing::layers::{check, Layers};
+use wring_testing::layers::{check, cycles, Layers};
 
 /// lib.rs's layers, top first: `sim` (the whole-filesystem simulations, tests only) above
 /// everything, then admin → transport → volume → store; beside them the shared leaves.
@@ -25,6 +26,22 @@ fn use_only_names_a_layer_below() {
     assert!(
         list.is_empty(),
         "{} paths break fs's layering:\n{}",
+        list.len(),
+        list.join("\n")
+    );
+}
+
+/// fs had four cycles inside its layers (admin/fsck's finding, names and rules; volume's
+/// delayed and names; volume/data's dicts and encode; volume/names's fsflags, inode and
+/// xattr); at no level do fs's modules depend on each other in a ring now.
+#[test]
+fn modules_form_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = cycles(&src).expect("fs's sources parse");
+    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(
+        list.is_empty(),
+        "{} import cycles in fs:\n{}",
         list.len(),
         list.join("\n")
     );
