@@ -2,8 +2,8 @@
 //! docs/design.md's blk section): checked here on every module, test code aside; and inside
 //! every folder too its modules form no import cycle.
 
-use std::path::Path;
-use wring_testing::layers::{check, cycles, Layers};
+use std::path::{Path, PathBuf};
+use wring_testing::layers::{assert_acyclic, assert_layered, Layers};
 
 /// lib.rs's layers, top first: admin (control, metrics) → actions → device; beside them the
 /// leaves every layer may name and which name no layer.
@@ -12,30 +12,18 @@ const BLK: Layers<'static> = Layers {
     shared: &["error", "options", "report", "sync"],
 };
 
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
 #[test]
 fn use_only_names_a_layer_below() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = check(&src, &BLK).expect("blk's sources parse");
-    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-    assert!(
-        list.is_empty(),
-        "{} paths break blk's layering:\n{}",
-        list.len(),
-        list.join("\n")
-    );
+    assert_layered(&src(), &BLK);
 }
 
 /// The old flat blk had seven modules in one cycle (backing, options, recompress, schedule,
 /// stats, store, streams); at no level do blk's modules depend on each other in a ring now.
 #[test]
 fn modules_form_no_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = cycles(&src).expect("blk's sources parse");
-    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-    assert!(
-        list.is_empty(),
-        "{} import cycles in blk:\n{}",
-        list.len(),
-        list.join("\n")
-    );
+    assert_acyclic(&src());
 }

@@ -2,8 +2,8 @@
 //! docs/design.md's "The filesystem"): checked here on every module, test code aside; and
 //! inside every folder too its modules form no import cycle.
 
-use std::path::Path;
-use wring_testing::layers::{check, cycles, Layers};
+use std::path::{Path, PathBuf};
+use wring_testing::layers::{assert_acyclic, assert_layered, Layers};
 
 /// lib.rs's layers, top first: `sim` (the whole-filesystem simulations, tests only) above
 /// everything, then admin → transport → volume → store; beside them the shared leaves.
@@ -18,17 +18,13 @@ const FS: Layers<'static> = Layers {
     shared: &["counters", "error", "options", "sync"],
 };
 
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
 #[test]
 fn use_only_names_a_layer_below() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = check(&src, &FS).expect("fs's sources parse");
-    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-    assert!(
-        list.is_empty(),
-        "{} paths break fs's layering:\n{}",
-        list.len(),
-        list.join("\n")
-    );
+    assert_layered(&src(), &FS);
 }
 
 /// fs had four cycles inside its layers (admin/fsck's finding, names and rules; volume's
@@ -36,13 +32,5 @@ fn use_only_names_a_layer_below() {
 /// xattr); at no level do fs's modules depend on each other in a ring now.
 #[test]
 fn modules_form_no_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = cycles(&src).expect("fs's sources parse");
-    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-    assert!(
-        list.is_empty(),
-        "{} import cycles in fs:\n{}",
-        list.len(),
-        list.join("\n")
-    );
+    assert_acyclic(&src());
 }

@@ -154,6 +154,30 @@ impl Layers<'_> {
     }
 }
 
+/// For a crate's test: fails, listing each one, if a path in the crate whose sources are in
+/// `src` breaks `layers` ([`check`]).
+pub fn assert_layered(src: &Path, layers: &Layers<'_>) {
+    assert_none("paths break the layering", src, check(src, layers));
+}
+
+/// For a crate's test: fails, listing each one, if the crate whose sources are in `src` has
+/// an import cycle at any level ([`cycles`]).
+pub fn assert_acyclic(src: &Path) {
+    assert_none("import cycles", src, cycles(src));
+}
+
+fn assert_none<T: fmt::Display>(what: &str, src: &Path, found: Result<Vec<T>, LayerError>) {
+    let found = found.unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(
+        list.is_empty(),
+        "{}: {} {what}:\n{}",
+        src.display(),
+        list.len(),
+        list.join("\n")
+    );
+}
+
 /// Checks the crate whose sources are in `src` (its `lib.rs` the root) against `layers`:
 /// every path into the crate from a non-test file, each one that breaks the rule returned
 /// (once per line and module named), and each top-level module the table does not place (or
